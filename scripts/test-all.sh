@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every test of the crate: formatting, lints, unit/integration/doc tests (the fuzz-corpus
+# replay included), the loom models, and a compile of the benchmarks. README's test command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s ==\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "cargo clippy --all-targets -D warnings"
+cargo clippy --all-targets -- -D warnings
+
+step "cargo test (unit, property, integration, doc)"
+cargo test --release
+
+if [ -d loom-tests ]; then
+  step "loom models"
+  (cd loom-tests && RUSTFLAGS="--cfg loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
+    cargo test --release -- --test-threads=1)
+fi
+
+if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
+  step "benchmarks compile"
+  cargo bench --no-run
+fi
+
+step "all tests passed"

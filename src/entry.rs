@@ -1,0 +1,203 @@
+//! Entries: owned, pointer-sized values that the tree stores as one machine word.
+//!
+//! The tree never looks inside an entry; it only moves its word between slots, hands out borrows
+//! while a guard keeps the word alive, and turns the word back into the owned value exactly once
+//! when the entry leaves the tree (overwritten, erased, or the tree dropped). This is the idea of
+//! Rust-for-Linux's `ForeignOwnable`, applied to a userspace tree.
+//!
+//! Words below [`RESERVED_LIMIT`] that are even are reserved for the tree: `0` is "nothing" and
+//! [`ZERO_WORD`] is the kernel's `XA_ZERO_ENTRY`, a marker that occupies a range but reads as
+//! empty. [`Value`] words are always odd and pointer words are heap addresses, so no implementation
+//! in this crate can produce a reserved word.
+
+use core::fmt;
+use core::mem::ManuallyDrop;
+use std::sync::Arc;
+
+/// Words in `1..RESERVED_LIMIT` that are even are reserved (the kernel's `MAPLE_RESERVED_RANGE`).
+pub const RESERVED_LIMIT: usize = 4096;
+
+/// The word of the reserved zero entry (the kernel's `XA_ZERO_ENTRY`, internal value 257).
+pub const ZERO_WORD: usize = (257 << 2) | 2;
+
+/// Whether `word` is one the tree reserves for itself (nothing, or a marker such as the zero entry).
+#[inline]
+pub const fn is_reserved_word(word: usize) -> bool {
+    word < RESERVED_LIMIT && word & 1 == 0
+}
+
+/// A value the tree can own: convertible into a non-reserved machine word and back.
+///
+/// # Safety
+///
+/// Implementors promise that:
+/// - [`Entry::into_word`] never returns a reserved word (see [`is_reserved_word`]);
+/// - [`Entry::from_word`] applied to a word produced by `into_word` gives back the same value,
+///   and is called at most once per `into_word`;
+/// - [`Entry::borrow`] of such a word is valid for as long as the word has not been passed to
+///   `from_word`, and may be called from any thread holding a shared reference to the tree
+///   (hence the `Sync` requirement on the tree's entries for sharing across threads).
+pub unsafe trait Entry: Sized {
+    /// What a reader gets while the entry stays in the tree: `&T` for boxes and `Arc`s, the
+    /// value itself for [`Value`].
+    type Borrowed<'a>: Copy
+    where
+        Self: 'a;
+
+    /// Gives up ownership, returning the word to store.
+    fn into_word(self) -> usize;
+
+    /// Takes ownership back.
+    ///
+    /// # Safety
+    ///
+    /// `word` must come from [`Entry::into_word`] of this type and not have been passed to
+    /// `from_word` before.
+    unsafe fn from_word(word: usize) -> Self;
+
+    /// Borrows the entry behind `word`.
+    ///
+    /// # Safety
+    ///
+    /// `word` must come from [`Entry::into_word`] of this type, and the entry must stay owned
+    /// (not passed to `from_word`) for the whole lifetime `'a`.
+    unsafe fn borrow<'a>(word: usize) -> Self::Borrowed<'a>;
+}
+
+/// Clones the entry behind `word` without taking it out of the tree.
+///
+/// # Safety
+///
+/// `word` must be a live word of `E` (from `into_word`, not yet given to `from_word`).
+pub(crate) unsafe fn clone_word<E: Entry + Clone>(word: usize) -> E {
+    // SAFETY: the caller guarantees `word` is live; `ManuallyDrop` keeps us from dropping the
+    // tree's copy, so ownership is not duplicated — we only clone through a temporary view.
+    let view = ManuallyDrop::new(unsafe { E::from_word(word) });
+    E::clone(&view)
+}
+
+/// A small integer stored directly in the word (the kernel's `xa_mk_value`): `(v << 1) | 1`.
+///
+/// Values up to `2^63 - 1` fit. Storing values needs no allocation and dropping them does nothing.
+///
+/// ```
+/// use maple_tree::{MapleTree, Value};
+/// let tree = MapleTree::<Value>::new();
+/// tree.store_range(10, 19, Value::new(7)).unwrap();
+/// assert_eq!(tree.get(15), Some(Value::new(7)));
+/// assert_eq!(Value::new(7).get(), 7);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Value(u64);
+
+impl Value {
+    /// The largest value that fits.
+    pub const MAX: u64 = (1 << 63) - 1;
+
+    /// Wraps `v`.
+    ///
+    /// # Panics
+    ///
+    /// If `v > Value::MAX`; use [`Value::try_new`] for unchecked input.
+    #[inline]
+    pub const fn new(v: u64) -> Self {
+        assert!(v <= Self::MAX, "Value::new: value does not fit in 63 bits");
+        Value(v)
+    }
+
+    /// Wraps `v`, or `None` if it does not fit in 63 bits.
+    #[inline]
+    pub const fn try_new(v: u64) -> Option<Self> {
+        if v <= Self::MAX {
+            Some(Value(v))
+        } else {
+            None
+        }
+    }
+
+    /// The wrapped integer.
+    #[inline]
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Value({})", self.0)
+    }
+}
+
+// SAFETY: words are `(v << 1) | 1`, always odd, hence never reserved; `from_word` inverts the
+// encoding exactly; a `Value` owns nothing, so borrowing is copying.
+unsafe impl Entry for Value {
+    type Borrowed<'a> = Value;
+
+    #[inline]
+    fn into_word(self) -> usize {
+        ((self.0 as usize) << 1) | 1
+    }
+
+    #[inline]
+    unsafe fn from_word(word: usize) -> Self {
+        Value((word >> 1) as u64)
+    }
+
+    #[inline]
+    unsafe fn borrow<'a>(word: usize) -> Self::Borrowed<'a> {
+        Value((word >> 1) as u64)
+    }
+}
+
+// SAFETY: a `Box<T>` of a non-zero-sized `T` is a heap address, which is at least 4096 on every
+// supported platform (the null page is never mapped), so it is never reserved; the inline const
+// rejects zero-sized `T` (whose boxes are dangling small addresses) at compile time. The word is
+// the box's raw pointer, round-tripped through exposed provenance.
+unsafe impl<T: 'static> Entry for Box<T> {
+    type Borrowed<'a> = &'a T;
+
+    #[inline]
+    fn into_word(self) -> usize {
+        const { assert!(core::mem::size_of::<T>() != 0, "Box of a zero-sized type cannot be stored; use Value") };
+        let word = Box::into_raw(self).expose_provenance();
+        debug_assert!(!is_reserved_word(word));
+        word
+    }
+
+    #[inline]
+    unsafe fn from_word(word: usize) -> Self {
+        // SAFETY: the caller passes a word from `into_word`, i.e. an exposed `Box::into_raw`.
+        unsafe { Box::from_raw(core::ptr::with_exposed_provenance_mut::<T>(word)) }
+    }
+
+    #[inline]
+    unsafe fn borrow<'a>(word: usize) -> &'a T {
+        // SAFETY: the box is alive for 'a (caller contract) and only shared borrows are handed out.
+        unsafe { &*core::ptr::with_exposed_provenance::<T>(word) }
+    }
+}
+
+// SAFETY: `Arc::into_raw` points into a live heap allocation (after the counts), never a reserved
+// word; the round trip is `Arc::from_raw`; borrows are shared references to the payload.
+unsafe impl<T: 'static> Entry for Arc<T> {
+    type Borrowed<'a> = &'a T;
+
+    #[inline]
+    fn into_word(self) -> usize {
+        let word = Arc::into_raw(self).expose_provenance();
+        debug_assert!(!is_reserved_word(word));
+        word
+    }
+
+    #[inline]
+    unsafe fn from_word(word: usize) -> Self {
+        // SAFETY: the caller passes a word from `into_word`, i.e. an exposed `Arc::into_raw`.
+        unsafe { Arc::from_raw(core::ptr::with_exposed_provenance::<T>(word)) }
+    }
+
+    #[inline]
+    unsafe fn borrow<'a>(word: usize) -> &'a T {
+        // SAFETY: the tree holds one strong count for as long as the word is live.
+        unsafe { &*core::ptr::with_exposed_provenance::<T>(word) }
+    }
+}

@@ -1,0 +1,49 @@
+//! Typed errors of the tree API (the kernel's `-EINVAL`, `-EEXIST`, `-EBUSY`, ...).
+
+use core::fmt;
+
+/// Why a tree operation was refused. Nothing is written when an operation returns an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// `first > last` (`-EINVAL`).
+    InvalidRange,
+    /// An index of the range already holds an entry (insert; `-EEXIST`).
+    Occupied,
+    /// No free range of the requested size in the window (`-EBUSY`).
+    NoRoom,
+    /// Bad search window: `min > max`, size 0, or a size larger than the window (`-EINVAL`).
+    InvalidWindow,
+    /// Allocation on a tree created without gap tracking (`-EINVAL`).
+    NotAllocTree,
+    /// A reserved entry where it is not allowed (`-EINVAL`).
+    Reserved,
+    /// `dup` into a tree that is not empty or has other attributes (`-EINVAL`).
+    DupMismatch,
+}
+
+impl Error {
+    /// The kernel's negative errno for this error.
+    pub const fn errno(self) -> i32 {
+        match self {
+            Error::Occupied => -17,  // EEXIST
+            Error::NoRoom => -16,    // EBUSY
+            _ => -22,                // EINVAL
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Error::InvalidRange => "invalid range: first > last",
+            Error::Occupied => "range is occupied",
+            Error::NoRoom => "no free range of that size in the window",
+            Error::InvalidWindow => "invalid search window",
+            Error::NotAllocTree => "allocation needs a tree with gap tracking",
+            Error::Reserved => "reserved entry not allowed here",
+            Error::DupMismatch => "dup target must be empty and of the same kind",
+        })
+    }
+}
+
+impl std::error::Error for Error {}

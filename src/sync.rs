@@ -1,0 +1,47 @@
+//! The one place that names std's or loom's synchronisation primitives.
+//!
+//! Everything in the crate that a concurrent reader may observe goes through these re-exports, so
+//! that `RUSTFLAGS="--cfg loom --cfg crossbeam_loom"` runs the whole tree — and crossbeam-epoch,
+//! through its own loom support — on loom's model checker. The selector is a cfg, never a Cargo
+//! feature, so `--all-features` cannot switch loom on by accident.
+
+#[cfg(all(loom, not(crossbeam_loom)))]
+compile_error!(
+    "loom builds need both cfgs: RUSTFLAGS=\"--cfg loom --cfg crossbeam_loom\" \
+     (without crossbeam_loom the epoch collector is invisible to loom and the models check nothing)"
+);
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+#[cfg(not(loom))]
+pub(crate) use parking_lot::{Mutex, MutexGuard};
+
+#[cfg(loom)]
+pub(crate) use loom_mutex::{Mutex, MutexGuard};
+
+/// A parking_lot-shaped wrapper over loom's mutex (no poisoning, `lock()` returns the guard).
+#[cfg(loom)]
+mod loom_mutex {
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+    pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+    impl<T> Mutex<T> {
+        pub(crate) fn new(v: T) -> Self {
+            Mutex(loom::sync::Mutex::new(v))
+        }
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock().unwrap_or_else(|e| e.into_inner())
+        }
+        pub(crate) fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut().unwrap_or_else(|e| e.into_inner())
+        }
+    }
+}
+
+/// Allocation tracking for loom: each node carries one, so a node that is never freed is reported
+/// as "Allocation leaked" at the end of the execution.
+#[cfg(loom)]
+pub(crate) type Track = loom::alloc::Track<()>;

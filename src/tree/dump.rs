@@ -1,0 +1,97 @@
+//! Text (`mt_dump`) and Graphviz DOT dumps.
+
+use std::fmt::Write;
+
+use crate::entry::{Entry, ZERO_WORD};
+
+use super::node::{Kind, NodeRef};
+use super::rebuild::node_slots;
+use super::write::WriteGuard;
+
+fn word_text(w: usize) -> String {
+    if w == 0 {
+        "(nil)".to_string()
+    } else if w == ZERO_WORD {
+        "zero (257)".to_string()
+    } else if w & 1 == 1 {
+        format!("value {} ({:#x}) [{:#x}]", w >> 1, w >> 1, w)
+    } else {
+        format!("{w:#x}")
+    }
+}
+
+impl<E: Entry> WriteGuard<'_, E> {
+    /// A text dump of every node, depth first, in the spirit of the kernel's `mt_dump`.
+    pub fn dump(&self) -> String {
+        let mut out = String::new();
+        let root = self.root.load(crate::sync::Ordering::Acquire);
+        let _ = writeln!(
+            out,
+            "maple_tree flags {}, height {} root {:#x}",
+            if self.internal == Kind::ARange { "alloc" } else { "range" },
+            self.st.height,
+            root
+        );
+        if root != 0 {
+            self.dump_node(&mut out, self.node_from_item(root), 0, u64::MAX, 0);
+        }
+        out
+    }
+
+    fn dump_node(&self, out: &mut String, n: NodeRef<'_>, min: u64, max: u64, depth: usize) {
+        let pad = "  ".repeat(depth);
+        let (paddr, poff) = n.parent_info();
+        let _ = writeln!(
+            out,
+            "{pad}{:#x}-{:#x}: node {:#x} depth {depth} type {} parent {:#x} slot {poff}",
+            min,
+            max,
+            n.addr(),
+            n.kind().name(),
+            paddr
+        );
+        for (i, (lo, hi, w)) in node_slots(n, min, max).enumerate() {
+            if n.is_leaf() {
+                let _ = writeln!(out, "{pad}  {lo:#x}-{hi:#x}: {}", word_text(w));
+            } else {
+                if n.kind() == Kind::ARange {
+                    let _ = writeln!(out, "{pad}  [{i}] gap {}", n.gap(i));
+                }
+                let c = self.node_from_item(w);
+                self.dump_node(out, c, lo, hi, depth + 1);
+            }
+        }
+    }
+
+    /// The tree as a Graphviz DOT graph (one record per node, slot ranges as fields).
+    pub fn dump_dot(&self) -> String {
+        let mut out = String::from("digraph maple {\n  node [shape=record, fontname=monospace];\n");
+        let root = self.root.load(crate::sync::Ordering::Acquire);
+        if root != 0 {
+            self.dot_node(&mut out, self.node_from_item(root), 0, u64::MAX);
+        }
+        out.push_str("}\n");
+        out
+    }
+
+    fn dot_node(&self, out: &mut String, n: NodeRef<'_>, min: u64, max: u64) {
+        let id = n.addr();
+        let mut fields = Vec::new();
+        let mut children = Vec::new();
+        for (i, (lo, hi, w)) in node_slots(n, min, max).enumerate() {
+            if n.is_leaf() {
+                let label = if w == 0 { "-".to_string() } else { word_text(w) };
+                fields.push(format!("<s{i}> {lo:#x}-{hi:#x}\\n{}", label.replace(['<', '>', '{', '}', '|'], "_")));
+            } else {
+                let gap = if n.kind() == Kind::ARange { format!(" gap {}", n.gap(i)) } else { String::new() };
+                fields.push(format!("<s{i}> {lo:#x}-{hi:#x}{gap}"));
+                children.push((i, self.node_from_item(w), lo, hi));
+            }
+        }
+        let _ = writeln!(out, "  n{id:x} [label=\"{}\"];", fields.join("|"));
+        for (i, c, lo, hi) in children {
+            let _ = writeln!(out, "  n{id:x}:s{i} -> n{:x};", c.addr());
+            self.dot_node(out, c, lo, hi);
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Structural duplication (`__mt_dup`) and teardown.
+
+use std::collections::HashMap;
+
+use crate::entry::{clone_word, Entry, ZERO_WORD};
+
+use super::node::{node_word, Kind, NodeRef};
+use super::rebuild::node_slots;
+use super::write::WriteGuard;
+use super::{MapleTree, Options};
+
+impl<E: Entry + Clone> WriteGuard<'_, E> {
+    /// A structural copy of the tree (`__mt_dup`): every node copied with the same pivots, gaps
+    /// and shape, every entry cloned, so replacing each entry afterwards over the same range is an
+    /// exact fit. The copy uses the same options and collector.
+    pub fn dup(&self) -> MapleTree<E> {
+        let opts = Options {
+            alloc: self.internal == Kind::ARange,
+            collector: if self.default_collector { None } else { Some(self.collector().clone()) },
+        };
+        let mut new = MapleTree::with_options(opts);
+        let root = self.root.load(crate::sync::Ordering::Relaxed);
+        if root == 0 {
+            return new;
+        }
+        let src = self.node_from_item(root);
+        let mut count = 0u64;
+        let copy = copy_node::<E>(src, 0, u64::MAX, self.internal, &mut count);
+        copy.set_parent(None, 0);
+        new.root.store(node_word(copy), crate::sync::Ordering::Release);
+        let st = new.writer.get_mut();
+        st.height = self.st.height;
+        st.append = self.st.append;
+        st.stats.nodes_allocated = count;
+        new
+    }
+}
+
+fn copy_node<'g, E: Entry + Clone>(
+    src: NodeRef<'_>,
+    min: u64,
+    max: u64,
+    internal: Kind,
+    count: &mut u64,
+) -> NodeRef<'g> {
+    let kind = src.kind();
+    let n = NodeRef::alloc(kind);
+    *count += 1;
+    for (i, (lo, hi, w)) in node_slots(src, min, max).enumerate() {
+        if i < kind.pivots() {
+            n.init_pivot(i, src.pivot(i));
+        }
+        match kind {
+            Kind::Leaf => {
+                let c = if w == 0 || w == ZERO_WORD {
+                    w
+                } else {
+                    // SAFETY: `w` is a live entry of the source tree, protected by its writer
+                    // lock for the duration of the copy.
+                    unsafe { clone_word::<E>(w) }.into_word()
+                };
+                n.init_slot(i, c);
+            }
+            _ => {
+                let child = src.child(i, internal);
+                let c = copy_node::<E>(child, lo, hi, internal, count);
+                c.set_parent(Some(n), i);
+                n.init_slot(i, node_word(c));
+                if kind == Kind::ARange {
+                    n.set_gap(i, src.gap(i));
+                }
+            }
+        }
+    }
+    n
+}
+
+/// Frees a whole tree at once, dropping every entry exactly once (shared words via `multi`).
+///
+/// # Safety
+///
+/// `root` must be the root word of a tree that no reader or writer can reach any more.
+pub(crate) unsafe fn free_subtree_now<E: Entry>(
+    root: usize,
+    internal: Kind,
+    multi: &mut HashMap<usize, usize>,
+) {
+    if root == 0 {
+        return;
+    }
+    // SAFETY: the caller guarantees the tree is unreachable by others, so its nodes stay
+    // allocated until we free them here.
+    let n = unsafe { NodeRef::from_word(root, internal) };
+    // SAFETY: forwarded caller contract.
+    unsafe { free_node::<E>(n, 0, u64::MAX, internal, multi) };
+}
+
+/// # Safety
+///
+/// As [`free_subtree_now`], for the subtree of `n` covering `[min, max]`.
+unsafe fn free_node<E: Entry>(
+    n: NodeRef<'_>,
+    min: u64,
+    max: u64,
+    internal: Kind,
+    multi: &mut HashMap<usize, usize>,
+) {
+    for (lo, hi, w) in node_slots(n, min, max) {
+        if n.is_leaf() {
+            if w == 0 || w == ZERO_WORD {
+                continue;
+            }
+            if let Some(c) = multi.get_mut(&w) {
+                *c -= 1;
+                if *c == 0 {
+                    multi.remove(&w);
+                }
+                continue;
+            }
+            // SAFETY: a live entry word referenced by no other slot; dropped exactly once.
+            drop(unsafe { E::from_word(w) });
+        } else {
+            // SAFETY: forwarded caller contract (children of an unreachable node).
+            let child = unsafe { NodeRef::from_word(w, internal) };
+            // SAFETY: as above.
+            unsafe { free_node::<E>(child, lo, hi, internal, multi) };
+        }
+    }
+    // SAFETY: nothing can reach `n` any more (caller contract) and it is freed once.
+    unsafe { n.free_now() };
+}

@@ -1,0 +1,554 @@
+//! The maple tree: an RCU-safe B-tree of non-overlapping inclusive `u64` ranges.
+//!
+//! Module map (from the unsafe bottom to the safe top):
+//! - [`node`]: raw 256-byte nodes, the publication protocol, all pointer `unsafe`;
+//! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators and
+//!   cursors);
+//! - `write`: the writer: store classification and the in-place fast paths (exact fit, slot
+//!   store, the appends), NULL coalescing, entry ownership;
+//! - `rebuild`: split, rebalance and spanning store as one level-by-level algorithm (no unsafe);
+//! - `gap`: gap tracking, `empty_area`/`empty_area_rev`, allocation;
+//! - `iter`, `cursor`: iteration and the kernel's `ma_state`;
+//! - `dup`, `validate`, `dump`.
+
+mod cursor;
+mod dump;
+mod dup;
+mod gap;
+mod iter;
+pub(crate) mod node;
+mod rebuild;
+mod validate;
+mod walk;
+mod write;
+
+use core::marker::PhantomData;
+use std::collections::HashMap;
+
+use crossbeam_epoch::{Collector, Guard};
+
+use crate::entry::{Entry, ZERO_WORD};
+use crate::sync::{AtomicUsize, Mutex, Ordering};
+use node::Kind;
+
+pub use cursor::{Cursor, CursorMut, Status};
+pub use iter::Iter;
+pub use validate::ValidateError;
+pub use write::WriteGuard;
+
+/// Which write path a store took, counted per tree (see [`MapleTree::stats`]). Names follow the
+/// kernel's `enum store_type` and `mas_wr_append` cases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// One slot replaced in place (`wr_exact_fit`).
+    pub exact_fit: u64,
+    /// Two slots changed in place, one boundary moved (`wr_slot_store`, exclusive mode only).
+    pub slot_store: u64,
+    /// Three slots changed in place, two boundaries moved (exclusive mode only).
+    pub slot_store3: u64,
+    /// `+1` append at the end of the last range (in place, also under concurrent readers).
+    pub append_end: u64,
+    /// `+1` append at the start of the last range (in place in exclusive mode only).
+    pub append_start: u64,
+    /// Three-way append: a range strictly inside the last range (in place, also under readers).
+    pub append_three_way: u64,
+    /// The leaf rebuilt as one node (`wr_node_store`): a new node swapped in, or in place.
+    pub node_store: u64,
+    /// A node split (`wr_split_store`), counted per write.
+    pub split: u64,
+    /// The root split, growing the tree by one level.
+    pub grow: u64,
+    /// A node fell below minimum occupancy and was merged/redistributed (`wr_rebalance`).
+    pub rebalance: u64,
+    /// A write that crossed leaves (`wr_spanning_store`).
+    pub spanning_store: u64,
+    /// The height shrank.
+    pub shrink: u64,
+    /// A whole-space write or the first write into an empty tree (`wr_new_root`/`wr_store_root`).
+    pub new_root: u64,
+    /// Nodes allocated.
+    pub nodes_allocated: u64,
+    /// Nodes freed or retired.
+    pub nodes_freed: u64,
+}
+
+/// Options fixed when a tree is created.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Track gaps in internal nodes (`MT_FLAGS_ALLOC_RANGE`): needed for allocation, makes gap
+    /// search `O(log n)`; internal nodes then have 10 slots instead of 16.
+    pub alloc: bool,
+    /// The epoch collector readers and the writer pin; `None` uses crossbeam's default (fast,
+    /// thread-local handles). Give each loom model or leak-counting test its own.
+    pub collector: Option<Collector>,
+}
+
+/// Writer-private bookkeeping: only the holder of the writer lock (or `&mut`) touches it.
+pub(crate) struct WriterState {
+    /// Levels of the tree (0 = empty).
+    pub(crate) height: usize,
+    /// Entry words held by more than one slot (a range split around a new entry), and how many.
+    pub(crate) multi: HashMap<usize, usize>,
+    pub(crate) stats: Stats,
+    /// `MT_FLAGS_ALLOC_WRAPPED`.
+    pub(crate) cyclic_wrapped: bool,
+    /// The seed-001 switch: in-place appends (on by default).
+    pub(crate) append: bool,
+}
+
+/// An RCU-safe maple tree mapping non-overlapping inclusive ranges of `u64` to entries.
+///
+/// Readers never lock and never allocate: they pin an epoch guard, walk, and restart from the root
+/// if they meet a replaced node. Writers are serialised by the tree's own lock ([`MapleTree::lock`])
+/// or by `&mut self` ([`MapleTree::exclusive`]), which may write in place and free at once.
+///
+/// ```
+/// use maple_tree::{MapleTree, Value};
+///
+/// let tree = MapleTree::<Value>::new();
+/// tree.store_range(0x1000, 0x1fff, Value::new(1)).unwrap();
+/// tree.store_range(0x3000, 0x3fff, Value::new(3)).unwrap();
+/// assert_eq!(tree.get(0x1800), Some(Value::new(1)));
+/// assert_eq!(tree.get(0x2000), None);
+///
+/// // Overwrite across both ranges: neighbours are trimmed.
+/// tree.store_range(0x1800, 0x37ff, Value::new(2)).unwrap();
+/// let guard = tree.pin();
+/// let ranges: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
+/// assert_eq!(ranges, [(0x1000, 0x17ff, 1), (0x1800, 0x37ff, 2), (0x3800, 0x3fff, 3)]);
+/// ```
+pub struct MapleTree<E: Entry> {
+    /// Root node word (0: empty).
+    pub(crate) root: AtomicUsize,
+    /// Internal node kind: `ARange` for allocation trees, else `Range`.
+    pub(crate) internal: Kind,
+    pub(crate) writer: Mutex<WriterState>,
+    collector: Collector,
+    default_collector: bool,
+    _entries: PhantomData<E>,
+}
+
+// SAFETY: the tree owns its entries (moved in, dropped on any thread that writes or drops the
+// tree: `Send`) and hands out shared borrows of them to readers on any thread (`Sync`). Nodes are
+// only reached through atomics and reclaimed through the epoch collector.
+unsafe impl<E: Entry + Send + Sync> Send for MapleTree<E> {}
+// SAFETY: as above; all shared state is atomic or behind the writer lock.
+unsafe impl<E: Entry + Send + Sync> Sync for MapleTree<E> {}
+
+impl<E: Entry> Default for MapleTree<E> {
+    fn default() -> Self {
+        Self::with_options(Options::default())
+    }
+}
+
+impl<E: Entry> MapleTree<E> {
+    /// An empty range tree (internal nodes without gap tracking, 16 slots).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty allocation tree (`MT_FLAGS_ALLOC_RANGE`): gap-tracking internal nodes, required
+    /// by [`WriteGuard::alloc_range`] and friends, and `O(log n)` gap search.
+    pub fn new_alloc() -> Self {
+        Self::with_options(Options { alloc: true, collector: None })
+    }
+
+    /// An empty tree with the given options.
+    pub fn with_options(opts: Options) -> Self {
+        let (collector, default_collector) = match opts.collector {
+            Some(c) => (c, false),
+            None => (crossbeam_epoch::default_collector().clone(), true),
+        };
+        MapleTree {
+            root: AtomicUsize::new(0),
+            internal: if opts.alloc { Kind::ARange } else { Kind::Range },
+            writer: Mutex::new(WriterState {
+                height: 0,
+                multi: HashMap::new(),
+                stats: Stats::default(),
+                cyclic_wrapped: false,
+                append: true,
+            }),
+            collector,
+            default_collector,
+            _entries: PhantomData,
+        }
+    }
+
+    /// Whether this is an allocation tree.
+    pub fn is_alloc(&self) -> bool {
+        self.internal == Kind::ARange
+    }
+
+    /// The collector this tree's guards must come from.
+    pub fn collector(&self) -> &Collector {
+        &self.collector
+    }
+
+    /// Pins a guard of this tree's collector: the explicit-guard read API takes it, and
+    /// everything read through it stays valid until it is dropped.
+    pub fn pin(&self) -> Guard {
+        if self.default_collector {
+            crossbeam_epoch::pin()
+        } else {
+            self.collector.register().pin()
+        }
+    }
+
+    #[inline]
+    pub(crate) fn check_guard(&self, guard: &Guard) {
+        debug_assert!(
+            guard.collector().is_none_or(|c| c == &self.collector),
+            "guard from another collector"
+        );
+    }
+
+    /// Whether the tree holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.root.load(Ordering::Acquire) == 0
+    }
+
+    /// Number of levels (0 for an empty tree, 1 for a single leaf). Takes the writer lock.
+    pub fn height(&self) -> usize {
+        self.writer.lock().height
+    }
+
+    /// Per-path write counters since creation. Takes the writer lock.
+    pub fn stats(&self) -> Stats {
+        self.writer.lock().stats
+    }
+
+    /// Turns the in-place appends on or off (seed 001's switch; for benchmarks and tests). When
+    /// off, writes that would append rebuild the leaf as a node store, as the kernel did before
+    /// the three-way append patch.
+    #[doc(hidden)]
+    pub fn set_append(&self, on: bool) {
+        self.writer.lock().append = on;
+    }
+
+    /// Takes the writer lock for RCU-mode writes: concurrent readers stay correct; replaced nodes
+    /// and entries are freed after a grace period.
+    pub fn lock(&self) -> WriteGuard<'_, E> {
+        WriteGuard::new_rcu(self)
+    }
+
+    /// Exclusive-mode writes: no reader can exist, so nodes are rewritten in place and anything
+    /// removed is freed at once (the kernel's non-RCU mode).
+    pub fn exclusive(&mut self) -> WriteGuard<'_, E> {
+        WriteGuard::new_exclusive(self)
+    }
+
+    // ----- explicit-guard reads ----------------------------------------------------------------
+
+    /// The entry at `index` (`mtree_load`). The zero entry reads as `None`.
+    #[inline]
+    pub fn load<'g>(&'g self, index: u64, guard: &'g Guard) -> Option<E::Borrowed<'g>> {
+        self.check_guard(guard);
+        let w = walk::load_word(self, index);
+        // SAFETY: `w` was read under `guard`, which keeps the entry alive for 'g (entries are
+        // released through the same collector).
+        unsafe { borrow_word::<E>(w) }
+    }
+
+    /// The range containing `index` and its entry, if any (`mas_walk`, restricted to entries).
+    pub fn load_range<'g>(
+        &'g self,
+        index: u64,
+        guard: &'g Guard,
+    ) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        self.check_guard(guard);
+        let (lo, hi, w) = walk::walk_range(self, index)?;
+        // SAFETY: as in `load`.
+        unsafe { borrow_word::<E>(w) }.map(|b| (lo, hi, b))
+    }
+
+    /// `mt_find`: the first entry whose range contains `*index` or starts in `(*index, max]`;
+    /// on success `*index` becomes the found range's `last + 1` (wrapping to 0). `None` leaves
+    /// `*index` alone. Zero entries are skipped.
+    pub fn find<'g>(
+        &'g self,
+        index: &mut u64,
+        max: u64,
+        guard: &'g Guard,
+    ) -> Option<E::Borrowed<'g>> {
+        self.check_guard(guard);
+        if *index > max {
+            return None;
+        }
+        let mut w = walk::Walker::new(self);
+        w.walk(*index)?;
+        loop {
+            if w.lo > max {
+                return None;
+            }
+            // SAFETY: as in `load`.
+            if let Some(b) = unsafe { borrow_word::<E>(w.word) } {
+                *index = w.hi.wrapping_add(1);
+                return Some(b);
+            }
+            w.next_slot()?;
+        }
+    }
+
+    /// `mt_find_after`: like [`find`](Self::find) but `None` at once when `*index == 0` (which
+    /// is how a wrapped index ends a `find` loop).
+    pub fn find_after<'g>(
+        &'g self,
+        index: &mut u64,
+        max: u64,
+        guard: &'g Guard,
+    ) -> Option<E::Borrowed<'g>> {
+        if *index == 0 {
+            return None;
+        }
+        self.find(index, max, guard)
+    }
+
+    /// `mt_next`: the first entry after the range containing `index` that starts at or below
+    /// `max`, with its range.
+    pub fn next<'g>(
+        &'g self,
+        index: u64,
+        max: u64,
+        guard: &'g Guard,
+    ) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        self.check_guard(guard);
+        let mut w = walk::Walker::new(self);
+        w.walk(index)?;
+        loop {
+            w.next_slot()?;
+            if w.lo > max {
+                return None;
+            }
+            // SAFETY: as in `load`.
+            if let Some(b) = unsafe { borrow_word::<E>(w.word) } {
+                return Some((w.lo, w.hi, b));
+            }
+        }
+    }
+
+    /// `mt_prev`: the last entry before the range containing `index` that ends at or above
+    /// `min`, with its range.
+    pub fn prev<'g>(
+        &'g self,
+        index: u64,
+        min: u64,
+        guard: &'g Guard,
+    ) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        self.check_guard(guard);
+        let mut w = walk::Walker::new(self);
+        w.walk(index)?;
+        loop {
+            w.prev_slot()?;
+            if w.hi < min {
+                return None;
+            }
+            // SAFETY: as in `load`.
+            if let Some(b) = unsafe { borrow_word::<E>(w.word) } {
+                return Some((w.lo, w.hi, b));
+            }
+        }
+    }
+
+    /// Iterates over every `(first, last, entry)` in index order; double-ended. Zero entries
+    /// are skipped.
+    pub fn iter<'g>(&'g self, guard: &'g Guard) -> Iter<'g, E> {
+        self.check_guard(guard);
+        Iter::new(self, 0, u64::MAX)
+    }
+
+    /// Iterates over the entries whose ranges intersect `[first, last]` (ranges are reported
+    /// whole, so the first may start before `first` and the last end after `last`).
+    pub fn range<'g>(&'g self, first: u64, last: u64, guard: &'g Guard) -> Iter<'g, E> {
+        self.check_guard(guard);
+        Iter::new(self, first, last)
+    }
+
+    /// A read cursor (`ma_state`) at `index`, in status [`Status::Start`].
+    pub fn cursor<'g>(&'g self, index: u64, guard: &'g Guard) -> Cursor<'g, E> {
+        self.check_guard(guard);
+        Cursor::new(self, index)
+    }
+
+    // ----- pin-for-you façade ---------------------------------------------------------------------
+
+    /// A clone of the entry at `index` (pins internally). For `Arc` entries this bumps a count;
+    /// for [`Value`](crate::Value) it copies.
+    pub fn get(&self, index: u64) -> Option<E>
+    where
+        E: Clone,
+    {
+        let _guard = self.pin();
+        let w = walk::load_word(self, index);
+        if w == 0 || w == ZERO_WORD {
+            return None;
+        }
+        // SAFETY: `w` is live under `guard`.
+        Some(unsafe { crate::entry::clone_word::<E>(w) })
+    }
+
+    /// Calls `f` with the entry at `index` (pins internally).
+    pub fn with<R>(&self, index: u64, f: impl FnOnce(Option<E::Borrowed<'_>>) -> R) -> R {
+        let guard = self.pin();
+        f(self.load(index, &guard))
+    }
+
+    /// Whether `index` holds an entry (the zero entry counts as absent, as for `load`).
+    pub fn contains(&self, index: u64) -> bool {
+        let _guard = self.pin();
+        let w = walk::load_word(self, index);
+        w != 0 && w != ZERO_WORD
+    }
+
+    /// Number of entries (ranges holding an entry; zero entries not counted). `O(n)`.
+    pub fn count(&self) -> usize {
+        let guard = self.pin();
+        self.iter(&guard).count()
+    }
+}
+
+impl<E: Entry + Send + Sync> MapleTree<E> {
+    /// Stores `entry` over `[first, last]`, trimming or removing whatever was there
+    /// (`mtree_store_range`).
+    pub fn store_range(&self, first: u64, last: u64, entry: E) -> Result<(), crate::Error> {
+        self.lock().store_range(first, last, entry)
+    }
+
+    /// Stores `entry` at one index (`mtree_store`).
+    pub fn store(&self, index: u64, entry: E) -> Result<(), crate::Error> {
+        self.lock().store_range(index, index, entry)
+    }
+
+    /// Stores `entry` over `[first, last]` only if every index there is empty
+    /// (`mtree_insert_range`); otherwise [`Error::Occupied`](crate::Error::Occupied) and
+    /// nothing changes.
+    pub fn insert_range(&self, first: u64, last: u64, entry: E) -> Result<(), crate::Error> {
+        self.lock().insert_range(first, last, entry)
+    }
+
+    /// [`insert_range`](Self::insert_range) of one index.
+    pub fn insert(&self, index: u64, entry: E) -> Result<(), crate::Error> {
+        self.lock().insert_range(index, index, entry)
+    }
+
+    /// Erases the whole range containing `index` (`mtree_erase`); returns that range if it held
+    /// an entry (the zero entry included). The entry is dropped after a grace period.
+    pub fn erase(&self, index: u64) -> Option<(u64, u64)> {
+        self.lock().erase(index)
+    }
+
+    /// Empties `[first, last]` (a NULL store), trimming entries that stick out.
+    pub fn erase_range(&self, first: u64, last: u64) -> Result<(), crate::Error> {
+        self.lock().erase_range(first, last)
+    }
+
+    /// Empties the whole tree (`mtree_destroy`); the tree stays usable with the same options.
+    pub fn clear(&self) {
+        self.lock().clear()
+    }
+
+    /// `mas_empty_area`: the lowest start of a free range of `size` indices inside `[min, max]`.
+    pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
+        let guard = self.pin();
+        gap::empty_area(self, min, max, size, false, &guard)
+    }
+
+    /// `mas_empty_area_rev`: the highest start of a free range of `size` indices inside
+    /// `[min, max]`, placed as high as possible.
+    pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
+        let guard = self.pin();
+        gap::empty_area(self, min, max, size, true, &guard)
+    }
+
+    /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` inside
+    /// `[min, max]` and returns `start`.
+    pub fn alloc_range(&self, entry: E, size: u64, min: u64, max: u64) -> Result<u64, crate::Error> {
+        self.lock().alloc_range(entry, size, min, max)
+    }
+
+    /// `mtree_alloc_rrange`: as [`alloc_range`](Self::alloc_range), but the highest fit.
+    pub fn alloc_rrange(
+        &self,
+        entry: E,
+        size: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, crate::Error> {
+        self.lock().alloc_rrange(entry, size, min, max)
+    }
+
+    /// `mtree_alloc_cyclic`: allocates one index in `[lo, hi]`, searching from `*next` first and
+    /// wrapping to `lo`; returns `(index, wrapped)` and advances `*next`.
+    pub fn alloc_cyclic(
+        &self,
+        entry: E,
+        lo: u64,
+        hi: u64,
+        next: &mut u64,
+    ) -> Result<(u64, bool), crate::Error> {
+        self.lock().alloc_cyclic(entry, lo, hi, next)
+    }
+
+    /// Checks every structural invariant (K§5 plus height, parent links, gaps, "no non-rightmost
+    /// leaf ends empty" and entry ownership). Takes the writer lock.
+    pub fn validate(&self) -> Result<(), ValidateError> {
+        self.lock().validate()
+    }
+
+    /// A text dump of every node (`mt_dump`).
+    pub fn dump(&self) -> String {
+        self.lock().dump()
+    }
+
+    /// A Graphviz DOT rendering of the tree.
+    pub fn dump_dot(&self) -> String {
+        self.lock().dump_dot()
+    }
+}
+
+impl<E: Entry + Clone + Send + Sync> MapleTree<E> {
+    /// A structural copy (`__mt_dup`): same nodes, same shape, each entry cloned, so that storing
+    /// replacement entries over the same ranges afterwards is always an exact fit.
+    pub fn dup(&self) -> Self {
+        self.lock().dup()
+    }
+}
+
+impl<E: Entry> Drop for MapleTree<E> {
+    fn drop(&mut self) {
+        let root = atomic_take(&mut self.root);
+        let st = self.writer.get_mut();
+        let internal = self.internal;
+        // SAFETY: `&mut self`: no reader or writer can reach the tree any more.
+        unsafe { dup::free_subtree_now::<E>(root, internal, &mut st.multi) };
+    }
+}
+
+/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
+#[cfg(not(loom))]
+pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
+    core::mem::take(a.get_mut())
+}
+/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
+#[cfg(loom)]
+pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
+    a.with_mut(|v| core::mem::take(v))
+}
+
+/// Borrows the entry behind a slot word (`None` for nothing and the zero entry).
+///
+/// # Safety
+///
+/// `w` must have been read from the tree under a guard (or the writer lock) that lives for `'g`.
+#[inline]
+pub(crate) unsafe fn borrow_word<'g, E: Entry + 'g>(w: usize) -> Option<E::Borrowed<'g>> {
+    if w == 0 || w == ZERO_WORD {
+        None
+    } else {
+        // SAFETY: a non-reserved word read under a guard of 'g is a live `E` for 'g (caller).
+        Some(unsafe { E::borrow::<'g>(w) })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,429 @@
+//! Raw nodes: layout, allocation, and the publication primitives. All of the tree's `unsafe`
+//! pointer work lives here; everything above this module goes through [`NodeRef`].
+//!
+//! # Layout (as the kernel's, K§1.2)
+//!
+//! Every node is 256 bytes, 64-byte aligned (four cache lines; the kernel's 256-byte alignment only
+//! serves its pointer tags): a parent word and 31 data words.
+//!
+//! | kind | pivots | slots | gaps |
+//! |---|---|---|---|
+//! | leaf (`maple_leaf_64`) | words 0..15 | words 15..31 | — |
+//! | internal of a range tree (`maple_range_64`) | words 0..15 | words 15..31 | — |
+//! | internal of an allocation tree (`maple_arange_64`) | words 0..9 | words 9..19 | words 19..29 |
+//!
+//! Slot `i` covers `[lo_i, hi_i]` with `lo_0 = min`, `lo_i = pivot[i-1] + 1`, and `hi_i =
+//! pivot[i]`, except that the last used slot ends at the node's implied `max` (inherited from the
+//! parent's pivots; `[0, u64::MAX]` for the root). **The node end is never stored**: it is the
+//! first `i` whose pivot is `>= max`, or the pivot count if there is none. Writers keep
+//! `pivot[end] == max` whenever `end` is below the pivot count. This is what makes the in-place
+//! appends safe for readers (SPEC §1.3): the kernel's race came from a separately stored end.
+//!
+//! The kind of a node is not stored in it either: a child word carries a leaf tag in bit 0, and
+//! internal nodes are `Range` or `ARange` according to the tree. The parent word holds the parent's
+//! address, this node's offset in the parent (bits 1..5) and the dead bit (bit 0).
+//!
+//! # Publication protocol
+//!
+//! One writer at a time (the tree's lock, or `&mut`); readers hold a crossbeam-epoch guard. Every
+//! field a reader may load is an atomic:
+//!
+//! | field | writer store | ordering | reader load | pairs with |
+//! |---|---|---|---|---|
+//! | tree root word | new root published | Release | Acquire | everything written into the new root subtree before |
+//! | internal slot | fresh node (before publish) | Relaxed | Acquire | — (published by the pointer that exposes the node) |
+//! | internal slot | child replaced in place (node store, single-node rebuild) | Release | Acquire | the new child's contents |
+//! | leaf slot | fresh node | Relaxed | Acquire | — (as above) |
+//! | leaf slot | exact fit / slot store in place | Release | Acquire | the entry's pointee |
+//! | leaf slot beyond the end | append, before the publishing pivot | Relaxed | Acquire | published by the pivot below |
+//! | pivot | fresh node | Relaxed | Acquire | — |
+//! | pivot beyond the end | append, before the publishing pivot | Relaxed | Acquire | published by the pivot below |
+//! | pivot `end` (lowered) | append: the **single publishing store**, last | Release | Acquire (scan) | every slot/pivot written beyond the end |
+//! | gap | any | Relaxed | Relaxed | gaps are search hints; leaves are re-checked |
+//! | parent word (re-parent) | any | Relaxed | Relaxed | read by the writer and `validate` only |
+//! | parent word (dead bit) | node retired | Release | Acquire | a reader that sees it restarts from the root |
+//!
+//! Readers never trust anything but pivots to find a slot: a pivot is always loaded (Acquire)
+//! before the slot it exposes. Retired nodes are never written again; they are freed (and, under
+//! loom, poisoned) only after every guard that could reach them is gone.
+
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use crossbeam_epoch::Guard;
+
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!("maple-tree stores pointers in u64 words and needs a 64-bit target");
+
+/// Slots of a leaf or of an internal node of a range tree (`MAPLE_RANGE64_SLOTS`).
+pub(crate) const RANGE_SLOTS: usize = 16;
+/// Pivots of a leaf or range node.
+#[allow(dead_code)]
+pub(crate) const RANGE_PIVOTS: usize = 15;
+/// Slots of an internal node of an allocation tree (`MAPLE_ARANGE64_SLOTS`).
+pub(crate) const ARANGE_SLOTS: usize = 10;
+/// Pivots of an allocation-tree internal node.
+pub(crate) const ARANGE_PIVOTS: usize = 9;
+/// Where the gaps of an allocation-tree internal node start.
+const ARANGE_GAPS: usize = ARANGE_PIVOTS + ARANGE_SLOTS;
+/// Data words per node.
+const WORDS: usize = 31;
+
+/// Tag bit in a child word: the child is a leaf.
+const LEAF_TAG: usize = 1;
+/// Dead bit in a parent word.
+const DEAD: usize = 1;
+/// Offset field in a parent word.
+const OFFSET_SHIFT: u32 = 1;
+const OFFSET_MASK: usize = 0x1f << OFFSET_SHIFT;
+const ADDR_MASK: usize = !63;
+
+/// The three node kinds a port needs (`maple_dense` is never created by the kernel and is left out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `maple_leaf_64`.
+    Leaf,
+    /// `maple_range_64`.
+    Range,
+    /// `maple_arange_64`.
+    ARange,
+}
+
+impl Kind {
+    /// Slot capacity.
+    #[inline]
+    pub(crate) const fn slots(self) -> usize {
+        match self {
+            Kind::Leaf | Kind::Range => RANGE_SLOTS,
+            Kind::ARange => ARANGE_SLOTS,
+        }
+    }
+
+    /// Pivot count (`slots - 1`).
+    #[inline]
+    pub(crate) const fn pivots(self) -> usize {
+        self.slots() - 1
+    }
+
+    /// Minimum 0-based end of a node that is not on the right edge (`mt_min_slots`).
+    #[inline]
+    pub(crate) const fn min_end(self) -> usize {
+        match self {
+            Kind::Leaf | Kind::Range => RANGE_SLOTS / 2 - 2,
+            Kind::ARange => ARANGE_SLOTS / 2 - 1,
+        }
+    }
+
+    #[inline]
+    const fn slot_base(self) -> usize {
+        self.pivots()
+    }
+
+    /// Printable kernel name.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Kind::Leaf => "leaf_64",
+            Kind::Range => "range_64",
+            Kind::ARange => "arange_64",
+        }
+    }
+}
+
+/// A 256-byte maple node. Only [`NodeRef`] touches it.
+#[repr(C, align(64))]
+pub(crate) struct Node {
+    parent: AtomicUsize,
+    words: [AtomicU64; WORDS],
+    #[cfg(loom)]
+    _track: crate::sync::Track,
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::size_of::<Node>() == 256);
+
+impl Node {
+    fn new() -> Self {
+        Node {
+            parent: AtomicUsize::new(0),
+            words: core::array::from_fn(|_| AtomicU64::new(0)),
+            #[cfg(loom)]
+            _track: crate::sync::Track::new(()),
+        }
+    }
+}
+
+#[cfg(loom)]
+impl Drop for Node {
+    fn drop(&mut self) {
+        // Poison: under loom, a reader whose access does not happen-before this free is reported as
+        // a causality violation, which is how loom sees a use-after-free.
+        for w in &self.words {
+            w.store(0xdead_dead_dead_dead, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A handle to a node: its address, its kind, and the lifetime of the guard (or writer lock) that
+/// keeps it allocated.
+#[derive(Clone, Copy)]
+pub(crate) struct NodeRef<'g> {
+    ptr: NonNull<Node>,
+    kind: Kind,
+    _guard: PhantomData<&'g Node>,
+}
+
+impl PartialEq for NodeRef<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr == other.ptr
+    }
+}
+impl Eq for NodeRef<'_> {}
+
+impl core::fmt::Debug for NodeRef<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}@{:p}", self.kind.name(), self.ptr)
+    }
+}
+
+/// Encodes a node as a child (or root) word.
+#[inline]
+pub(crate) fn node_word(n: NodeRef<'_>) -> usize {
+    let addr = n.ptr.as_ptr().expose_provenance();
+    if n.kind == Kind::Leaf {
+        addr | LEAF_TAG
+    } else {
+        addr
+    }
+}
+
+impl<'g> NodeRef<'g> {
+    /// Decodes a child (or root) word.
+    ///
+    /// # Safety
+    ///
+    /// `word` must be a non-zero node word read from the tree (root word or an internal slot) while
+    /// the guard of lifetime `'g` was pinned (or the writer lock held), so that the node stays
+    /// allocated for `'g`; `internal` must be the internal kind of that tree.
+    #[inline]
+    pub(crate) unsafe fn from_word(word: usize, internal: Kind) -> Self {
+        let kind = if word & LEAF_TAG != 0 { Kind::Leaf } else { internal };
+        let ptr = core::ptr::with_exposed_provenance_mut::<Node>(word & !LEAF_TAG);
+        // SAFETY: node words are never zero (checked by the caller's contract: non-zero word).
+        let ptr = unsafe { NonNull::new_unchecked(ptr) };
+        NodeRef { ptr, kind, _guard: PhantomData }
+    }
+
+    /// A placeholder that is never dereferenced (fills unused path levels).
+    pub(crate) const fn dangling() -> Self {
+        NodeRef { ptr: NonNull::dangling(), kind: Kind::Leaf, _guard: PhantomData }
+    }
+
+    /// Allocates a fresh, zeroed, unpublished node. It is owned by the writer until published.
+    pub(crate) fn alloc(kind: Kind) -> Self {
+        let ptr = NonNull::from(Box::leak(Box::new(Node::new())));
+        NodeRef { ptr, kind, _guard: PhantomData }
+    }
+
+    /// Frees a node at once.
+    ///
+    /// # Safety
+    ///
+    /// No reader or other handle may reach the node any more: either it was never published, or
+    /// the tree is exclusively borrowed (`&mut`) / being dropped.
+    pub(crate) unsafe fn free_now(self) {
+        // SAFETY: the node came from `Box::leak` in `alloc`, and the caller guarantees it is
+        // unreachable, so reconstituting and dropping the box is the unique free.
+        drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+    }
+
+    /// Frees a node once every guard pinned now has been dropped.
+    ///
+    /// # Safety
+    ///
+    /// The node must already be unreachable for guards pinned from now on (unlinked from the live
+    /// tree), and must not be retired twice. `guard` must belong to the tree's collector.
+    pub(crate) unsafe fn retire(self, guard: &Guard) {
+        let addr = self.ptr.as_ptr().expose_provenance();
+        // SAFETY: the node is unlinked (caller contract), so only guards pinned before this call
+        // can still reach it; crossbeam runs the closure after all of them are gone, which makes
+        // the box drop the unique, last access.
+        unsafe {
+            guard.defer_unchecked(move || {
+                drop(Box::from_raw(core::ptr::with_exposed_provenance_mut::<Node>(addr)));
+            });
+        }
+    }
+
+    #[inline]
+    fn node(&self) -> &'g Node {
+        // SAFETY: a NodeRef is only created by `alloc` (owned by the writer) or `from_word` under a
+        // guard/lock of lifetime 'g, so the node is allocated for 'g; all fields are atomics, so a
+        // shared reference is sound while others read and the one writer writes.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// The node's kind.
+    #[inline]
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Whether this is a leaf.
+    #[inline]
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.kind == Kind::Leaf
+    }
+
+    /// Address, for dumps.
+    pub(crate) fn addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+
+    // ----- pivots -----------------------------------------------------------------------------
+
+    /// Reader load of pivot `i` (Acquire: it may publish slots and pivots beyond it).
+    #[inline]
+    pub(crate) fn pivot(&self, i: usize) -> u64 {
+        debug_assert!(i < self.kind.pivots());
+        self.node().words[i].load(Ordering::Acquire)
+    }
+
+    /// Writer store of pivot `i` on a fresh node or beyond the published end (Relaxed: published
+    /// later by a Release store).
+    #[inline]
+    pub(crate) fn init_pivot(&self, i: usize, v: u64) {
+        debug_assert!(i < self.kind.pivots());
+        self.node().words[i].store(v, Ordering::Relaxed);
+    }
+
+    /// Writer store of the single pivot that publishes an in-place change (Release).
+    #[inline]
+    pub(crate) fn publish_pivot(&self, i: usize, v: u64) {
+        debug_assert!(i < self.kind.pivots());
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::publish_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Release;
+        self.node().words[i].store(v, ord);
+    }
+
+    // ----- slots ------------------------------------------------------------------------------
+
+    /// Reader load of slot `i` (Acquire: pairs with in-place Release stores of entries/children).
+    #[inline]
+    pub(crate) fn slot(&self, i: usize) -> usize {
+        debug_assert!(i < self.kind.slots());
+        self.node().words[self.kind.slot_base() + i].load(Ordering::Acquire) as usize
+    }
+
+    /// Writer store of a slot on a fresh node or beyond the published end (Relaxed).
+    #[inline]
+    pub(crate) fn init_slot(&self, i: usize, w: usize) {
+        debug_assert!(i < self.kind.slots());
+        self.node().words[self.kind.slot_base() + i].store(w as u64, Ordering::Relaxed);
+    }
+
+    /// Writer store of a slot that readers can already reach (Release).
+    #[inline]
+    pub(crate) fn publish_slot(&self, i: usize, w: usize) {
+        debug_assert!(i < self.kind.slots());
+        self.node().words[self.kind.slot_base() + i].store(w as u64, Ordering::Release);
+    }
+
+    // ----- gaps (allocation-tree internal nodes) -----------------------------------------------
+
+    /// Largest gap in child `i`'s subtree.
+    #[inline]
+    pub(crate) fn gap(&self, i: usize) -> u64 {
+        debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
+        self.node().words[ARANGE_GAPS + i].load(Ordering::Relaxed)
+    }
+
+    /// Sets the gap of child `i` (Relaxed: gaps are hints for the search, see the module table).
+    #[inline]
+    pub(crate) fn set_gap(&self, i: usize, v: u64) {
+        debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
+        self.node().words[ARANGE_GAPS + i].store(v, Ordering::Relaxed);
+    }
+
+    // ----- parent word ----------------------------------------------------------------------------
+
+    /// Records `parent` and this node's offset in it (`None`: this node is the root).
+    #[inline]
+    pub(crate) fn set_parent(&self, parent: Option<NodeRef<'_>>, offset: usize) {
+        let w = match parent {
+            Some(p) => p.ptr.as_ptr().expose_provenance() | (offset << OFFSET_SHIFT),
+            None => 0,
+        };
+        self.node().parent.store(w, Ordering::Relaxed);
+    }
+
+    /// The recorded parent address (0 for the root) and offset.
+    #[inline]
+    pub(crate) fn parent_info(&self) -> (usize, usize) {
+        let w = self.node().parent.load(Ordering::Relaxed);
+        (w & ADDR_MASK, (w & OFFSET_MASK) >> OFFSET_SHIFT)
+    }
+
+    /// Marks a replaced node dead (Release), so readers that meet it restart.
+    #[inline]
+    pub(crate) fn mark_dead(&self) {
+        self.node().parent.fetch_or(DEAD, Ordering::Release);
+    }
+
+    /// Whether the node was replaced (Acquire).
+    #[inline]
+    pub(crate) fn is_dead(&self) -> bool {
+        self.node().parent.load(Ordering::Acquire) & DEAD != 0
+    }
+
+    // ----- derived ----------------------------------------------------------------------------
+
+    /// The node end derived from the pivots: the first `i` with `pivot[i] >= max`, else the pivot
+    /// count. Loads are Acquire, in order, so a reader that sees a lowered end pivot also sees
+    /// everything the writer wrote beyond it.
+    #[inline]
+    pub(crate) fn end(&self, max: u64) -> usize {
+        let p = self.kind.pivots();
+        let mut i = 0;
+        while i < p {
+            if self.pivot(i) >= max {
+                return i;
+            }
+            i += 1;
+        }
+        p
+    }
+
+    /// Upper bound of slot `i` in a node whose max is `max`: the pivot, or `max` past the pivots.
+    /// Clamped to `max` so that a reader racing a publishing store never leaves the node's range.
+    #[inline]
+    pub(crate) fn slot_max(&self, i: usize, max: u64) -> u64 {
+        if i < self.kind.pivots() {
+            let p = self.pivot(i);
+            if p < max {
+                p
+            } else {
+                max
+            }
+        } else {
+            max
+        }
+    }
+
+    /// Child `i` of an internal node.
+    ///
+    /// Sound because children of a node reachable under the guard are reachable too: a child is
+    /// retired only after it has been unlinked, and unlinking happens-before the retire.
+    #[inline]
+    pub(crate) fn child(&self, i: usize, internal: Kind) -> NodeRef<'g> {
+        debug_assert!(!self.is_leaf());
+        let w = self.slot(i);
+        assert!(w != 0, "maple tree corrupted: internal slot {i} is empty");
+        // SAFETY: the word is non-zero (checked) and is a node word (internal slots hold nothing
+        // else); the child stays allocated for 'g (see above).
+        unsafe { NodeRef::from_word(w, internal) }
+    }
+}

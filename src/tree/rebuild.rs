@@ -1,0 +1,448 @@
+//! Split, rebalance, node store and spanning store as one level-by-level algorithm (no unsafe).
+//!
+//! The kernel's `mas_wr_bnode`/`mas_split`/`mas_spanning_rebalance` work on a "big node" per
+//! level and ascend the left and right paths together. This is the same idea, stated once:
+//!
+//! * **Consumed nodes.** Every node on a *path* is consumed: the path to the leaf holding
+//!   `first`, the path to the leaf holding `last`, and the path to each neighbour pulled in to fix
+//!   an underfull or NULL-ended result. A consumed node is replaced; its content is copied.
+//! * **Items of a level.** At the leaf level the items are the slots of the consumed leaves with
+//!   `[first, last]` cut out and the new entry put in its place (so the trimmed neighbours become
+//!   remainders), adjacent NULLs coalesced. At an internal level they are the children of the
+//!   consumed nodes that lie before or after the run below, with the new nodes of the level below
+//!   in between. Children inside the run that are not consumed lie wholly inside `[first, last]`:
+//!   their subtrees are removed and their entries released.
+//! * **Fix-ups.** If the items would leave a non-rightmost node below minimum occupancy, or a
+//!   non-rightmost leaf ending in NULL, the right neighbour at that level is pulled in (its path
+//!   joins the consumed set). Items that overflow one node are partitioned into two or three.
+//! * **Termination.** When a level's consumed set is a single node and its items fit one node,
+//!   that node is replaced by a single pointer store in its parent (RCU: a fresh node; exclusive:
+//!   rewritten in place). At the root, several nodes grow a new root; an internal root left with
+//!   one child collapses, shrinking the height.
+
+use crate::entry::Entry;
+
+use super::node::{node_word, Kind, NodeRef};
+use super::walk::{Level, Walker};
+use super::write::{Item, Items, WriteGuard};
+
+/// A root-to-node path (index = depth).
+#[derive(Clone)]
+pub(crate) struct Path<'g> {
+    pub(crate) levels: Vec<Level<'g>>,
+}
+
+impl<'g> Path<'g> {
+    pub(crate) fn from_walker(w: &Walker<'g>) -> Self {
+        Path { levels: w.path().to_vec() }
+    }
+
+    /// The path to the next node at the level of this path's last node, if any.
+    fn right_neighbour(&self, internal: Kind) -> Option<Path<'g>> {
+        let k = self.levels.len() - 1;
+        if self.levels[k].max == u64::MAX {
+            return None;
+        }
+        // Climb to the deepest ancestor with a child after ours.
+        let mut a = k;
+        loop {
+            if a == 0 {
+                return None;
+            }
+            a -= 1;
+            if self.levels[a + 1].max < self.levels[a].max {
+                break;
+            }
+        }
+        let mut levels = self.levels[..=a].to_vec();
+        let parent = levels[a];
+        let off = parent.offset + 1;
+        levels[a].offset = off;
+        let mut min = self.levels[a + 1].max + 1;
+        let mut max = parent.node.slot_max(off, parent.max);
+        let mut n = parent.node.child(off, internal);
+        while levels.len() <= k {
+            levels.push(Level { node: n, min, max, offset: 0 });
+            if levels.len() <= k {
+                max = n.slot_max(0, max);
+                n = n.child(0, internal);
+                let _ = &mut min;
+            }
+        }
+        Some(Path { levels })
+    }
+}
+
+/// What `rebuild` reports: the final range of the written entry (NULL writes widen).
+pub(crate) struct Rebuilt {
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+}
+
+/// Slots of `n` (covering `[min, max]`) as `(lo, hi, word)`.
+pub(crate) fn node_slots(n: NodeRef<'_>, min: u64, max: u64) -> impl Iterator<Item = (u64, u64, usize)> + '_ {
+    let end = n.end(max);
+    let mut lo = min;
+    (0..=end).map(move |i| {
+        let hi = n.slot_max(i, max);
+        let r = (lo, hi, n.slot(i));
+        lo = hi.wrapping_add(1);
+        r
+    })
+}
+
+impl<'t, E: Entry> WriteGuard<'t, E> {
+    /// The generic write: see the module docs. `lpath`/`rpath` lead to the leaves holding `first`
+    /// and `last`.
+    pub(crate) fn rebuild<'g>(
+        &mut self,
+        lpath: Path<'g>,
+        rpath: Path<'g>,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> Rebuilt {
+        let internal = self.internal;
+        let height = lpath.levels.len();
+        let leaf_level = height - 1;
+        let spanning = lpath.levels[leaf_level].node != rpath.levels[leaf_level].node;
+        let mut paths: Vec<Path<'g>> = vec![lpath, rpath];
+        let mut retired: Vec<NodeRef<'g>> = Vec::new();
+        let mut pulled = false;
+        let mut split = false;
+        let mut result = Rebuilt { first, last };
+
+        // ---- leaf level --------------------------------------------------------------------
+        let mut items = Items::new();
+        let mut entry_pos = 0usize;
+        {
+            let consumed = consumed_at(&paths, leaf_level);
+            let mut placed = false;
+            for lvl in &consumed {
+                for (lo, hi, w) in node_slots(lvl.node, lvl.min, lvl.max) {
+                    if hi < first || lo > last {
+                        items.push(Item { hi, word: w, gap: 0 });
+                        continue;
+                    }
+                    let left = lo < first;
+                    let right = hi > last;
+                    if left {
+                        items.push(Item { hi: first - 1, word: w, gap: 0 });
+                    }
+                    if !placed {
+                        entry_pos = items.len();
+                        items.push(Item { hi: last, word: entry, gap: 0 });
+                        placed = true;
+                    }
+                    if right {
+                        items.push(Item { hi, word: w, gap: 0 });
+                    }
+                    match (left, right) {
+                        (true, true) => self.share_entry(w),
+                        (false, false) => self.release_entry(w),
+                        _ => {}
+                    }
+                }
+            }
+            debug_assert!(placed);
+        }
+        let mut run_min = paths_min(&paths, leaf_level);
+        let mut run_max = paths_max(&paths, leaf_level);
+        loop {
+            coalesce_nulls(&mut items, &mut entry_pos);
+            let needs_null_fix = items.last().word == 0 && run_max != u64::MAX;
+            let underfull = items.len() < Kind::Leaf.min_end() + 1 && run_max != u64::MAX && height > 1;
+            if !(needs_null_fix || underfull) {
+                break;
+            }
+            let hi_path = rightmost_path(&paths, leaf_level);
+            let nb = hi_path.right_neighbour(internal).expect("run_max < MAX implies a right neighbour");
+            let lvl = *nb.levels.last().unwrap();
+            for (_, hi, w) in node_slots(lvl.node, lvl.min, lvl.max) {
+                items.push(Item { hi, word: w, gap: 0 });
+            }
+            run_max = lvl.max;
+            paths.push(nb);
+            pulled = true;
+        }
+        // The written range, widened by any NULL merge.
+        result.first = if entry_pos == 0 { run_min } else { items.get(entry_pos - 1).hi + 1 };
+        result.last = items.get(entry_pos).hi;
+
+        // ---- climb ---------------------------------------------------------------------------
+        let mut level = leaf_level;
+        let mut kind = Kind::Leaf;
+        loop {
+            let consumed = consumed_at(&paths, level);
+            let single = consumed.len() == 1;
+            let is_root = level == 0;
+            // An internal root with a single child collapses.
+            if is_root && kind != Kind::Leaf && items.len() == 1 {
+                retired.extend(consumed.iter().map(|l| l.node));
+                // SAFETY-free: item words of internal levels are node words.
+                let mut top = self.node_from_item(items.get(0).word);
+                let mut top_max = u64::MAX;
+                let mut shrink = level + 1;
+                while !top.is_leaf() && top.end(top_max) == 0 {
+                    retired.push(top);
+                    top = top.child(0, internal);
+                    top_max = u64::MAX;
+                    shrink += 1;
+                }
+                top.set_parent(None, 0);
+                self.publish_root(node_word(top));
+                self.st.height -= shrink;
+                self.st.stats.shrink += 1;
+                break;
+            }
+            if single && items.len() <= kind.slots() {
+                let x = consumed[0];
+                let new = if self.exclusive {
+                    self.write_items(x.node, &items, x.min, x.max);
+                    x.node
+                } else {
+                    let n = self.alloc_node(kind);
+                    self.write_items(n, &items, x.min, x.max);
+                    retired.push(x.node);
+                    n
+                };
+                if is_root {
+                    new.set_parent(None, 0);
+                    if !self.exclusive {
+                        self.publish_root(node_word(new));
+                    }
+                } else {
+                    let parent = parent_of(&paths, level);
+                    new.set_parent(Some(parent.node), parent.offset);
+                    if !self.exclusive {
+                        parent.node.publish_slot(parent.offset, node_word(new));
+                    }
+                    let g = self.node_max_gap(new, x.min, x.max);
+                    let ancestors: Vec<Level<'g>> = path_to(&paths, level - 1);
+                    self.propagate_gap(&ancestors, g);
+                }
+                if level == leaf_level && !spanning && !pulled && !split {
+                    self.st.stats.node_store += 1;
+                }
+                break;
+            }
+            // Several nodes at this level.
+            let parts = partition(&items, kind, run_max == u64::MAX, entry_pos, level == leaf_level);
+            if parts.len() > 1 {
+                split = true;
+            }
+            let mut new_items = Items::new();
+            let mut lo = run_min;
+            for &(a, b) in &parts {
+                let hi = items.get(b - 1).hi;
+                let n = self.alloc_node(kind);
+                let sub = items.slice(a, b);
+                self.write_items(n, &sub, lo, hi);
+                let g = self.node_max_gap(n, lo, hi);
+                new_items.push(Item { hi, word: node_word(n), gap: g });
+                lo = hi.wrapping_add(1);
+            }
+            retired.extend(consumed.iter().map(|l| l.node));
+            if is_root {
+                // Grow: a new root above the parts.
+                let root_kind = internal;
+                let r = self.alloc_node(root_kind);
+                self.write_items(r, &new_items, 0, u64::MAX);
+                r.set_parent(None, 0);
+                self.publish_root(node_word(r));
+                self.st.height += 1;
+                self.st.stats.grow += 1;
+                break;
+            }
+            // Items of the parent level.
+            let parent_level = level - 1;
+            let pconsumed = consumed_at(&paths, parent_level);
+            let mut pitems = Items::new();
+            let mut placed = false;
+            for pl in &pconsumed {
+                for (i, (clo, chi, w)) in node_slots(pl.node, pl.min, pl.max).enumerate() {
+                    if chi < run_min {
+                        pitems.push(Item { hi: chi, word: w, gap: self.child_gap(pl.node, i) });
+                    } else if clo > run_max {
+                        if !placed {
+                            entry_pos = pitems.len();
+                            pitems.extend(&new_items);
+                            placed = true;
+                        }
+                        pitems.push(Item { hi: chi, word: w, gap: self.child_gap(pl.node, i) });
+                    } else {
+                        if !placed {
+                            entry_pos = pitems.len();
+                            pitems.extend(&new_items);
+                            placed = true;
+                        }
+                        let child = self.node_from_item(w);
+                        if !consumed.iter().any(|c| c.node == child) {
+                            debug_assert!(clo >= first && chi <= last, "removing a subtree outside the write");
+                            self.remove_subtree(child, clo, chi, &mut retired);
+                        }
+                    }
+                }
+            }
+            debug_assert!(placed);
+            items = pitems;
+            level = parent_level;
+            kind = internal;
+            run_min = paths_min(&paths, level);
+            run_max = paths_max(&paths, level);
+            // Fix an underfull internal level by pulling its right neighbour.
+            while items.len() < kind.min_end() + 1 && run_max != u64::MAX && level > 0 {
+                let hi_path = rightmost_path(&paths, level);
+                let nb = hi_path.right_neighbour(internal).expect("right neighbour");
+                let lvl = *nb.levels.last().unwrap();
+                for (i, (_, hi, w)) in node_slots(lvl.node, lvl.min, lvl.max).enumerate() {
+                    items.push(Item { hi, word: w, gap: self.child_gap(lvl.node, i) });
+                }
+                run_max = lvl.max;
+                paths.push(nb);
+                pulled = true;
+            }
+        }
+
+        if spanning {
+            self.st.stats.spanning_store += 1;
+        }
+        if split {
+            self.st.stats.split += 1;
+        }
+        if pulled && !spanning {
+            self.st.stats.rebalance += 1;
+        }
+        for n in retired {
+            self.retire_node(n);
+        }
+        result
+    }
+
+    fn child_gap(&self, n: NodeRef<'_>, i: usize) -> u64 {
+        if n.kind() == Kind::ARange {
+            n.gap(i)
+        } else {
+            0
+        }
+    }
+}
+
+/// Distinct nodes at `level` over all paths reaching it, in index order.
+fn consumed_at<'g>(paths: &[Path<'g>], level: usize) -> Vec<Level<'g>> {
+    let mut v: Vec<Level<'g>> = Vec::with_capacity(4);
+    for p in paths {
+        if let Some(l) = p.levels.get(level) {
+            if !v.iter().any(|x| x.node == l.node) {
+                v.push(*l);
+            }
+        }
+    }
+    v.sort_by_key(|l| l.min);
+    v
+}
+
+fn paths_min(paths: &[Path<'_>], level: usize) -> u64 {
+    paths.iter().filter_map(|p| p.levels.get(level)).map(|l| l.min).min().unwrap_or(0)
+}
+
+fn paths_max(paths: &[Path<'_>], level: usize) -> u64 {
+    paths.iter().filter_map(|p| p.levels.get(level)).map(|l| l.max).max().unwrap_or(u64::MAX)
+}
+
+/// The path whose node at `level` is rightmost.
+fn rightmost_path<'a, 'g>(paths: &'a [Path<'g>], level: usize) -> Path<'g> {
+    let p = paths
+        .iter()
+        .filter(|p| p.levels.len() > level)
+        .max_by_key(|p| p.levels[level].max)
+        .expect("a path reaches every processed level");
+    Path { levels: p.levels[..=level].to_vec() }
+}
+
+/// The parent level entry (node + offset of the child) of the single consumed node at `level`.
+fn parent_of<'g>(paths: &[Path<'g>], level: usize) -> Level<'g> {
+    paths.iter().find(|p| p.levels.len() > level).map(|p| p.levels[level - 1]).unwrap()
+}
+
+/// Root-to-`level` levels of a path reaching it.
+fn path_to<'g>(paths: &[Path<'g>], level: usize) -> Vec<Level<'g>> {
+    paths.iter().find(|p| p.levels.len() > level).map(|p| p.levels[..=level].to_vec()).unwrap()
+}
+
+/// Merges adjacent NULL items (keeping the later bound), tracking where the entry item went.
+fn coalesce_nulls(items: &mut Items, entry_pos: &mut usize) {
+    let mut out = 0usize;
+    let n = items.len();
+    let mut i = 0;
+    while i < n {
+        let it = items.get(i);
+        if out > 0 && it.word == 0 && items.get(out - 1).word == 0 {
+            items.set(out - 1, it);
+            if i == *entry_pos {
+                *entry_pos = out - 1;
+            }
+        } else {
+            if i == *entry_pos {
+                *entry_pos = out;
+            }
+            items.set(out, it);
+            out += 1;
+        }
+        i += 1;
+    }
+    items.truncate(out);
+}
+
+/// Splits `items` into node-sized parts `[a, b)`. Parts other than the last get at least the
+/// minimum occupancy; leaves never end a non-last part on a NULL. When the run is on the right
+/// edge and the write lands at its end (in-order appends), parts are packed full from the left,
+/// as the kernel's bulk mode did; otherwise they are balanced.
+fn partition(items: &Items, kind: Kind, right_edge: bool, entry_pos: usize, leaf: bool) -> Vec<(usize, usize)> {
+    let n = items.len();
+    let cap = kind.slots();
+    let min = kind.min_end() + 1;
+    let k = n.div_ceil(cap);
+    let pack_left = right_edge && entry_pos + 2 >= n;
+    let mut bounds: Vec<usize> = Vec::with_capacity(k + 1);
+    bounds.push(0);
+    if pack_left {
+        let mut b = 0;
+        while n - b > cap {
+            let mut nb = b + cap;
+            if leaf && items.get(nb - 1).word == 0 {
+                nb -= 1;
+            }
+            bounds.push(nb);
+            b = nb;
+        }
+    } else {
+        let base = n / k;
+        let extra = n % k;
+        let mut b = 0;
+        for j in 0..k - 1 {
+            b += base + usize::from(j < extra);
+            bounds.push(b);
+        }
+        if leaf {
+            for j in 1..bounds.len() {
+                let b = bounds[j];
+                if items.get(b - 1).word == 0 {
+                    let left = b - bounds[j - 1];
+                    let right_end = if j + 1 < bounds.len() { bounds[j + 1] } else { n };
+                    let right = right_end - b;
+                    if left < cap && right > min {
+                        bounds[j] = b + 1;
+                    } else {
+                        bounds[j] = b - 1;
+                    }
+                }
+            }
+        }
+    }
+    bounds.push(n);
+    let parts: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+    debug_assert!(parts.iter().all(|&(a, b)| b > a && b - a <= cap));
+    debug_assert!(parts[..parts.len() - 1].iter().all(|&(a, b)| b - a >= min) || pack_left);
+    parts
+}

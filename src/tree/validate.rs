@@ -1,0 +1,163 @@
+//! `mt_validate`: every invariant of K§5, plus height, parent links, gap values, "no
+//! non-rightmost leaf ends in NULL", and entry ownership. One checker, used by unit, property,
+//! fuzz, loom and stress tests.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::entry::{is_reserved_word, Entry, ZERO_WORD};
+
+use super::gap::leaf_max_gap;
+use super::node::{Kind, NodeRef};
+use super::write::WriteGuard;
+
+/// A broken invariant, with where it was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidateError(pub String);
+
+impl fmt::Display for ValidateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "maple tree invalid: {}", self.0)
+    }
+}
+
+impl std::error::Error for ValidateError {}
+
+struct Checker {
+    internal: Kind,
+    height: usize,
+    prev_word: Option<usize>,
+    words: HashMap<usize, usize>,
+}
+
+macro_rules! bad {
+    ($($t:tt)*) => { return Err(ValidateError(format!($($t)*))) };
+}
+
+impl Checker {
+    fn node(
+        &mut self,
+        n: NodeRef<'_>,
+        min: u64,
+        max: u64,
+        depth: usize,
+        parent: Option<(usize, usize)>,
+    ) -> Result<u64, ValidateError> {
+        let kind = n.kind();
+        let at = || format!("{} [{min:#x}, {max:#x}] depth {depth}", kind.name());
+        if n.is_dead() {
+            bad!("dead node reachable: {}", at());
+        }
+        let (paddr, poff) = n.parent_info();
+        match parent {
+            None if paddr != 0 => bad!("root has a parent: {}", at()),
+            Some((a, o)) if paddr != a || poff != o => {
+                bad!("parent link {paddr:#x}/{poff} should be {a:#x}/{o}: {}", at())
+            }
+            _ => {}
+        }
+        if n.is_leaf() != (depth + 1 == self.height) {
+            bad!("leaf at depth {depth} in a tree of height {}: {}", self.height, at());
+        }
+        if !n.is_leaf() && kind != self.internal {
+            bad!("internal node of the wrong kind: {}", at());
+        }
+        let p = kind.pivots();
+        let end = n.end(max);
+        if end < kind.min_end() && max != u64::MAX && parent.is_some() {
+            bad!("underfull: end {end} < {}: {}", kind.min_end(), at());
+        }
+        let mut lo = min;
+        let mut max_gap = 0u64;
+        for i in 0..=end {
+            let hi = if i < p { n.pivot(i).min(max) } else { max };
+            if i < end && i < p {
+                let piv = n.pivot(i);
+                if piv >= max {
+                    bad!("pivot {i} = {piv:#x} reaches max before the end: {}", at());
+                }
+            }
+            if hi < lo {
+                bad!("slot {i} empty range [{lo:#x}, {hi:#x}]: {}", at());
+            }
+            if i > 0 && i < p && n.pivot(i) == 0 {
+                bad!("zero pivot at {i}: {}", at());
+            }
+            let w = n.slot(i);
+            if n.is_leaf() {
+                if w != 0 && w != ZERO_WORD && is_reserved_word(w) {
+                    bad!("reserved word {w:#x} in slot {i}: {}", at());
+                }
+                if w == 0 && self.prev_word == Some(0) {
+                    bad!("adjacent NULL ranges ending at {hi:#x}: {}", at());
+                }
+                self.prev_word = Some(w);
+                if w != 0 {
+                    *self.words.entry(w).or_insert(0) += 1;
+                }
+            } else {
+                if w == 0 {
+                    bad!("empty internal slot {i}: {}", at());
+                }
+                // SAFETY: a non-zero internal slot word is a node word of this tree, kept
+                // allocated by the writer lock the caller holds.
+                let c = unsafe { NodeRef::from_word(w, self.internal) };
+                let g = self.node(c, lo, hi, depth + 1, Some((n.addr(), i)))?;
+                if kind == Kind::ARange {
+                    if n.gap(i) != g {
+                        bad!("gap {i} = {} but child's largest gap is {g}: {}", n.gap(i), at());
+                    }
+                    max_gap = max_gap.max(g);
+                }
+            }
+            lo = hi.wrapping_add(1);
+        }
+        if end < p && n.pivot(end) != max {
+            bad!("pivot[end={end}] = {:#x} != max: {}", n.pivot(end), at());
+        }
+        for i in end + 1..kind.slots() {
+            if i < p && n.pivot(i) != 0 {
+                bad!("pivot {i} beyond the end is {:#x}: {}", n.pivot(i), at());
+            }
+            if n.slot(i) != 0 {
+                bad!("slot {i} beyond the end is used: {}", at());
+            }
+            if kind == Kind::ARange && n.gap(i) != 0 {
+                bad!("gap {i} beyond the end is set: {}", at());
+            }
+        }
+        if n.is_leaf() {
+            if max != u64::MAX && n.slot(end) == 0 {
+                bad!("non-rightmost leaf ends in NULL: {}", at());
+            }
+            max_gap = leaf_max_gap(n, min, max);
+        }
+        Ok(max_gap)
+    }
+}
+
+impl<E: Entry> WriteGuard<'_, E> {
+    /// Checks every invariant (see [`MapleTree::validate`](super::MapleTree::validate)).
+    pub fn validate(&self) -> Result<(), ValidateError> {
+        let root = self.root.load(crate::sync::Ordering::Acquire);
+        if root == 0 {
+            if self.st.height != 0 {
+                bad!("empty tree with height {}", self.st.height);
+            }
+            if !self.st.multi.is_empty() {
+                bad!("empty tree with shared entries recorded");
+            }
+            return Ok(());
+        }
+        let r = self.node_from_item(root);
+        let mut c = Checker { internal: self.internal, height: self.st.height, prev_word: None, words: HashMap::new() };
+        c.node(r, 0, u64::MAX, 0, None)?;
+        for (w, extra) in &self.st.multi {
+            let seen = c.words.get(w).copied().unwrap_or(0);
+            if seen < extra + 1 {
+                bad!("entry {w:#x} recorded as shared by {} slots but found in {seen}", extra + 1);
+            }
+        }
+        Ok(())
+    }
+}

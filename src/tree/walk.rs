@@ -1,0 +1,291 @@
+//! Lock-free reader walks. Nothing here locks or allocates; a walk that meets a replaced (dead)
+//! node restarts from the root. Every pivot is read once per decision (the value that stopped a
+//! scan is the value used as the slot's bound), so a concurrent in-place append can never make a
+//! walk report a range that does not contain the index it was looking for.
+
+use crate::entry::Entry;
+use crate::sync::{AtomicUsize, Ordering};
+
+use super::node::{NodeRef, Kind};
+use super::MapleTree;
+
+/// Deepest tree the walkers can follow (the kernel's `MAPLE_HEIGHT_MAX` is 31).
+pub(crate) const MAX_DEPTH: usize = 32;
+
+/// The root node, if any.
+#[inline]
+pub(crate) fn root_node<'g>(root: &AtomicUsize, internal: Kind) -> Option<NodeRef<'g>> {
+    let w = root.load(Ordering::Acquire);
+    if w == 0 {
+        None
+    } else {
+        // SAFETY: a non-zero root word is a node word; the caller holds a guard (or the writer
+        // lock) for 'g, so the node stays allocated.
+        Some(unsafe { NodeRef::from_word(w, internal) })
+    }
+}
+
+/// Finds the slot of `n` (covering `[min, max]`) that contains `index`: `(offset, lo, hi)`.
+#[inline]
+pub(crate) fn find_slot(n: NodeRef<'_>, index: u64, min: u64, max: u64) -> (usize, u64, u64) {
+    let p = n.kind().pivots();
+    let mut lo = min;
+    let mut i = 0;
+    while i < p {
+        let piv = n.pivot(i);
+        if piv >= max {
+            return (i, lo, max);
+        }
+        if piv >= index {
+            return (i, lo, piv);
+        }
+        lo = piv + 1;
+        i += 1;
+    }
+    (p, lo, max)
+}
+
+/// `mtree_load`'s walk: the slot word at `index` (0 if nothing).
+#[inline]
+pub(crate) fn load_word<E: Entry>(tree: &MapleTree<E>, index: u64) -> usize {
+    load_word_at(&tree.root, tree.internal, index)
+}
+
+/// [`load_word`] on the parts of a tree.
+#[inline]
+pub(crate) fn load_word_at(root: &AtomicUsize, internal: Kind, index: u64) -> usize {
+    'restart: loop {
+        let Some(mut n) = root_node(root, internal) else { return 0 };
+        loop {
+            let p = n.kind().pivots();
+            let mut i = 0;
+            while i < p && n.pivot(i) < index {
+                i += 1;
+            }
+            if n.is_leaf() {
+                let s = n.slot(i);
+                if n.is_dead() {
+                    continue 'restart;
+                }
+                return s;
+            }
+            n = n.child(i, internal);
+        }
+    }
+}
+
+/// The whole slot containing `index`: `(first, last, word)`, or `None` for an empty tree.
+pub(crate) fn walk_range<E: Entry>(tree: &MapleTree<E>, index: u64) -> Option<(u64, u64, usize)> {
+    let mut w = Walker::new(tree);
+    w.walk(index)?;
+    Some((w.lo, w.hi, w.word))
+}
+
+/// One level of a walk: a node, its implied limits, and the slot taken.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Level<'g> {
+    pub(crate) node: NodeRef<'g>,
+    pub(crate) min: u64,
+    pub(crate) max: u64,
+    pub(crate) offset: usize,
+}
+
+impl Level<'_> {
+    const DUMMY: Level<'static> = Level { node: NodeRef::dangling(), min: 0, max: 0, offset: 0 };
+}
+
+/// A reader position that keeps its path, so moving to a neighbouring slot is `O(1)` amortised.
+pub(crate) struct Walker<'g> {
+    root: &'g AtomicUsize,
+    internal: Kind,
+    path: [Level<'g>; MAX_DEPTH],
+    /// Levels in `path` (0: not positioned).
+    pub(crate) depth: usize,
+    /// The current slot's range and word.
+    pub(crate) lo: u64,
+    pub(crate) hi: u64,
+    pub(crate) word: usize,
+}
+
+impl<'g> Walker<'g> {
+    pub(crate) fn new<E: Entry>(tree: &'g MapleTree<E>) -> Self {
+        Self::from_parts(&tree.root, tree.internal)
+    }
+
+    pub(crate) fn from_parts(root: &'g AtomicUsize, internal: Kind) -> Self {
+        Walker {
+            root,
+            internal,
+            path: [Level::DUMMY; MAX_DEPTH],
+            depth: 0,
+            lo: 0,
+            hi: u64::MAX,
+            word: 0,
+        }
+    }
+
+    fn root(&self) -> Option<NodeRef<'g>> {
+        root_node(self.root, self.internal)
+    }
+
+    /// The leaf level of the current position.
+    #[inline]
+    pub(crate) fn leaf(&self) -> &Level<'g> {
+        &self.path[self.depth - 1]
+    }
+
+    /// The path from the root (index 0) to the leaf.
+    pub(crate) fn path(&self) -> &[Level<'g>] {
+        &self.path[..self.depth]
+    }
+
+    /// Positions at the slot containing `index`. `None` (and unpositioned) for an empty tree.
+    pub(crate) fn walk(&mut self, index: u64) -> Option<()> {
+        'restart: loop {
+            let Some(mut n) = self.root() else {
+                self.depth = 0;
+                self.lo = 0;
+                self.hi = u64::MAX;
+                self.word = 0;
+                return None;
+            };
+            let (mut min, mut max) = (0u64, u64::MAX);
+            let mut d = 0;
+            loop {
+                let (i, lo, hi) = find_slot(n, index, min, max);
+                self.path[d] = Level { node: n, min, max, offset: i };
+                d += 1;
+                if n.is_leaf() {
+                    let s = n.slot(i);
+                    if n.is_dead() {
+                        continue 'restart;
+                    }
+                    self.depth = d;
+                    self.lo = lo;
+                    self.hi = hi;
+                    self.word = s;
+                    return Some(());
+                }
+                n = n.child(i, self.internal);
+                min = lo;
+                max = hi;
+            }
+        }
+    }
+
+    /// Moves to the next slot (NULL ranges included). `None` past `u64::MAX`.
+    pub(crate) fn next_slot(&mut self) -> Option<()> {
+        if self.depth == 0 || self.hi == u64::MAX {
+            return None;
+        }
+        let target = self.hi + 1;
+        let leaf = self.path[self.depth - 1];
+        if self.hi < leaf.max {
+            let i = leaf.offset + 1;
+            let hi = leaf.node.slot_max(i, leaf.max);
+            let s = leaf.node.slot(i);
+            self.path[self.depth - 1].offset = i;
+            self.lo = target;
+            self.hi = hi;
+            self.word = s;
+            return Some(());
+        }
+        if leaf.node.is_dead() {
+            return self.walk(target);
+        }
+        // Climb to the first ancestor with a child after ours.
+        let mut d = self.depth - 1;
+        loop {
+            if d == 0 {
+                return self.walk(target);
+            }
+            d -= 1;
+            let lvl = self.path[d];
+            if lvl.node.is_dead() {
+                return self.walk(target);
+            }
+            if self.path[d + 1].max < lvl.max {
+                let i = lvl.offset + 1;
+                self.path[d].offset = i;
+                let mut min = target;
+                let mut max = lvl.node.slot_max(i, lvl.max);
+                let mut n = lvl.node.child(i, self.internal);
+                // Descend to the leftmost leaf of that child.
+                loop {
+                    d += 1;
+                    self.path[d] = Level { node: n, min, max, offset: 0 };
+                    let hi = n.slot_max(0, max);
+                    if n.is_leaf() {
+                        let s = n.slot(0);
+                        self.depth = d + 1;
+                        self.lo = min;
+                        self.hi = hi;
+                        self.word = s;
+                        return Some(());
+                    }
+                    n = n.child(0, self.internal);
+                    max = hi;
+                    let _ = &mut min;
+                }
+            }
+        }
+    }
+
+    /// Moves to the previous slot (NULL ranges included). `None` before index 0.
+    pub(crate) fn prev_slot(&mut self) -> Option<()> {
+        if self.depth == 0 || self.lo == 0 {
+            return None;
+        }
+        let target = self.lo - 1;
+        let leaf = self.path[self.depth - 1];
+        if self.lo > leaf.min {
+            let i = leaf.offset - 1;
+            let lo = if i == 0 { leaf.min } else { leaf.node.pivot(i - 1) + 1 };
+            let s = leaf.node.slot(i);
+            self.path[self.depth - 1].offset = i;
+            self.lo = lo;
+            self.hi = target;
+            self.word = s;
+            return Some(());
+        }
+        if leaf.node.is_dead() {
+            return self.walk(target);
+        }
+        let mut d = self.depth - 1;
+        loop {
+            if d == 0 {
+                return self.walk(target);
+            }
+            d -= 1;
+            let lvl = self.path[d];
+            if lvl.node.is_dead() {
+                return self.walk(target);
+            }
+            if self.path[d + 1].min > lvl.min {
+                let i = lvl.offset - 1;
+                self.path[d].offset = i;
+                let mut max = target;
+                let mut min = if i == 0 { lvl.min } else { lvl.node.pivot(i - 1) + 1 };
+                let mut n = lvl.node.child(i, self.internal);
+                // Descend to the rightmost leaf of that child.
+                loop {
+                    d += 1;
+                    let end = n.end(max);
+                    let lo = if end == 0 { min } else { n.pivot(end - 1) + 1 };
+                    self.path[d] = Level { node: n, min, max, offset: end };
+                    if n.is_leaf() {
+                        let s = n.slot(end);
+                        self.depth = d + 1;
+                        self.lo = lo;
+                        self.hi = max;
+                        self.word = s;
+                        return Some(());
+                    }
+                    n = n.child(end, self.internal);
+                    min = lo;
+                    let _ = &mut max;
+                }
+            }
+        }
+    }
+}

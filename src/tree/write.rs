@@ -1,0 +1,675 @@
+//! The writer: the write guard, store classification and the in-place fast paths.
+//!
+//! A store first walks to the leaf holding `first`. If the write stays inside that leaf it is
+//! classified as the kernel does (K§3.4) and, where the mode allows, done in place:
+//!
+//! | path | exclusive (`&mut`) | RCU (`&self` + lock) | why it is safe under readers |
+//! |---|---|---|---|
+//! | exact fit | in place | in place | one Release store of the slot |
+//! | append `+1` at the end | in place | in place | new slot/pivot written beyond the end, then the old end pivot lowered by one Release store |
+//! | three-way append | in place | in place | two new slots and their pivots beyond the end, then the old end pivot lowered last |
+//! | append `+1` at the start | in place | node store | it moves a boundary of a range that stays visible |
+//! | slot store (2 or 3 slots) | in place | node store | same |
+//! | node store, split, rebalance, spanning | `rebuild` | `rebuild` (fresh nodes, one pointer publish) | readers see the old or the new subtree |
+//!
+//! Readers find a node's end from its pivots only (see `node`), which is what makes both appends
+//! safe: until the old end pivot is lowered, every slot beyond it is unreachable, and once it is
+//! lowered everything beyond it is already written.
+
+use core::marker::PhantomData;
+
+use crossbeam_epoch::{Collector, Guard};
+
+use crate::entry::{Entry, ZERO_WORD};
+use crate::error::Error;
+use crate::sync::{AtomicUsize, MutexGuard, Ordering};
+
+use super::node::{node_word, Kind, NodeRef, RANGE_SLOTS};
+use super::rebuild::{node_slots, Path};
+use super::walk::{Level, Walker};
+use super::{MapleTree, WriterState};
+
+/// One slot of a level being rebuilt: its upper bound, its word (entry or child node) and, for
+/// children of allocation trees, the child's largest gap.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Item {
+    pub(crate) hi: u64,
+    pub(crate) word: usize,
+    pub(crate) gap: u64,
+}
+
+const ITEMS_CAP: usize = 80;
+
+/// A fixed-capacity list of items (no allocation on the write path's common cases).
+#[derive(Clone)]
+pub(crate) struct Items {
+    len: usize,
+    buf: [Item; ITEMS_CAP],
+}
+
+impl Items {
+    pub(crate) fn new() -> Self {
+        Items { len: 0, buf: [Item::default(); ITEMS_CAP] }
+    }
+    #[inline]
+    pub(crate) fn push(&mut self, it: Item) {
+        self.buf[self.len] = it;
+        self.len += 1;
+    }
+    pub(crate) fn extend(&mut self, other: &Items) {
+        for i in 0..other.len {
+            self.push(other.buf[i]);
+        }
+    }
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> Item {
+        debug_assert!(i < self.len);
+        self.buf[i]
+    }
+    #[inline]
+    pub(crate) fn set(&mut self, i: usize, it: Item) {
+        self.buf[i] = it;
+    }
+    pub(crate) fn last(&self) -> Item {
+        self.buf[self.len - 1]
+    }
+    pub(crate) fn truncate(&mut self, n: usize) {
+        self.len = n;
+    }
+    pub(crate) fn slice(&self, a: usize, b: usize) -> Items {
+        let mut s = Items::new();
+        s.buf[..b - a].copy_from_slice(&self.buf[a..b]);
+        s.len = b - a;
+        s
+    }
+}
+
+pub(crate) enum StateRef<'t> {
+    Locked(MutexGuard<'t, WriterState>),
+    Exclusive(&'t mut WriterState),
+}
+
+impl core::ops::Deref for StateRef<'_> {
+    type Target = WriterState;
+    fn deref(&self) -> &WriterState {
+        match self {
+            StateRef::Locked(g) => g,
+            StateRef::Exclusive(r) => r,
+        }
+    }
+}
+impl core::ops::DerefMut for StateRef<'_> {
+    fn deref_mut(&mut self) -> &mut WriterState {
+        match self {
+            StateRef::Locked(g) => &mut *g,
+            StateRef::Exclusive(r) => r,
+        }
+    }
+}
+
+pub(crate) enum GuardRef {
+    Pinned(Guard),
+    Unprotected(&'static Guard),
+}
+
+/// The writer: holds the tree's lock (RCU mode, from [`MapleTree::lock`]) or its exclusive
+/// borrow ([`MapleTree::exclusive`]). Every write method of the tree lives here; reads through it
+/// see the writer's own changes at once.
+///
+/// ```
+/// use maple_tree::{MapleTree, Value};
+/// let mut tree = MapleTree::<Value>::new();
+/// {
+///     let mut w = tree.exclusive(); // no readers: in place, frees at once
+///     for i in 0..100u64 {
+///         w.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+///     }
+/// }
+/// assert_eq!(tree.get(995), Some(Value::new(99)));
+/// tree.validate().unwrap();
+/// ```
+pub struct WriteGuard<'t, E: Entry> {
+    pub(crate) root: &'t AtomicUsize,
+    pub(crate) internal: Kind,
+    pub(crate) st: StateRef<'t>,
+    guard: GuardRef,
+    pub(crate) exclusive: bool,
+    pub(crate) collector: &'t Collector,
+    pub(crate) default_collector: bool,
+    _e: PhantomData<E>,
+}
+
+/// Outcome of the single-leaf classification.
+enum Leafed {
+    Done(u64, u64),
+    Rebuild(u64, u64),
+}
+
+impl<'t, E: Entry> WriteGuard<'t, E> {
+    pub(crate) fn new_rcu(tree: &'t MapleTree<E>) -> Self {
+        let st = StateRef::Locked(tree.writer.lock());
+        WriteGuard {
+            root: &tree.root,
+            internal: tree.internal,
+            st,
+            guard: GuardRef::Pinned(tree.pin()),
+            exclusive: false,
+            collector: &tree.collector,
+            default_collector: tree.default_collector,
+            _e: PhantomData,
+        }
+    }
+
+    pub(crate) fn new_exclusive(tree: &'t mut MapleTree<E>) -> Self {
+        let MapleTree { root, internal, writer, collector, default_collector, .. } = tree;
+        WriteGuard {
+            root,
+            internal: *internal,
+            st: StateRef::Exclusive(writer.get_mut()),
+            // SAFETY: `&mut MapleTree` means no other thread can reach the tree, so running
+            // deferred frees immediately (what the unprotected guard does) is sound.
+            guard: GuardRef::Unprotected(unsafe { crossbeam_epoch::unprotected() }),
+            exclusive: true,
+            collector,
+            default_collector: *default_collector,
+            _e: PhantomData,
+        }
+    }
+
+    /// The epoch guard this writer holds (reads through the writer use it).
+    pub fn guard(&self) -> &Guard {
+        match &self.guard {
+            GuardRef::Pinned(g) => g,
+            GuardRef::Unprotected(g) => g,
+        }
+    }
+
+    pub(crate) fn walker(&self) -> Walker<'t> {
+        Walker::from_parts(self.root, self.internal)
+    }
+
+    /// Whether the tree is an allocation tree.
+    pub(crate) fn is_alloc(&self) -> bool {
+        self.internal == Kind::ARange
+    }
+
+    // ----- primitives ---------------------------------------------------------------------------
+
+    pub(crate) fn alloc_node<'g>(&mut self, kind: Kind) -> NodeRef<'g> {
+        self.st.stats.nodes_allocated += 1;
+        NodeRef::alloc(kind)
+    }
+
+    pub(crate) fn node_from_item<'g>(&self, w: usize) -> NodeRef<'g> {
+        debug_assert!(w != 0);
+        // SAFETY: internal-level items hold node words of the live tree (or of fresh nodes this
+        // writer built); the writer lock keeps them allocated until the writer retires them.
+        unsafe { NodeRef::from_word(w, self.internal) }
+    }
+
+    pub(crate) fn publish_root(&self, w: usize) {
+        self.root.store(w, Ordering::Release);
+    }
+
+    /// Replaced node: dead for readers, freed after a grace period (at once in exclusive mode).
+    pub(crate) fn retire_node(&mut self, n: NodeRef<'_>) {
+        self.st.stats.nodes_freed += 1;
+        n.mark_dead();
+        // SAFETY: callers retire a node only after unlinking it (a new pointer published in its
+        // place, or its whole subtree unlinked), and each node exactly once; the guard belongs to
+        // this tree's collector (or is the unprotected guard of exclusive mode).
+        unsafe { n.retire(self.guard()) };
+    }
+
+    /// A slot stopped referencing `w`: drop the entry unless another slot shares it.
+    pub(crate) fn release_entry(&mut self, w: usize) {
+        if w == 0 || w == ZERO_WORD {
+            return;
+        }
+        if core::mem::needs_drop::<E>() {
+            if let Some(c) = self.st.multi.get_mut(&w) {
+                *c -= 1;
+                if *c == 0 {
+                    self.st.multi.remove(&w);
+                }
+                return;
+            }
+        }
+        // SAFETY: `w` is a live entry word that no slot references any more (shared words were
+        // handled above). In RCU mode the drop waits for every guard that could still read it.
+        unsafe {
+            self.guard().defer_unchecked(move || drop(E::from_word(w)));
+        }
+    }
+
+    /// A range split around a new entry: `w` is now referenced by one more slot.
+    pub(crate) fn share_entry(&mut self, w: usize) {
+        if w == 0 || w == ZERO_WORD || !core::mem::needs_drop::<E>() {
+            return;
+        }
+        *self.st.multi.entry(w).or_insert(0) += 1;
+    }
+
+    /// Writes `items` into node `n` covering `[min, max]`: slots, pivots (with `pivot[end] =
+    /// max` when there is room), zeroes beyond, gaps, and re-parents children.
+    pub(crate) fn write_items(&self, n: NodeRef<'_>, items: &Items, min: u64, max: u64) {
+        let kind = n.kind();
+        let p = kind.pivots();
+        let len = items.len();
+        debug_assert!(len >= 1 && len <= kind.slots());
+        debug_assert_eq!(items.last().hi, max);
+        let _ = min;
+        for j in 0..kind.slots() {
+            if j < len {
+                let it = items.get(j);
+                n.init_slot(j, it.word);
+                if j < p {
+                    n.init_pivot(j, it.hi);
+                }
+                if kind != Kind::Leaf {
+                    let c = self.node_from_item(it.word);
+                    c.set_parent(Some(n), j);
+                    if kind == Kind::ARange {
+                        n.set_gap(j, it.gap);
+                    }
+                }
+            } else {
+                n.init_slot(j, 0);
+                if j < p {
+                    n.init_pivot(j, 0);
+                }
+                if kind == Kind::ARange {
+                    n.set_gap(j, 0);
+                }
+            }
+        }
+    }
+
+    /// Largest gap in `n`'s subtree (leaves: computed from NULL slots; allocation-tree internal
+    /// nodes: the largest child gap; 0 for range-tree internal nodes).
+    pub(crate) fn node_max_gap(&self, n: NodeRef<'_>, min: u64, max: u64) -> u64 {
+        match n.kind() {
+            Kind::Leaf => super::gap::leaf_max_gap(n, min, max),
+            Kind::ARange => {
+                let end = n.end(max);
+                (0..=end).map(|i| n.gap(i)).max().unwrap_or(0)
+            }
+            Kind::Range => 0,
+        }
+    }
+
+    /// After the child at the last level's offset changed its largest gap to `g`, update the
+    /// ancestors upwards until a level's maximum does not change.
+    pub(crate) fn propagate_gap(&self, ancestors: &[Level<'_>], mut g: u64) {
+        if !self.is_alloc() {
+            return;
+        }
+        for lvl in ancestors.iter().rev() {
+            let n = lvl.node;
+            if n.gap(lvl.offset) == g {
+                return;
+            }
+            let end = n.end(lvl.max);
+            let old_max = (0..=end).map(|i| n.gap(i)).max().unwrap_or(0);
+            n.set_gap(lvl.offset, g);
+            let new_max = (0..=end).map(|i| n.gap(i)).max().unwrap_or(0);
+            if new_max == old_max {
+                return;
+            }
+            g = new_max;
+        }
+    }
+
+    /// Removes a whole subtree (covering `[min, max]`) lying inside a write: its entries are
+    /// released, its nodes retired.
+    pub(crate) fn remove_subtree<'g>(
+        &mut self,
+        n: NodeRef<'g>,
+        min: u64,
+        max: u64,
+        retired: &mut Vec<NodeRef<'g>>,
+    ) {
+        for (lo, hi, w) in node_slots(n, min, max) {
+            if n.is_leaf() {
+                self.release_entry(w);
+            } else {
+                let c = self.node_from_item(w);
+                self.remove_subtree(c, lo, hi, retired);
+            }
+        }
+        retired.push(n);
+    }
+
+    // ----- the store --------------------------------------------------------------------------
+
+    /// Stores `entry` (0 = nothing) over `[first, last]`; returns the range written (a NULL
+    /// store reports the widened NULL range). `first <= last` is the caller's job.
+    pub(crate) fn write(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
+        debug_assert!(first <= last);
+        let root = self.root.load(Ordering::Relaxed);
+        if root == 0 {
+            if entry == 0 {
+                return (0, u64::MAX);
+            }
+            self.new_leaf_root(first, last, entry);
+            return (first, last);
+        }
+        if first == 0 && last == u64::MAX {
+            let old = self.node_from_item(root);
+            let mut retired = Vec::new();
+            self.remove_subtree(old, 0, u64::MAX, &mut retired);
+            if entry == 0 {
+                self.publish_root(0);
+                self.st.height = 0;
+            } else {
+                self.new_leaf_root(0, u64::MAX, entry);
+            }
+            self.st.stats.new_root += 1;
+            for n in retired {
+                self.retire_node(n);
+            }
+            return (0, u64::MAX);
+        }
+        let mut lw = self.walker();
+        lw.walk(first).expect("non-empty tree");
+        let leaf = *lw.leaf();
+        if last < leaf.max || (last == leaf.max && (entry != 0 || leaf.max == u64::MAX)) {
+            match self.leaf_store(&lw, first, last, entry) {
+                Leafed::Done(a, b) => return (a, b),
+                Leafed::Rebuild(a, b) => {
+                    let lpath = Path::from_walker(&lw);
+                    let r = self.rebuild(lpath.clone(), lpath, a, b, entry);
+                    return (r.first, r.last);
+                }
+            }
+        }
+        let mut rw = self.walker();
+        rw.walk(last).expect("non-empty tree");
+        let r = self.rebuild(Path::from_walker(&lw), Path::from_walker(&rw), first, last, entry);
+        (r.first, r.last)
+    }
+
+    fn new_leaf_root(&mut self, first: u64, last: u64, entry: usize) {
+        let mut items = Items::new();
+        if first > 0 {
+            items.push(Item { hi: first - 1, word: 0, gap: 0 });
+        }
+        items.push(Item { hi: last, word: entry, gap: 0 });
+        if last < u64::MAX {
+            items.push(Item { hi: u64::MAX, word: 0, gap: 0 });
+        }
+        let n = self.alloc_node(Kind::Leaf);
+        self.write_items(n, &items, 0, u64::MAX);
+        n.set_parent(None, 0);
+        self.publish_root(node_word(n));
+        self.st.height = 1;
+        self.st.stats.new_root += 1;
+    }
+
+    /// A write inside one leaf: the fast paths, or a request to rebuild (node store, split,
+    /// rebalance) with the NULL-widened range.
+    fn leaf_store(&mut self, lw: &Walker<'_>, mut first: u64, mut last: u64, entry: usize) -> Leafed {
+        let leaf = *lw.leaf();
+        let n = leaf.node;
+        let (min, max) = (leaf.min, leaf.max);
+        let end = n.end(max);
+        // Leaf image.
+        let mut los = [0u64; RANGE_SLOTS];
+        let mut his = [0u64; RANGE_SLOTS];
+        let mut ws = [0usize; RANGE_SLOTS];
+        for (i, (lo, hi, w)) in node_slots(n, min, max).enumerate() {
+            los[i] = lo;
+            his[i] = hi;
+            ws[i] = w;
+        }
+        let mut off = leaf.offset;
+        let mut off_end = off;
+        while off_end < end && his[off_end] < last {
+            off_end += 1;
+        }
+        if entry == 0 {
+            // NULL widening within the leaf (K§3.3).
+            if ws[off] == 0 {
+                first = los[off];
+            } else if first == los[off] && off > 0 && ws[off - 1] == 0 {
+                off -= 1;
+                first = los[off];
+            }
+            if ws[off_end] == 0 {
+                last = his[off_end];
+            } else if last == his[off_end] && off_end < end && ws[off_end + 1] == 0 {
+                off_end += 1;
+                last = his[off_end];
+            }
+            if last == max && max != u64::MAX {
+                // The leaf would end in NULL: merge with the next leaf.
+                return Leafed::Rebuild(first, last);
+            }
+        }
+        let r_min = los[off];
+        let end_piv = his[off_end];
+        let new_end = end + 2 - (off_end - off) - usize::from(r_min == first) - usize::from(end_piv == last);
+        let is_root = lw.depth == 1;
+
+        // Exact fit.
+        if off == off_end && r_min == first && end_piv == last {
+            let old = ws[off];
+            if old != entry {
+                n.publish_slot(off, entry);
+                self.release_entry(old);
+                self.after_leaf_change(lw, (old == 0) != (entry == 0));
+            }
+            self.st.stats.exact_fit += 1;
+            return Leafed::Done(first, last);
+        }
+        if new_end >= RANGE_SLOTS || (new_end < Kind::Leaf.min_end() && !is_root && max != u64::MAX) {
+            return Leafed::Rebuild(first, last);
+        }
+        let p = Kind::Leaf.pivots();
+        // Appends: the write starts in the last slot.
+        if self.st.append && off == end && new_end > end {
+            let content = ws[end];
+            if new_end == end + 2 {
+                // Three-way append: [content][entry][content]; the old end pivot lowered last.
+                n.init_slot(end + 2, content);
+                if end + 2 < p {
+                    n.init_pivot(end + 2, max);
+                }
+                n.init_pivot(end + 1, last);
+                n.init_slot(end + 1, entry);
+                n.publish_pivot(end, first - 1);
+                self.share_entry(content);
+                self.st.stats.append_three_way += 1;
+                self.after_leaf_change(lw, true);
+                return Leafed::Done(first, last);
+            }
+            if last == max {
+                // +1 at the end: [content][entry].
+                n.init_slot(end + 1, entry);
+                if end + 1 < p {
+                    n.init_pivot(end + 1, max);
+                }
+                n.publish_pivot(end, first - 1);
+                self.st.stats.append_end += 1;
+                self.after_leaf_change(lw, true);
+                return Leafed::Done(first, last);
+            }
+            if self.exclusive {
+                // +1 at the start: [entry][content]; a visible boundary moves, so exclusive only.
+                n.init_slot(end + 1, content);
+                if end + 1 < p {
+                    n.init_pivot(end + 1, max);
+                }
+                n.init_pivot(end, last);
+                n.init_slot(end, entry);
+                self.st.stats.append_start += 1;
+                self.after_leaf_change(lw, true);
+                return Leafed::Done(first, last);
+            }
+        }
+        // Slot stores: the slot count does not change (exclusive mode only).
+        if self.exclusive && new_end == end {
+            if off_end == off + 1 {
+                if r_min == first {
+                    let old = ws[off];
+                    n.init_slot(off, entry);
+                    n.init_pivot(off, last);
+                    self.release_entry(old);
+                } else {
+                    let old = ws[off + 1];
+                    n.init_slot(off + 1, entry);
+                    n.init_pivot(off, first - 1);
+                    self.release_entry(old);
+                }
+                self.st.stats.slot_store += 1;
+                self.after_leaf_change(lw, true);
+                return Leafed::Done(first, last);
+            }
+            if off_end == off + 2 {
+                let old = ws[off + 1];
+                n.init_slot(off + 1, entry);
+                n.init_pivot(off, first - 1);
+                n.init_pivot(off + 1, last);
+                self.release_entry(old);
+                self.st.stats.slot_store3 += 1;
+                self.after_leaf_change(lw, true);
+                return Leafed::Done(first, last);
+            }
+        }
+        Leafed::Rebuild(first, last)
+    }
+
+    /// Gap maintenance after an in-place leaf change.
+    fn after_leaf_change(&self, lw: &Walker<'_>, gaps_changed: bool) {
+        if !gaps_changed || !self.is_alloc() || lw.depth < 2 {
+            return;
+        }
+        let leaf = lw.leaf();
+        let g = super::gap::leaf_max_gap(leaf.node, leaf.min, leaf.max);
+        self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+    }
+
+    // ----- public write API -----------------------------------------------------------------------
+
+    /// Stores `entry` over `[first, last]` (`mtree_store_range`): trims or removes whatever was
+    /// there, across any number of nodes.
+    pub fn store_range(&mut self, first: u64, last: u64, entry: E) -> Result<(), Error> {
+        if first > last {
+            return Err(Error::InvalidRange);
+        }
+        let w = Self::entry_word(entry)?;
+        self.write(first, last, w);
+        Ok(())
+    }
+
+    /// Stores the reserved zero entry (`XA_ZERO_ENTRY`) over `[first, last]`: the range counts
+    /// as occupied for insert and gap search but reads as empty through `load` and `iter`.
+    pub fn store_zero_range(&mut self, first: u64, last: u64) -> Result<(), Error> {
+        if first > last {
+            return Err(Error::InvalidRange);
+        }
+        self.write(first, last, ZERO_WORD);
+        Ok(())
+    }
+
+    /// Stores `entry` only if all of `[first, last]` is empty (`mtree_insert_range`).
+    pub fn insert_range(&mut self, first: u64, last: u64, entry: E) -> Result<(), Error> {
+        if first > last {
+            return Err(Error::InvalidRange);
+        }
+        if self.is_occupied(first, last) {
+            return Err(Error::Occupied);
+        }
+        let w = Self::entry_word(entry)?;
+        self.write(first, last, w);
+        Ok(())
+    }
+
+    /// [`insert_range`](Self::insert_range) of one index.
+    pub fn insert(&mut self, index: u64, entry: E) -> Result<(), Error> {
+        self.insert_range(index, index, entry)
+    }
+
+    /// Whether any index of `[first, last]` holds an entry (the zero entry counts).
+    pub(crate) fn is_occupied(&self, first: u64, last: u64) -> bool {
+        let mut w = self.walker();
+        if w.walk(first).is_none() {
+            return false;
+        }
+        loop {
+            if w.word != 0 {
+                return true;
+            }
+            if w.hi >= last {
+                return false;
+            }
+            if w.next_slot().is_none() {
+                return false;
+            }
+        }
+    }
+
+    /// Erases the range containing `index` (`mtree_erase`); returns it if it held an entry.
+    pub fn erase(&mut self, index: u64) -> Option<(u64, u64)> {
+        let mut w = self.walker();
+        w.walk(index)?;
+        if w.word == 0 {
+            return None;
+        }
+        let (lo, hi) = (w.lo, w.hi);
+        self.write(lo, hi, 0);
+        Some((lo, hi))
+    }
+
+    /// Empties `[first, last]` (a NULL store).
+    pub fn erase_range(&mut self, first: u64, last: u64) -> Result<(), Error> {
+        if first > last {
+            return Err(Error::InvalidRange);
+        }
+        self.write(first, last, 0);
+        Ok(())
+    }
+
+    /// Empties the tree (`mtree_destroy`), keeping its options.
+    pub fn clear(&mut self) {
+        let root = self.root.load(Ordering::Relaxed);
+        if root == 0 {
+            return;
+        }
+        let mut retired = Vec::new();
+        let n = self.node_from_item(root);
+        self.remove_subtree(n, 0, u64::MAX, &mut retired);
+        self.publish_root(0);
+        self.st.height = 0;
+        for n in retired {
+            self.retire_node(n);
+        }
+    }
+
+    /// Height (levels).
+    pub fn height(&self) -> usize {
+        self.st.height
+    }
+
+    /// The entry at `index`, read under the writer.
+    pub fn load(&self, index: u64) -> Option<E::Borrowed<'_>> {
+        let w = super::walk::load_word_at(self.root, self.internal, index);
+        // SAFETY: the writer is the only mutator and `&self` keeps it from writing while the
+        // borrow lives; the guard it holds covers RCU-deferred frees.
+        unsafe { super::borrow_word::<E>(w) }
+    }
+
+    /// Iterates under the writer (see [`MapleTree::iter`]).
+    pub fn iter(&self) -> super::Iter<'_, E> {
+        super::Iter::from_parts(self.root, self.internal, 0, u64::MAX)
+    }
+
+    /// The tree's collector.
+    pub(crate) fn collector(&self) -> &Collector {
+        self.collector
+    }
+}
