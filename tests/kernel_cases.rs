@@ -679,6 +679,17 @@ fn write_paths_are_taken() {
     }
     let s = t.stats();
     assert!(s.split >= 1 && s.grow >= 1 && t.height() == 2, "{s:?}");
+    assert!(s.append_split >= 1, "in-order appends split by truncation: {s:?}");
+    t.validate().unwrap();
+    // Keep appending until the root itself is truncated and a third level grows.
+    for i in 40..2000u64 {
+        t.store_range(100 + i * 10, 105 + i * 10, v(i)).unwrap();
+    }
+    assert_eq!(t.height(), 3);
+    t.validate().unwrap();
+    let g = t.pin();
+    assert_eq!(t.iter(&g).filter(|(a, _, _)| *a >= 100).count(), 2000);
+    drop(g);
     // Rebalance after erases.
     for i in 0..12u64 {
         t.erase(100 + i * 10);

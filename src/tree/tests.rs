@@ -518,3 +518,4 @@ fn random_heavy() {
         );
     }
 }
+
