@@ -12,7 +12,10 @@ fn xorshift(s: &mut u64) -> u64 {
 }
 
 fn main() {
-    let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
     let t0 = Instant::now();
     let tree = MapleTree::<Value>::new();
     for i in 0..n {
@@ -39,7 +42,9 @@ fn main() {
     println!("build rcu {build:.1} ns, exclusive {build_x:.1} ns, btreemap insert {build_bt:.1} ns; {:.1} B/range, height {}", bytes as f64 / n as f64, tree.height());
 
     let mut s = 42u64;
-    let idx: Vec<u64> = (0..1_000_000).map(|_| xorshift(&mut s) % (10 * n)).collect();
+    let idx: Vec<u64> = (0..1_000_000)
+        .map(|_| xorshift(&mut s) % (10 * n))
+        .collect();
     let g = tree.pin();
     let t0 = Instant::now();
     let mut hits = 0u64;

@@ -38,23 +38,50 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// Appends `[first, last] = entry` into the last slot of the full rightmost leaf `lw` by
     /// truncation (see the module docs). The caller checked: the leaf's max is `u64::MAX`, the
     /// write starts in the last slot, and the leaf has no room.
-    pub(crate) fn append_split(&mut self, lw: &Walker<'t>, first: u64, last: u64, entry: usize, ls: LastSlot) {
+    pub(crate) fn append_split(
+        &mut self,
+        lw: &Walker<'t>,
+        first: u64,
+        last: u64,
+        entry: usize,
+        ls: LastSlot,
+    ) {
         let leaf = *lw.leaf();
         debug_assert_eq!(leaf.max, u64::MAX);
         // The leaf keeps slots 0..k; it must not end in NULL.
-        let (k, kept_max) = if ls.prev_word == 0 { (ls.end - 1, ls.prev2_hi) } else { (ls.end, ls.prev_hi) };
+        let (k, kept_max) = if ls.prev_word == 0 {
+            (ls.end - 1, ls.prev2_hi)
+        } else {
+            (ls.end, ls.prev_hi)
+        };
         let mut items: Vec<Item> = Vec::with_capacity(5);
         if k < ls.end {
-            items.push(Item { hi: ls.prev_hi, word: 0, gap: 0 });
+            items.push(Item {
+                hi: ls.prev_hi,
+                word: 0,
+                gap: 0,
+            });
         }
         let left = ls.r_min < first;
         let right = last < u64::MAX;
         if left {
-            items.push(Item { hi: first - 1, word: ls.content, gap: 0 });
+            items.push(Item {
+                hi: first - 1,
+                word: ls.content,
+                gap: 0,
+            });
         }
-        items.push(Item { hi: last, word: entry, gap: 0 });
+        items.push(Item {
+            hi: last,
+            word: entry,
+            gap: 0,
+        });
         if right {
-            items.push(Item { hi: u64::MAX, word: ls.content, gap: 0 });
+            items.push(Item {
+                hi: u64::MAX,
+                word: ls.content,
+                gap: 0,
+            });
         }
         if left && right {
             self.share_entry(ls.content);
@@ -62,7 +89,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let new_leaf = self.alloc_node(Kind::Leaf);
         self.write_items(new_leaf, &items, u64::MAX);
         let mut new_gap = self.node_max_gap(new_leaf, kept_max + 1, u64::MAX);
-        let mut kept_gap = if self.is_alloc() { super::gap::leaf_max_gap(leaf.node, leaf.min, kept_max) } else { 0 };
+        let mut kept_gap = if self.is_alloc() {
+            super::gap::leaf_max_gap(leaf.node, leaf.min, kept_max)
+        } else {
+            0
+        };
         let mut new_node = new_leaf;
         let mut kept_node = leaf.node;
         let mut kept_max = kept_max;
@@ -76,8 +107,16 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 // The truncated node was the root: grow a new root above both.
                 let root = self.alloc_node(self.internal);
                 let items = [
-                    Item { hi: kept_max, word: node_word(kept_node), gap: kept_gap },
-                    Item { hi: u64::MAX, word: node_word(new_node), gap: new_gap },
+                    Item {
+                        hi: kept_max,
+                        word: node_word(kept_node),
+                        gap: kept_gap,
+                    },
+                    Item {
+                        hi: u64::MAX,
+                        word: node_word(new_node),
+                        gap: new_gap,
+                    },
                 ];
                 self.write_items(root, &items, u64::MAX);
                 root.set_parent(None, 0);
@@ -113,8 +152,16 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             // Full: truncate the parent too; its last child moves into a new node with the new one.
             let s = self.alloc_node(kind);
             let items = [
-                Item { hi: kept_max, word: node_word(kept_node), gap: kept_gap },
-                Item { hi: u64::MAX, word: node_word(new_node), gap: new_gap },
+                Item {
+                    hi: kept_max,
+                    word: node_word(kept_node),
+                    gap: kept_gap,
+                },
+                Item {
+                    hi: u64::MAX,
+                    word: node_word(new_node),
+                    gap: new_gap,
+                },
             ];
             self.write_items(s, &items, u64::MAX);
             let p_kept_max = pn.pivot(o - 1);

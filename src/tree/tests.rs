@@ -518,4 +518,3 @@ fn random_heavy() {
         );
     }
 }
-

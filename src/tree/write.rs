@@ -24,8 +24,8 @@ use crate::entry::{Entry, ZERO_WORD};
 use crate::error::Error;
 use crate::sync::{AtomicUsize, MutexGuard, Ordering};
 
-use super::node::{node_word, Kind, NodeRef, RANGE_SLOTS};
 use super::append::LastSlot;
+use super::node::{node_word, Kind, NodeRef, RANGE_SLOTS};
 use super::rebuild::{node_slots, Path};
 use super::walk::{Level, Walker};
 use super::{MapleTree, WriterState};
@@ -226,14 +226,15 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         if w == 0 || w == ZERO_WORD {
             return;
         }
-        if core::mem::needs_drop::<E>() {
-            if let Some(c) = self.st.multi.get_mut(&w) {
-                *c -= 1;
-                if *c == 0 {
-                    self.st.multi.remove(&w);
-                }
-                return;
+        if !core::mem::needs_drop::<E>() {
+            return;
+        }
+        if let Some(c) = self.st.multi.get_mut(&w) {
+            *c -= 1;
+            if *c == 0 {
+                self.st.multi.remove(&w);
             }
+            return;
         }
         // SAFETY: `w` is a live entry word that no slot references any more (shared words were
         // handled above). In RCU mode the drop waits for every guard that could still read it.
@@ -583,7 +584,87 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 return Leafed::Done(first, last);
             }
         }
-        Leafed::Rebuild(first, last)
+        // Node store: the leaf rebuilt as one node (fresh in RCU mode, in place otherwise).
+        let mut items = [Item::default(); RANGE_SLOTS];
+        let mut len = 0;
+        let mut push = |it: Item| {
+            items[len] = it;
+            len += 1;
+        };
+        for i in 0..off {
+            push(Item {
+                hi: his[i],
+                word: ws[i],
+                gap: 0,
+            });
+        }
+        let left = r_min < first;
+        let right = last < end_piv;
+        if left {
+            push(Item {
+                hi: first - 1,
+                word: ws[off],
+                gap: 0,
+            });
+        }
+        push(Item {
+            hi: last,
+            word: entry,
+            gap: 0,
+        });
+        if right {
+            push(Item {
+                hi: end_piv,
+                word: ws[off_end],
+                gap: 0,
+            });
+        }
+        for i in off_end + 1..=end {
+            push(Item {
+                hi: his[i],
+                word: ws[i],
+                gap: 0,
+            });
+        }
+        debug_assert_eq!(len, new_end + 1);
+        for (i, &w) in ws.iter().enumerate().take(off_end + 1).skip(off) {
+            let kept = (left && i == off) || (right && i == off_end);
+            if !kept {
+                self.release_entry(w);
+            }
+        }
+        if left && right && off == off_end {
+            self.share_entry(ws[off]);
+        }
+        self.node_store(lw, &items[..len]);
+        Leafed::Done(first, last)
+    }
+
+    /// Replaces the leaf of `lw` with `items` (`wr_node_store`).
+    fn node_store(&mut self, lw: &Walker<'t>, items: &[Item]) {
+        let leaf = *lw.leaf();
+        let n = if self.exclusive {
+            self.write_items(leaf.node, items, leaf.max);
+            leaf.node
+        } else {
+            let n = self.alloc_node(Kind::Leaf);
+            self.write_items(n, items, leaf.max);
+            if lw.depth == 1 {
+                n.set_parent(None, 0);
+                self.publish_root(node_word(n));
+            } else {
+                let p = lw.path()[lw.depth - 2];
+                n.set_parent(Some(p.node), p.offset);
+                p.node.publish_slot(p.offset, node_word(n));
+            }
+            self.retire_node(leaf.node);
+            n
+        };
+        self.st.stats.node_store += 1;
+        if self.is_alloc() && lw.depth > 1 {
+            let g = super::gap::leaf_max_gap(n, leaf.min, leaf.max);
+            self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+        }
     }
 
     /// Gap maintenance after an in-place leaf change.
