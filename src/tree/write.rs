@@ -253,6 +253,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Writes `items` into node `n` covering `[min, max]`: slots, pivots (with `pivot[end] =
     /// max` when there is room), zeroes beyond, gaps, and re-parents children.
+    #[allow(clippy::needless_range_loop)] // `j` indexes the node's slots, past `items` too
     pub(crate) fn write_items(&self, n: NodeRef<'_>, items: &[Item], max: u64) {
         let kind = n.kind();
         let p = kind.pivots();
