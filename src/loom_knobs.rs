@@ -26,7 +26,9 @@ pub fn set_relaxed_slot_publish(on: bool) {
 }
 
 /// Readers load pivots with `Relaxed` instead of `Acquire` (a deliberate bug on the reader side:
-/// a lowered end pivot no longer carries the slots written beyond it).
+/// a lowered end pivot no longer carries the slots written beyond it). Covers the pivot loads of
+/// point loads (`NodeRef::pivot`) and of iteration steps (`NodeRef::range_pivot`); the scan of
+/// `walk::find_slot` loads through `pivot_words` and keeps `Acquire`.
 pub fn set_relaxed_reader(on: bool) {
     RELAXED_READER.store(on, StdOrdering::SeqCst);
 }

@@ -49,15 +49,24 @@ unsafe impl Send for Payload {}
 
 impl Payload {
     fn new() -> Self {
-        Payload { val: UnsafeCell::new(UNSET), refs: AtomicUsize::new(0) }
+        Payload {
+            val: UnsafeCell::new(UNSET),
+            refs: AtomicUsize::new(0),
+        }
     }
 
     /// Reads the value, asserting the entry is live (a reader must never see a dropped entry).
     pub fn read(&self) -> u64 {
         // SAFETY: loom's cell: loom checks this read against the initialising and poisoning writes.
         let v = self.val.with(|p| unsafe { *p });
-        assert_ne!(v, POISON, "a reader touched an entry that was already dropped");
-        assert_ne!(v, UNSET, "a reader touched an entry that was never initialised");
+        assert_ne!(
+            v, POISON,
+            "a reader touched an entry that was already dropped"
+        );
+        assert_ne!(
+            v, UNSET,
+            "a reader touched an entry that was never initialised"
+        );
         v
     }
 
@@ -78,7 +87,10 @@ pub struct Arena {
 impl Arena {
     /// An arena of `n` payloads (created inside the model: they hold loom objects).
     pub fn new(n: usize) -> Self {
-        Arena { slots: (0..n).map(|_| Payload::new()).collect(), next: Cell::new(0) }
+        Arena {
+            slots: (0..n).map(|_| Payload::new()).collect(),
+            next: Cell::new(0),
+        }
     }
 
     /// A new entry with value `v` (on the writer's thread: its initialisation must be published
@@ -98,7 +110,11 @@ impl Arena {
     /// [`Tag`]'s `Drop`). Call after the tree and its collector are gone.
     pub fn assert_all_dropped(&self) {
         for (i, p) in self.slots[..self.next.get()].iter().enumerate() {
-            assert_eq!(p.refs.load(Ordering::Relaxed), 0, "entry {i} was never dropped (leak)");
+            assert_eq!(
+                p.refs.load(Ordering::Relaxed),
+                0,
+                "entry {i} was never dropped (leak)"
+            );
             assert_eq!(p.value_unsync(), POISON, "entry {i} not poisoned");
         }
     }
@@ -193,7 +209,11 @@ impl Ranges {
 
     /// The range holding `i`, if any.
     pub fn range_at(&self, i: u64) -> Option<(u64, u64, u64)> {
-        self.0.range(..=i).next_back().filter(|(_, &(l, _))| l >= i).map(|(&a, &(b, v))| (a, b, v))
+        self.0
+            .range(..=i)
+            .next_back()
+            .filter(|(_, &(l, _))| l >= i)
+            .map(|(&a, &(b, v))| (a, b, v))
     }
 
     /// The value at `i`.
@@ -260,7 +280,13 @@ impl Op {
                 w.erase(i);
             }
             Op::EraseRange(a, b) => w.erase_range(a, b).unwrap(),
-            Op::Alloc { val, size, min, max, at } => {
+            Op::Alloc {
+                val,
+                size,
+                min,
+                max,
+                at,
+            } => {
                 assert_eq!(w.alloc_range(arena.tag(val), size, min, max), Ok(at));
             }
         }
@@ -317,8 +343,23 @@ pub struct Scenario {
     pub reclaim: bool,
 }
 
-/// Arena size: enough for any scenario here (values are handed out once each).
-const ARENA: usize = 48;
+/// Executions of the current or last exploration.
+static EXECUTIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Executions of the current or last exploration (a failing model stops at the first failing
+/// execution, so after a caught mutant this says how soon it was caught).
+pub fn executions() -> usize {
+    EXECUTIONS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// loom's builder with the environment's bounds (`LOOM_MAX_PREEMPTIONS`, ...) and a branch limit
+/// raised for the pre-fill, which runs in every execution (single-threaded, so it adds branches
+/// but no interleavings).
+fn builder() -> loom::model::Builder {
+    let mut b = loom::model::Builder::new();
+    b.max_branches = 100_000;
+    b
+}
 
 /// The per-path counters of a stats delta that are non-zero.
 pub fn path_delta(before: &Stats, after: &Stats) -> Vec<(&'static str, u64)> {
@@ -332,6 +373,7 @@ pub fn path_delta(before: &Stats, after: &Stats) -> Vec<(&'static str, u64)> {
             ("append_three_way", s.append_three_way),
             ("node_store", s.node_store),
             ("split", s.split),
+            ("append_split", s.append_split),
             ("grow", s.grow),
             ("rebalance", s.rebalance),
             ("spanning_store", s.spanning_store),
@@ -339,7 +381,12 @@ pub fn path_delta(before: &Stats, after: &Stats) -> Vec<(&'static str, u64)> {
             ("new_root", s.new_root),
         ]
     };
-    f(after).iter().zip(f(before).iter()).filter(|(a, b)| a.1 != b.1).map(|(a, b)| (a.0, a.1 - b.1)).collect()
+    f(after)
+        .iter()
+        .zip(f(before).iter())
+        .filter(|(a, b)| a.1 != b.1)
+        .map(|(a, b)| (a.0, a.1 - b.1))
+        .collect()
 }
 
 impl Scenario {
@@ -361,15 +408,12 @@ impl Scenario {
     ///
     /// Returns the number of executions explored.
     pub fn check(&self, reads: Reads) -> usize {
-        static EXECUTIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         EXECUTIONS.store(0, std::sync::atomic::Ordering::Relaxed);
         let s = self.clone();
         let (old, new) = s.states();
-        let mut b = loom::model::Builder::new();
-        b.max_branches = 100_000;
-        b.check(move || {
+        builder().check(move || {
             EXECUTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            s.execute(reads, &old, &new)
+            s.execute(Some(reads), &old, &new)
         });
         EXECUTIONS.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -377,6 +421,7 @@ impl Scenario {
     /// Runs the point-load reader and both iterations, one exploration each, printing the
     /// executions and time of each (visible with `--nocapture`).
     pub fn check_all(&self) {
+        self.check_result();
         for r in [Reads::Points, Reads::Forward, Reads::Backward] {
             if std::env::var("MAPLE_LOOM_READS").is_ok_and(|v| !v.contains(&format!("{r:?}"))) {
                 continue;
@@ -392,9 +437,27 @@ impl Scenario {
         eprintln!("    {reads:?}: {n} executions, {:.2?}", t.elapsed());
     }
 
-    fn execute(&self, reads: Reads, old: &Ranges, new: &Ranges) {
-        let arena = Arena::new(ARENA);
-        let mut tree = MapleTree::<Tag>::with_options(Options { alloc: self.alloc, collector: Some(Collector::new()) });
+    /// Checks the write's result without a reader, in a one-execution model: the path taken
+    /// (`stats`), the heights, `validate`, the contents, the copy for `dup`. The writer's result
+    /// does not depend on the interleaving (the reader cannot influence it), so the concurrent
+    /// explorations leave these single-threaded checks out: they would cost time in every
+    /// execution and prove nothing more.
+    pub fn check_result(&self) {
+        let s = self.clone();
+        let (old, new) = s.states();
+        builder().check(move || s.execute(None, &old, &new));
+    }
+
+    /// One execution: with `reads`, a reader checking the observation rules runs concurrently
+    /// with the write; without, the write's result is checked (see
+    /// [`check_result`](Self::check_result)). Either way every entry must be dropped exactly once.
+    fn execute(&self, reads: Option<Reads>, old: &Ranges, new: &Ranges) {
+        let first = reads.is_none();
+        let arena = Arena::new(self.prefill.len() + 2);
+        let mut tree = MapleTree::<Tag>::with_options(Options {
+            alloc: self.alloc,
+            collector: Some(Collector::new()),
+        });
         {
             let mut w = tree.exclusive();
             for op in &self.prefill {
@@ -404,52 +467,85 @@ impl Scenario {
                         w.erase(i);
                     }
                     Op::EraseRange(a, b) => w.erase_range(a, b).unwrap(),
-                    Op::Alloc { val, size, min, max, at } => {
+                    Op::Alloc {
+                        val,
+                        size,
+                        min,
+                        max,
+                        at,
+                    } => {
                         assert_eq!(w.alloc_range(arena.tag(val), size, min, max), Ok(at));
                     }
                 }
             }
         }
-        assert_eq!(tree.height(), self.heights.0, "prefill height\n{}", tree.dump());
-        let before = tree.stats();
+        let before = if first {
+            assert_eq!(
+                tree.height(),
+                self.heights.0,
+                "prefill height\n{}",
+                tree.dump()
+            );
+            Some(tree.stats())
+        } else {
+            None
+        };
         let tree = Arc::new(tree);
 
-        let reader = {
+        let reader = reads.map(|reads| {
             let tree = Arc::clone(&tree);
             let (old, new, probes) = (old.clone(), new.clone(), self.probes.clone());
             loom::thread::spawn(move || read(&tree, reads, &old, &new, &probes))
-        };
+        });
 
         let mut copy = None;
         match self.write {
             Write::Op(op) => op.apply_tree(&tree, &arena),
             Write::Dup { .. } => copy = Some(tree.dup()),
         }
-        if self.reclaim && std::env::var("MAPLE_LOOM_NO_RECLAIM").is_err() {
+        if self.reclaim {
+            // Two flushes are the least that can free garbage sealed by the write: each may
+            // advance the global epoch once, and garbage is freed two epochs on.
             let h = tree.collector().register();
-            let flushes = std::env::var("MAPLE_LOOM_FLUSHES").map_or(2, |v| v.parse().unwrap());
-            for _ in 0..flushes {
+            for _ in 0..2 {
                 h.pin().flush();
             }
         }
-        reader.join().unwrap();
+        if let Some(reader) = reader {
+            reader.join().unwrap();
+        }
 
-        if let (Some(copy), Write::Dup { replace, val }) = (copy, self.write) {
+        if let (true, Some(copy), Write::Dup { replace, val }) = (first, copy, self.write) {
             // After the join: the copy's own pins would multiply the interleavings with the
             // reader's, and the copy is private to the writer anyway.
-            assert_eq!(snapshot(&copy), old.list(), "the copy differs from the source");
+            assert_eq!(
+                snapshot(&copy),
+                old.list(),
+                "the copy differs from the source"
+            );
             copy.validate().unwrap();
             copy.store(replace, arena.tag(val)).unwrap();
             copy.validate().unwrap();
-            assert_eq!(snapshot(&tree), old.list(), "a store into the copy changed the source");
+            assert_eq!(
+                snapshot(&tree),
+                old.list(),
+                "a store into the copy changed the source"
+            );
             drop(copy);
         }
 
-        let after = tree.stats();
-        assert_eq!(path_delta(&before, &after), self.paths, "write path taken");
-        assert_eq!(tree.height(), self.heights.1, "height after the write\n{}", tree.dump());
-        tree.validate().unwrap();
-        assert_eq!(snapshot(&tree), new.list(), "tree after the write");
+        if let Some(before) = before {
+            let after = tree.stats();
+            assert_eq!(path_delta(&before, &after), self.paths, "write path taken");
+            assert_eq!(
+                tree.height(),
+                self.heights.1,
+                "height after the write\n{}",
+                tree.dump()
+            );
+            tree.validate().unwrap();
+            assert_eq!(snapshot(&tree), new.list(), "tree after the write");
+        }
         drop(tree);
         arena.assert_all_dropped();
     }
@@ -493,7 +589,12 @@ fn read(tree: &MapleTree<Tag>, reads: Reads, old: &Ranges, new: &Ranges, probes:
         Reads::EmptyArea(min, max, size) => {
             let got = tree.empty_area(min, max, size);
             let exp = |r: &Ranges| expected_empty_area(r, min, max, size);
-            assert!(got == exp(old) || got == exp(new), "empty_area = {got:?}: neither {:?} nor {:?}", exp(old), exp(new));
+            assert!(
+                got == exp(old) || got == exp(new),
+                "empty_area = {got:?}: neither {:?} nor {:?}",
+                exp(old),
+                exp(new)
+            );
         }
     }
 }
@@ -501,21 +602,35 @@ fn read(tree: &MapleTree<Tag>, reads: Reads, old: &Ranges, new: &Ranges, probes:
 /// The observation rules for one iteration (given in index order).
 pub fn check_ranges(got: &[(u64, u64, u64)], old: &Ranges, new: &Ranges, reads: Reads) {
     for w in got.windows(2) {
-        assert!(w[0].1 < w[1].0, "{reads:?}: ranges out of order or overlapping: {got:?}");
+        assert!(
+            w[0].1 < w[1].0,
+            "{reads:?}: ranges out of order or overlapping: {got:?}"
+        );
     }
     for &r in got {
         assert!(r.0 <= r.1, "{reads:?}: empty range {r:?}");
-        assert!(old.has(r) || new.has(r), "{reads:?}: range {r:?} exists in neither state\nold {old:?}\nnew {new:?}\ngot {got:?}");
+        assert!(
+            old.has(r) || new.has(r),
+            "{reads:?}: range {r:?} exists in neither state\nold {old:?}\nnew {new:?}\ngot {got:?}"
+        );
     }
     for r in old.list() {
         if new.has(r) {
-            assert!(got.contains(&r), "{reads:?}: skipped {r:?}, present in both states; got {got:?}");
+            assert!(
+                got.contains(&r),
+                "{reads:?}: skipped {r:?}, present in both states; got {got:?}"
+            );
         }
     }
 }
 
 /// `empty_area` computed on the reference.
-pub fn expected_empty_area(r: &Ranges, min: u64, max: u64, size: u64) -> Result<u64, maple_tree::Error> {
+pub fn expected_empty_area(
+    r: &Ranges,
+    min: u64,
+    max: u64,
+    size: u64,
+) -> Result<u64, maple_tree::Error> {
     let mut start = min;
     for (a, b, _) in r.list() {
         if b < start {

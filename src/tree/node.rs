@@ -171,7 +171,11 @@ impl Node {
             // are ordered (that is the point of the check).
             unsafe { *p }
         });
-        assert_eq!(v, crate::sync::ALIVE, "maple tree node used after it was freed");
+        assert_eq!(
+            v,
+            crate::sync::ALIVE,
+            "maple tree node used after it was freed"
+        );
     }
 }
 
@@ -377,7 +381,11 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn range_pivot(&self, i: usize) -> u64 {
         debug_assert!(self.kind != Kind::ARange && i < RANGE_PIVOTS);
-        self.node().words[i].load(Ordering::Acquire)
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::reader_pivot_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Acquire;
+        self.node().words[i].load(ord)
     }
 
     /// Slot `i` of a leaf or range node. Acquire, as [`slot`](Self::slot).
