@@ -308,16 +308,17 @@ pub enum Write {
     },
 }
 
-/// Which reads the concurrent reader does. Each test runs the point loads and the two iterations
-/// as three explorations of the same write: the sum is far smaller than one reader doing all
-/// three (the interleavings grow with the product of the threads' steps).
+/// Which reads the concurrent reader does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reads {
-    /// Point loads of the probed indices.
+    /// What every model runs: the point loads, then a full forward and a full backward
+    /// iteration, in one reader under one guard.
+    All,
+    /// Point loads of the probed indices only.
     Points,
-    /// A full forward iteration.
+    /// A full forward iteration only.
     Forward,
-    /// A full backward iteration.
+    /// A full backward iteration only.
     Backward,
     /// `empty_area(min, max, size)` (allocation trees: the answer must be the old or the new one).
     EmptyArea(u64, u64, u64),
@@ -352,12 +353,19 @@ pub fn executions() -> usize {
     EXECUTIONS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// loom's builder with the environment's bounds (`LOOM_MAX_PREEMPTIONS`, ...) and a branch limit
-/// raised for the pre-fill, which runs in every execution (single-threaded, so it adds branches
-/// but no interleavings).
+/// Preemption bound when `LOOM_MAX_PREEMPTIONS` is not set (CI sets it to 2 as well): without a
+/// bound the two-level models run for hours.
+pub const DEFAULT_PREEMPTIONS: usize = 2;
+
+/// loom's builder with the environment's bounds (`LOOM_MAX_PREEMPTIONS`, ...; the preemption
+/// bound defaults to [`DEFAULT_PREEMPTIONS`]) and a branch limit raised for the pre-fill, which
+/// runs in every execution (single-threaded, so it adds branches but no interleavings).
 fn builder() -> loom::model::Builder {
     let mut b = loom::model::Builder::new();
     b.max_branches = 100_000;
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(DEFAULT_PREEMPTIONS);
+    }
     b
 }
 
@@ -418,15 +426,22 @@ impl Scenario {
         EXECUTIONS.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Runs the point-load reader and both iterations, one exploration each, printing the
-    /// executions and time of each (visible with `--nocapture`).
+    /// Checks the result, then explores the write against the [`Reads::All`] reader, printing
+    /// the executions and the time (visible with `--nocapture`).
+    ///
+    /// `MAPLE_LOOM_READS` replaces the combined reader by the named ones (`Points`, `Forward`,
+    /// `Backward`, `All`; any of them in one string), one exploration each: for narrowing down a
+    /// failure.
     pub fn check_all(&self) {
         self.check_result();
-        for r in [Reads::Points, Reads::Forward, Reads::Backward] {
-            if std::env::var("MAPLE_LOOM_READS").is_ok_and(|v| !v.contains(&format!("{r:?}"))) {
-                continue;
+        let Ok(sel) = std::env::var("MAPLE_LOOM_READS") else {
+            self.check_timed(Reads::All);
+            return;
+        };
+        for r in [Reads::Points, Reads::Forward, Reads::Backward, Reads::All] {
+            if sel.contains(&format!("{r:?}")) {
+                self.check_timed(r);
             }
-            self.check_timed(r);
         }
     }
 
@@ -560,10 +575,26 @@ pub fn snapshot(tree: &MapleTree<Tag>) -> Vec<(u64, u64, u64)> {
 /// The reader: checks one kind of read against the observation rules.
 fn read(tree: &MapleTree<Tag>, reads: Reads, old: &Ranges, new: &Ranges, probes: &[u64]) {
     let guard = tree.pin();
+    read_pinned(tree, &guard, reads, old, new, probes);
+}
+
+fn read_pinned(
+    tree: &MapleTree<Tag>,
+    guard: &crossbeam_epoch::Guard,
+    reads: Reads,
+    old: &Ranges,
+    new: &Ranges,
+    probes: &[u64],
+) {
     match reads {
+        Reads::All => {
+            for r in [Reads::Points, Reads::Forward, Reads::Backward] {
+                read_pinned(tree, guard, r, old, new, probes);
+            }
+        }
         Reads::Points => {
             for &i in probes {
-                let got = tree.load(i, &guard).map(Payload::read);
+                let got = tree.load(i, guard).map(Payload::read);
                 assert!(
                     got == old.load(i) || got == new.load(i),
                     "load({i}) = {got:?}: neither old {:?} nor new {:?}",
@@ -575,11 +606,11 @@ fn read(tree: &MapleTree<Tag>, reads: Reads, old: &Ranges, new: &Ranges, probes:
         Reads::Forward | Reads::Backward => {
             let mut got: Vec<(u64, u64, u64)> = Vec::new();
             if reads == Reads::Forward {
-                for (a, b, p) in tree.iter(&guard) {
+                for (a, b, p) in tree.iter(guard) {
                     got.push((a, b, p.read()));
                 }
             } else {
-                for (a, b, p) in tree.iter(&guard).rev() {
+                for (a, b, p) in tree.iter(guard).rev() {
                     got.push((a, b, p.read()));
                 }
                 got.reverse();
@@ -639,12 +670,13 @@ pub fn expected_empty_area(
         if a > max {
             break;
         }
-        if a > start && a - start >= size && start + size - 1 <= max {
+        if a > start && a - start >= size {
+            // `[start, start + size - 1]` ends before `a <= max`.
             return Ok(start);
         }
-        start = b + 1;
-        if start > max {
-            break;
+        match b.checked_add(1) {
+            Some(s) if s <= max => start = s,
+            _ => return Err(maple_tree::Error::NoRoom),
         }
     }
     if max - start >= size - 1 {

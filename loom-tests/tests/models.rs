@@ -1,8 +1,10 @@
 //! One loom model per write path (SPEC §5): the tree is pre-filled before the reader is spawned,
 //! the writer runs on the main thread (loom explores a spawned writer poorly, loom #392/#166), and
-//! one spawned reader checks the observation rules (see the crate docs). Each test first checks
-//! the write's result once (path taken, heights, `validate`, contents), then explores the point
-//! loads, the forward iteration and the backward iteration as three models of the same write.
+//! one spawned reader checks the observation rules (see the crate docs): point loads of the
+//! indices the write touches, then a full forward and a full backward iteration, under one guard.
+//! Each test first checks the write's result once, without the reader (path taken, heights,
+//! `validate`, contents), then explores every interleaving of the write with the reader within
+//! the preemption bound (`LOOM_MAX_PREEMPTIONS`, 2 unless set).
 //!
 //! Shapes (16-slot leaves): `spaced(3)` is one leaf `[v1][nil][v2][nil][v3][nil..MAX]`;
 //! `spaced(8)` fills one leaf (16 slots); `spaced(12)` is two leaves under a root, the left one
@@ -286,7 +288,9 @@ fn spanning() -> Scenario {
     )
 }
 
-/// Spanning store across the two leaves (`[62, 82]` over `[60, 64]` ... `[80, 84]`): point loads.
+/// Spanning store across the two leaves (`[62, 82]` over `[60, 64]` ... `[80, 84]`), point loads
+/// only: the whole model (with the iterations) is `spanning_store_iteration`, which fails on a
+/// core bug.
 #[test]
 fn spanning_store() {
     let s = spanning();
@@ -294,16 +298,14 @@ fn spanning_store() {
     s.check_timed(Reads::Points);
 }
 
-/// Spanning store: the two iterations. Fails: an iterator that has yielded `(70, 74)` from the old
+/// Spanning store, the whole model. Fails: an iterator that has yielded `(70, 74)` from the old
 /// left leaf restarts at 75 in the new tree and yields `(62, 82)`, overlapping what it yielded
 /// (forward; backward symmetrically after `(80, 84)`). See `tests/observation.rs` in the main
 /// crate for the single-threaded reproducer.
 #[test]
 #[ignore = "core bug: an iterator restarting in a new tree yields a range overlapping one it already yielded (iter.rs)"]
 fn spanning_store_iteration() {
-    let s = spanning();
-    s.check_timed(Reads::Forward);
-    s.check_timed(Reads::Backward);
+    spanning().check_timed(Reads::All);
 }
 
 /// Erase of the left leaf's last entry: its NULL coalesces with the right leaf's leading NULL, so
