@@ -106,6 +106,14 @@ impl Arena {
         Tag(NonNull::from(p))
     }
 
+    /// How many entries handed out have been dropped (their last reference went away).
+    pub fn count_dropped(&self) -> usize {
+        self.slots[..self.next.get()]
+            .iter()
+            .filter(|p| p.refs.load(Ordering::Relaxed) == 0)
+            .count()
+    }
+
     /// Asserts that every entry handed out was dropped exactly once (double drops panic in
     /// [`Tag`]'s `Drop`). Call after the tree and its collector are gone.
     pub fn assert_all_dropped(&self) {
@@ -339,9 +347,19 @@ pub struct Scenario {
     pub heights: (usize, usize),
     /// The path counters the write must move, exactly (others must stay).
     pub paths: Vec<(&'static str, u64)>,
-    /// After the write, flush the collector a few times so retired nodes and entries are really
-    /// freed while the reader may still run (reclamation is then checked, not just ordering).
+    /// After the write, flush the collector twice so retired nodes and entries are really freed
+    /// while the reader may still run (reclamation is then checked, not just ordering); the
+    /// executions where that happened are counted ([`reclaimed`]).
     pub reclaim: bool,
+}
+
+/// Executions of the current or last exploration in which garbage of the write (an entry it
+/// dropped) was really freed before the reader had finished its reads.
+static RECLAIMED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// See [`RECLAIMED`]: how often a reclaiming model really freed garbage under a running reader.
+pub fn reclaimed() -> usize {
+    RECLAIMED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Executions of the current or last exploration.
@@ -417,6 +435,7 @@ impl Scenario {
     /// Returns the number of executions explored.
     pub fn check(&self, reads: Reads) -> usize {
         EXECUTIONS.store(0, std::sync::atomic::Ordering::Relaxed);
+        RECLAIMED.store(0, std::sync::atomic::Ordering::Relaxed);
         let s = self.clone();
         let (old, new) = s.states();
         builder().check(move || {
@@ -507,10 +526,22 @@ impl Scenario {
         };
         let tree = Arc::new(tree);
 
+        let dropped_before = if self.reclaim {
+            arena.count_dropped()
+        } else {
+            0
+        };
+        let done = Arc::new(loom::sync::atomic::AtomicBool::new(false));
         let reader = reads.map(|reads| {
             let tree = Arc::clone(&tree);
             let (old, new, probes) = (old.clone(), new.clone(), self.probes.clone());
-            loom::thread::spawn(move || read(&tree, reads, &old, &new, &probes))
+            let (done, reclaim) = (Arc::clone(&done), self.reclaim);
+            loom::thread::spawn(move || {
+                read(&tree, reads, &old, &new, &probes);
+                if reclaim {
+                    done.store(true, Ordering::Relaxed);
+                }
+            })
         });
 
         let mut copy = None;
@@ -524,6 +555,9 @@ impl Scenario {
             let h = tree.collector().register();
             for _ in 0..2 {
                 h.pin().flush();
+            }
+            if arena.count_dropped() > dropped_before && !done.load(Ordering::Relaxed) {
+                RECLAIMED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
         if let Some(reader) = reader {

@@ -12,7 +12,7 @@
 
 #![cfg(loom)]
 
-use maple_tree_loom_tests::{Op, Reads, Scenario, Write};
+use maple_tree_loom_tests::{reclaimed, Op, Reads, Scenario, Write};
 
 /// Ranges `[10 i, 10 i + 4]` holding value `i + 1`, for `i` in `0..n`.
 fn spaced(n: u64) -> Vec<Op> {
@@ -385,4 +385,10 @@ fn reclamation() {
     s.reclaim = true;
     s.check_result();
     s.check_timed(Reads::Points);
+    let n = reclaimed();
+    eprintln!("    garbage freed under a running reader in {n} executions");
+    assert!(
+        n > 0,
+        "the model never reclaimed anything while the reader ran: it checks nothing"
+    );
 }
