@@ -1,0 +1,151 @@
+//! Replays every committed fuzz corpus file (`fuzz/corpus/<target>/*`) through the same target
+//! functions the cargo-fuzz targets run, on stable Rust, so a regression of anything a fuzzer
+//! once reached fails the normal test run. Also holds the minimised reproducers of bugs the
+//! fuzzers found, as plain tests.
+
+#[path = "fuzz_support/mod.rs"]
+mod fuzz_support;
+
+use std::path::PathBuf;
+
+use fuzz_support::TARGETS;
+
+fn corpus_dir(target: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz")
+        .join("corpus")
+        .join(target)
+}
+
+fn replay(target: &str) {
+    let (_, run) = TARGETS
+        .iter()
+        .find(|(n, _)| *n == target)
+        .expect("known target");
+    let dir = corpus_dir(target);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("corpus {}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "corpus {} is empty", dir.display());
+    for f in &files {
+        let data = std::fs::read(f).expect("read corpus file");
+        let r = std::panic::catch_unwind(|| run(&data));
+        if let Err(e) = r {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("{target}: corpus file {} fails: {msg}", f.display());
+        }
+    }
+    eprintln!("{target}: replayed {} corpus files", files.len());
+}
+
+#[test]
+fn replay_tree_ops() {
+    replay("tree_ops");
+}
+
+#[test]
+fn replay_cursor_ops() {
+    replay("cursor_ops");
+}
+
+#[test]
+fn replay_gap_ops() {
+    replay("gap_ops");
+}
+
+#[test]
+fn replay_dup_ops() {
+    replay("dup_ops");
+}
+
+#[test]
+fn every_target_has_a_replay_test_and_a_fuzz_binary() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let this = std::fs::read_to_string(root.join("tests/fuzz_replay.rs")).unwrap();
+    let cargo = std::fs::read_to_string(root.join("fuzz/Cargo.toml")).unwrap();
+    for (name, _) in TARGETS {
+        assert!(
+            this.contains(&format!("replay(\"{name}\")")),
+            "no replay test for {name}"
+        );
+        assert!(
+            cargo.contains(&format!("name = \"{name}\"")),
+            "no [[bin]] for {name} in fuzz/Cargo.toml"
+        );
+        assert!(
+            root.join(format!("fuzz/fuzz_targets/{name}.rs")).is_file(),
+            "no fuzz_targets/{name}.rs"
+        );
+    }
+}
+
+/// The model itself against the kernel's `check_empty_area_window` table (K§2.3), so the
+/// oracle cannot drift: entries `[i*10, i*10+9]` for i in 1..=20, then `[160, 169]` erased.
+#[test]
+fn model_matches_kernel_empty_area_window_table() {
+    use fuzz_support::model::{Content, Model};
+    use maple_tree::Error::{InvalidWindow, NoRoom};
+    let mut m = Model::default();
+    for i in 1..=20u64 {
+        m.store(
+            i * 10,
+            i * 10 + 9,
+            Some(Content::Entry { val: i, serial: i }),
+        );
+    }
+    m.store(160, 169, None);
+    let rev = |a, b, s| m.empty_area(a, b, s, true);
+    let fwd = |a, b, s| m.empty_area(a, b, s, false);
+    assert_eq!(rev(5, 90, 10), Err(NoRoom));
+    assert_eq!(rev(6, 90, 5), Err(NoRoom));
+    assert_eq!(rev(5, 90, 5), Ok(5));
+    assert_eq!(rev(5, 217, 9), Ok(161));
+    assert_eq!(rev(100, 218, 3), Ok(216));
+    assert_eq!(rev(100, 218, 16), Err(NoRoom));
+    assert_eq!(rev(167, 200, 4), Err(NoRoom));
+    assert_eq!(rev(100, 162, 4), Err(NoRoom));
+    assert_eq!(fwd(0, 100, 9), Ok(0));
+    assert_eq!(fwd(0, 100, 4), Ok(0));
+    assert_eq!(fwd(0, 100, 11), Err(NoRoom));
+    assert_eq!(fwd(5, 100, 6), Err(NoRoom));
+    assert_eq!(fwd(0, 8, 10), Err(InvalidWindow));
+    assert_eq!(fwd(100, 163, 6), Err(NoRoom));
+}
+
+/// The model's `alloc_cyclic` against the kernel's `alloc_cyclic_testing` numbers (K§2.2).
+#[test]
+fn model_matches_kernel_alloc_cyclic() {
+    use fuzz_support::model::{Content, CyclicModel, Model};
+    let mut m = Model::default();
+    let mut cy = CyclicModel::default();
+    let mut next = 0u64;
+    for k in 0..100u64 {
+        let (i, searched) = cy.expect(&m, 2, u64::MAX, next).unwrap();
+        assert_eq!((i, cy.reported(searched)), (2 + k, false));
+        cy.apply(i, searched);
+        m.store(i, i, Some(Content::Zero));
+        next = i + 1;
+    }
+    let mut m = Model::default();
+    let mut cy = CyclicModel::default();
+    let mut next = u64::MAX - 1;
+    let mut call = || {
+        let (i, searched) = cy.expect(&m, 2, u64::MAX, next).unwrap();
+        let r = cy.reported(searched);
+        cy.apply(i, searched);
+        m.store(i, i, Some(Content::Zero));
+        next = i.wrapping_add(1);
+        (i, r)
+    };
+    assert_eq!(call(), (u64::MAX - 1, false));
+    assert_eq!(call(), (u64::MAX, false));
+    assert_eq!(call(), (2, true));
+    assert_eq!(call(), (3, false));
+}
