@@ -29,7 +29,7 @@ for t in "${targets[@]}"; do
   before=$(ls "artifacts/$t" 2>/dev/null | wc -l)
   start=$(date +%s)
   cargo +nightly fuzz run -O "$t" "corpus-work/$t" "corpus/$t" -- \
-    -max_total_time="$secs" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096 \
+    -max_total_time="$secs" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096 -max_len=1024 -len_control=20 \
     >"logs/$t.log" 2>&1
   rc=$?
   end=$(date +%s)

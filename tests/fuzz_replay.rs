@@ -149,3 +149,48 @@ fn model_matches_kernel_alloc_cyclic() {
     assert_eq!(call(), (2, true));
     assert_eq!(call(), (3, false));
 }
+
+/// The per-step checks are not vacuous: a change behind the model's back, an entry the model
+/// thinks is gone, and a cursor position the model disagrees with are all caught.
+#[test]
+fn checks_catch_divergences() {
+    use fuzz_support::harness::{Config, Ix, Space, World, WriteOp, WriterMode};
+    use fuzz_support::model::Content;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    let cfg = Config {
+        alloc: true,
+        space: Space::Small,
+        mode: WriterMode::Locked,
+        appends: true,
+    };
+    let mut w = World::new(&cfg);
+    w.write(
+        0,
+        &WriteOp::AppendRun {
+            start: Ix::Small(0),
+            count: 500,
+            width: 3,
+            gap: 1,
+        },
+    );
+    w.check_all();
+    // A write the model does not know about.
+    w.trees[0].tree.erase(40);
+    assert!(
+        catch_unwind(AssertUnwindSafe(|| w.check(0))).is_err(),
+        "partition check missed an erase"
+    );
+    w.trees[0].model.store(40, 43, None);
+    w.check_all();
+    // The model forgets an entry the tree still holds: liveness must notice.
+    let (a, b, _, _) = w.trees[0].model.entries()[3];
+    w.trees[0].model.store(a, b, Some(Content::Zero));
+    assert!(
+        catch_unwind(AssertUnwindSafe(|| w.check_live())).is_err(),
+        "liveness check missed a leak"
+    );
+    w.trees[0].tree.lock().store_zero_range(a, b).unwrap();
+    w.check_all();
+    w.finish();
+}

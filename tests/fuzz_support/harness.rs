@@ -682,16 +682,18 @@ impl World {
     pub fn check_live(&self) {
         let want: BTreeSet<u64> = self.trees.iter().flat_map(|t| t.model.serials()).collect();
         let h = self.collector.register();
-        let mut live = self.ledger.live();
+        let alive = || self.ledger.created() - self.ledger.dropped();
+        let mut n = alive();
         let mut stall = 0;
         // Each pin+flush can advance the epoch by one and run a few expired bags; stop once
         // a few rounds in a row have freed nothing.
-        while live != want && stall < 8 {
+        while n != want.len() as u64 && stall < 8 {
             h.pin().flush();
-            let now = self.ledger.live();
-            stall = if now == live { stall + 1 } else { 0 };
-            live = now;
+            let now = alive();
+            stall = if now == n { stall + 1 } else { 0 };
+            n = now;
         }
+        let live = self.ledger.live();
         if live != want {
             let early: Vec<_> = want.difference(&live).take(5).collect();
             let leaked: Vec<_> = live.difference(&want).take(5).collect();
