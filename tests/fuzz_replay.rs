@@ -18,10 +18,11 @@ fn corpus_dir(target: &str) -> PathBuf {
 }
 
 fn replay(target: &str) {
-    let (_, run) = TARGETS
+    let run = TARGETS
         .iter()
-        .find(|(n, _)| *n == target)
-        .expect("known target");
+        .find(|t| t.name == target)
+        .expect("known target")
+        .run;
     let dir = corpus_dir(target);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("corpus {}: {e}", dir.display()))
@@ -70,7 +71,7 @@ fn every_target_has_a_replay_test_and_a_fuzz_binary() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let this = std::fs::read_to_string(root.join("tests/fuzz_replay.rs")).unwrap();
     let cargo = std::fs::read_to_string(root.join("fuzz/Cargo.toml")).unwrap();
-    for (name, _) in TARGETS {
+    for name in TARGETS.iter().map(|t| t.name) {
         assert!(
             this.contains(&format!("replay(\"{name}\")")),
             "no replay test for {name}"
@@ -84,6 +85,22 @@ fn every_target_has_a_replay_test_and_a_fuzz_binary() {
             "no fuzz_targets/{name}.rs"
         );
     }
+}
+
+/// Prints a decoded input and runs it: `FUZZ_TARGET=tree_ops FUZZ_INPUT=path cargo test
+/// --release --test fuzz_replay describe_input -- --ignored --nocapture`.
+#[test]
+#[ignore = "a tool: needs FUZZ_TARGET and FUZZ_INPUT"]
+fn describe_input() {
+    let name = std::env::var("FUZZ_TARGET").expect("FUZZ_TARGET");
+    let path = std::env::var("FUZZ_INPUT").expect("FUZZ_INPUT");
+    let t = TARGETS
+        .iter()
+        .find(|t| t.name == name)
+        .expect("known target");
+    let data = std::fs::read(&path).expect("read FUZZ_INPUT");
+    println!("{}", (t.describe)(&data));
+    (t.run)(&data);
 }
 
 /// The model itself against the kernel's `check_empty_area_window` table (K§2.3), so the

@@ -22,6 +22,12 @@ pub enum Op {
     ReplaceAll(bool),
 }
 
+/// The decoded input, for reading a crash (`FUZZ_INPUT=file cargo test --test fuzz_replay
+/// describe_input -- --ignored --nocapture`).
+pub fn describe(data: &[u8]) -> String {
+    format!("{:#?}", decode::<Op>(data))
+}
+
 /// Runs one input.
 pub fn run(data: &[u8]) {
     let Some((cfg, ops)) = decode::<Op>(data) else {

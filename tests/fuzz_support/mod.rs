@@ -18,10 +18,36 @@ pub mod harness;
 pub mod model;
 pub mod tree_ops;
 
-/// Every target: its name (the corpus directory and the cargo-fuzz binary) and its entry point.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
-    ("tree_ops", tree_ops::run),
-    ("cursor_ops", cursor_ops::run),
-    ("gap_ops", gap_ops::run),
-    ("dup_ops", dup_ops::run),
+/// A fuzz target.
+pub struct Target {
+    /// Its name: the corpus directory and the cargo-fuzz binary.
+    pub name: &'static str,
+    /// Runs one input; panics on any divergence.
+    pub run: fn(&[u8]),
+    /// Pretty-prints the decoded input.
+    pub describe: fn(&[u8]) -> String,
+}
+
+/// Every target.
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "tree_ops",
+        run: tree_ops::run,
+        describe: tree_ops::describe,
+    },
+    Target {
+        name: "cursor_ops",
+        run: cursor_ops::run,
+        describe: cursor_ops::describe,
+    },
+    Target {
+        name: "gap_ops",
+        run: gap_ops::run,
+        describe: gap_ops::describe,
+    },
+    Target {
+        name: "dup_ops",
+        run: dup_ops::run,
+        describe: dup_ops::describe,
+    },
 ];
