@@ -346,6 +346,17 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// Stores `entry` (0 = nothing) over `[first, last]`; returns the range written (a NULL
     /// store reports the widened NULL range). `first <= last` is the caller's job.
     pub(crate) fn write(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
+        self.write_from(None, first, last, entry)
+    }
+
+    /// [`write`](Self::write), reusing a walker already positioned on the slot holding `first`.
+    pub(crate) fn write_from(
+        &mut self,
+        walked: Option<Walker<'t>>,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> (u64, u64) {
         debug_assert!(first <= last);
         let root = self.root.load(Ordering::Relaxed);
         if root == 0 {
@@ -371,7 +382,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             }
             return (0, u64::MAX);
         }
-        let (a, b) = self.write_in_tree(first, last, entry);
+        let (a, b) = self.write_in_tree(walked, first, last, entry);
         if entry == 0 && a == 0 && b == u64::MAX {
             // Nothing is left: the single NULL leaf goes, the tree becomes empty (K§1.4).
             self.clear();
@@ -379,9 +390,21 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         (a, b)
     }
 
-    fn write_in_tree(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
-        let mut lw = self.walker();
-        lw.walk(first).expect("non-empty tree");
+    fn write_in_tree(
+        &mut self,
+        walked: Option<Walker<'t>>,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> (u64, u64) {
+        let lw = match walked {
+            Some(w) => w,
+            None => {
+                let mut w = self.walker();
+                w.walk(first).expect("non-empty tree");
+                w
+            }
+        };
         let leaf = *lw.leaf();
         if last < leaf.max || (last == leaf.max && (entry != 0 || leaf.max == u64::MAX)) {
             match self.leaf_store(&lw, first, last, entry) {
@@ -746,7 +769,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             return None;
         }
         let (lo, hi) = (w.lo, w.hi);
-        self.write(lo, hi, 0);
+        self.write_from(Some(w), lo, hi, 0);
         Some((lo, hi))
     }
 
