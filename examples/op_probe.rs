@@ -29,7 +29,6 @@ fn main() {
                 w.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
             }
         }
-        std::mem::swap(&mut t, &mut MapleTree::new());
         drop(t);
     }
     for i in 0..n {
