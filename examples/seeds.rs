@@ -261,9 +261,9 @@ fn render(opts: &Opts, rows: &[Row], source: &str) -> String {
         "json" => {
             out.push_str("[\n");
             for (i, r) in rows.iter().enumerate() {
-                let _ = write!(
+                let _ = writeln!(
                     out,
-                    "  {{\"seed\": \"{}\", \"workload\": {:?}, \"reported\": {:?}, \"before\": {:.1}, \"after\": {:.1}, \"unit\": \"{}\", \"ratio\": {:.3}, \"counters\": {:?}}}{}\n",
+                    "  {{\"seed\": \"{}\", \"workload\": {:?}, \"reported\": {:?}, \"before\": {:.1}, \"after\": {:.1}, \"unit\": \"{}\", \"ratio\": {:.3}, \"counters\": {:?}}}{}",
                     r.seed,
                     r.workload,
                     r.reported,
