@@ -50,7 +50,13 @@ struct Core<'g> {
 
 impl<'g> Core<'g> {
     fn new(root: &'g AtomicUsize, internal: Kind, index: u64) -> Self {
-        Core { w: Walker::from_parts(root, internal), valid: false, index, last: index, status: Status::Start }
+        Core {
+            w: Walker::from_parts(root, internal),
+            valid: false,
+            index,
+            last: index,
+            status: Status::Start,
+        }
     }
 
     fn is_entry(word: usize) -> bool {
@@ -187,7 +193,7 @@ impl<'g> Core<'g> {
 
     fn find_rev(&mut self, min: u64) -> usize {
         match self.status {
-            Status::Start | Status::None | Status::Pause | Status::Overflow => {
+            Status::Start | Status::None | Status::Pause => {
                 let from = if self.status == Status::Pause {
                     if self.index == 0 {
                         return 0;
@@ -208,7 +214,9 @@ impl<'g> Core<'g> {
                 }
                 self.scan_prev(min)
             }
-            Status::Active | Status::Underflow => {
+            // From overflow (as the kernel's find_rev setup) the cursor is active again and moves
+            // to the previous entry.
+            Status::Active | Status::Underflow | Status::Overflow => {
                 if !self.ensure() {
                     return 0;
                 }
@@ -223,6 +231,17 @@ impl<'g> Core<'g> {
                 let i = self.index;
                 if !self.walk_to(i) {
                     return 0;
+                }
+                self.scan_next(max, Status::Overflow)
+            }
+            // After underflow the entry at the current position comes first (kernel `mas_next`).
+            Status::Underflow => {
+                if !self.ensure() {
+                    return 0;
+                }
+                if Self::is_entry(self.w.word) && self.w.lo <= max {
+                    self.status = Status::Active;
+                    return self.w.word;
                 }
                 self.scan_next(max, Status::Overflow)
             }
@@ -309,7 +328,10 @@ impl<'g> Core<'g> {
     }
 
     fn find_range_rev(&mut self, min: u64) -> usize {
-        if matches!(self.status, Status::Start | Status::None | Status::Pause | Status::Overflow) {
+        if matches!(
+            self.status,
+            Status::Start | Status::None | Status::Pause | Status::Overflow
+        ) {
             return self.find_rev(min);
         }
         self.prev_range(min)
@@ -461,7 +483,10 @@ pub struct Cursor<'g, E: Entry> {
 
 impl<'g, E: Entry + 'g> Cursor<'g, E> {
     pub(crate) fn new(tree: &'g MapleTree<E>, index: u64) -> Self {
-        Cursor { core: Core::new(&tree.root, tree.internal, index), _e: PhantomData }
+        Cursor {
+            core: Core::new(&tree.root, tree.internal, index),
+            _e: PhantomData,
+        }
     }
 
     cursor_reads!('g);
@@ -504,8 +529,8 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
 
     fn store_word(&mut self, w: usize) -> Result<(), Error> {
         if self.core.index > self.core.last {
-            // SAFETY: `w` came from `into_word` and was not stored; take it back to drop it.
             if w != 0 {
+                // SAFETY: `w` came from `into_word` and was not stored; take it back to drop it.
                 drop(unsafe { E::from_word(w) });
             }
             return Err(Error::InvalidRange);
@@ -552,7 +577,10 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
 
     /// Stores after [`preallocate`](Self::preallocate) (`mas_store_prealloc`).
     pub fn store_prealloc(&mut self, entry: E) {
-        debug_assert_eq!(self.prealloc.take(), Some((self.core.index, self.core.last)));
+        debug_assert_eq!(
+            self.prealloc.take(),
+            Some((self.core.index, self.core.last))
+        );
         // The range was checked by `preallocate`.
         let w = entry.into_word();
         let _ = self.store_word(w);
@@ -563,6 +591,10 @@ impl<'t, E: Entry + 't> WriteGuard<'t, E> {
     /// A writing cursor at `index`, in status [`Status::Start`].
     pub fn cursor<'w>(&'w mut self, index: u64) -> CursorMut<'w, 't, E> {
         let core = Core::new(self.root, self.internal, index);
-        CursorMut { wg: self, core, prealloc: None }
+        CursorMut {
+            wg: self,
+            core,
+            prealloc: None,
+        }
     }
 }

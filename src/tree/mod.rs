@@ -11,6 +11,7 @@
 //! - `iter`, `cursor`: iteration and the kernel's `ma_state`;
 //! - `dup`, `validate`, `dump`.
 
+mod append;
 mod cursor;
 mod dump;
 mod dup;
@@ -56,6 +57,9 @@ pub struct Stats {
     pub node_store: u64,
     /// A node split (`wr_split_store`), counted per write.
     pub split: u64,
+    /// Splits of the full rightmost leaf by truncation during in-order appends (no copy-on-write;
+    /// see the `append` module). Also counted in `split`.
+    pub append_split: u64,
     /// The root split, growing the tree by one level.
     pub grow: u64,
     /// A node fell below minimum occupancy and was merged/redistributed (`wr_rebalance`).
@@ -150,7 +154,10 @@ impl<E: Entry> MapleTree<E> {
     /// An empty allocation tree (`MT_FLAGS_ALLOC_RANGE`): gap-tracking internal nodes, required
     /// by [`WriteGuard::alloc_range`] and friends, and `O(log n)` gap search.
     pub fn new_alloc() -> Self {
-        Self::with_options(Options { alloc: true, collector: None })
+        Self::with_options(Options {
+            alloc: true,
+            collector: None,
+        })
     }
 
     /// An empty tree with the given options.
@@ -161,7 +168,11 @@ impl<E: Entry> MapleTree<E> {
         };
         MapleTree {
             root: AtomicUsize::new(0),
-            internal: if opts.alloc { Kind::ARange } else { Kind::Range },
+            internal: if opts.alloc {
+                Kind::ARange
+            } else {
+                Kind::Range
+            },
             writer: Mutex::new(WriterState {
                 height: 0,
                 multi: HashMap::new(),
@@ -462,7 +473,13 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
 
     /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` inside
     /// `[min, max]` and returns `start`.
-    pub fn alloc_range(&self, entry: E, size: u64, min: u64, max: u64) -> Result<u64, crate::Error> {
+    pub fn alloc_range(
+        &self,
+        entry: E,
+        size: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, crate::Error> {
         self.lock().alloc_range(entry, size, min, max)
     }
 

@@ -35,11 +35,18 @@ impl Model {
     }
 
     pub(crate) fn load(&self, i: u64) -> Option<u64> {
-        self.map.range(..=i).next_back().filter(|(_, &(l, _))| l >= i).map(|(_, &(_, v))| v)
+        self.map
+            .range(..=i)
+            .next_back()
+            .filter(|(_, &(l, _))| l >= i)
+            .map(|(_, &(_, v))| v)
     }
 
     pub(crate) fn occupied(&self, first: u64, last: u64) -> bool {
-        self.map.range(..=last).next_back().is_some_and(|(_, &(l, _))| l >= first)
+        self.map
+            .range(..=last)
+            .next_back()
+            .is_some_and(|(_, &(l, _))| l >= first)
     }
 
     pub(crate) fn ranges(&self) -> Vec<(u64, u64, u64)> {
@@ -53,8 +60,18 @@ impl Model {
                 return (a, b, Some(v));
             }
         }
-        let lo = self.map.range(..i).next_back().map(|(_, &(b, _))| b + 1).unwrap_or(0);
-        let hi = self.map.range(i..).next().map(|(&a, _)| a - 1).unwrap_or(u64::MAX);
+        let lo = self
+            .map
+            .range(..i)
+            .next_back()
+            .map(|(_, &(b, _))| b + 1)
+            .unwrap_or(0);
+        let hi = self
+            .map
+            .range(i..)
+            .next()
+            .map(|(&a, _)| a - 1)
+            .unwrap_or(u64::MAX);
         (lo, hi, None)
     }
 }
@@ -90,7 +107,11 @@ fn smoke_store_load() {
 #[test]
 fn smoke_reverse_and_spanning() {
     for alloc in [false, true] {
-        let t = if alloc { MapleTree::<Value>::new_alloc() } else { MapleTree::new() };
+        let t = if alloc {
+            MapleTree::<Value>::new_alloc()
+        } else {
+            MapleTree::new()
+        };
         let mut m = Model::default();
         for i in (0..400u64).rev() {
             t.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
@@ -154,7 +175,13 @@ mod prop {
     fn op(space: u64) -> impl Strategy<Value = Op> {
         let idx = move || {
             if space == u64::MAX {
-                prop_oneof![0..64u64, (u64::MAX - 64)..=u64::MAX, any::<u64>(), (0..1000u64).prop_map(|x| x << 40)].boxed()
+                prop_oneof![
+                    0..64u64,
+                    (u64::MAX - 64)..=u64::MAX,
+                    any::<u64>(),
+                    (0..1000u64).prop_map(|x| x << 40)
+                ]
+                .boxed()
             } else {
                 (0..space).boxed()
             }
@@ -187,7 +214,10 @@ mod prop {
     impl Clone for Counted {
         fn clone(&self) -> Self {
             self.drops.fetch_sub(1, Ordering::Relaxed); // a clone is one more to drop
-            Counted { v: self.v, drops: self.drops.clone() }
+            Counted {
+                v: self.v,
+                drops: self.drops.clone(),
+            }
         }
     }
     impl Drop for Counted {
@@ -218,7 +248,9 @@ mod prop {
             cur = hi + 1;
         }
         if rev {
-            gaps.last().map(|&(_, b)| b - (size - 1)).ok_or(crate::Error::NoRoom)
+            gaps.last()
+                .map(|&(_, b)| b - (size - 1))
+                .ok_or(crate::Error::NoRoom)
         } else {
             gaps.first().map(|&(a, _)| a).ok_or(crate::Error::NoRoom)
         }
@@ -229,10 +261,16 @@ mod prop {
         let mut created = 0usize;
         let mk = |v: u64, created: &mut usize| {
             *created += 1;
-            Box::new(Counted { v, drops: drops.clone() })
+            Box::new(Counted {
+                v,
+                drops: drops.clone(),
+            })
         };
         let collector = crossbeam_epoch::Collector::new();
-        let mut t = MapleTree::<Box<Counted>>::with_options(Options { alloc, collector: Some(collector) });
+        let mut t = MapleTree::<Box<Counted>>::with_options(Options {
+            alloc,
+            collector: Some(collector),
+        });
         let mut m = Model::default();
         let mut extra_trees = vec![];
         let mut exclusive = false;
@@ -240,7 +278,11 @@ mod prop {
             match op {
                 Op::Store(a, b, v) => {
                     let e = mk(v, &mut created);
-                    if exclusive { t.exclusive().store_range(a, b, e).unwrap() } else { t.store_range(a, b, e).unwrap() }
+                    if exclusive {
+                        t.exclusive().store_range(a, b, e).unwrap()
+                    } else {
+                        t.store_range(a, b, e).unwrap()
+                    }
                     m.store(a, b, Some(v));
                 }
                 Op::Insert(a, b, v) => {
@@ -254,7 +296,11 @@ mod prop {
                     }
                 }
                 Op::Erase(i) => {
-                    let r = if exclusive { t.exclusive().erase(i) } else { t.erase(i) };
+                    let r = if exclusive {
+                        t.exclusive().erase(i)
+                    } else {
+                        t.erase(i)
+                    };
                     let (lo, hi, v) = m.slot(i);
                     assert_eq!(r, v.map(|_| (lo, hi)));
                     if v.is_some() {
@@ -287,7 +333,10 @@ mod prop {
                     let want = if a > b {
                         None
                     } else {
-                        m.map.range(..=b).find(|(_, &(l, _))| l >= a).map(|(_, &(l, v))| (l, v))
+                        m.map
+                            .range(..=b)
+                            .find(|(_, &(l, _))| l >= a)
+                            .map(|(_, &(l, v))| (l, v))
                     };
                     assert_eq!(got, want.map(|w| w.1));
                     if let Some((l, _)) = want {
@@ -303,7 +352,11 @@ mod prop {
                     let want = if hi == u64::MAX {
                         None
                     } else {
-                        m.map.range(hi + 1..).next().filter(|(&f, _)| f <= b).map(|(&f, &(l, v))| (f, l, v))
+                        m.map
+                            .range(hi + 1..)
+                            .next()
+                            .filter(|(&f, _)| f <= b)
+                            .map(|(&f, &(l, v))| (f, l, v))
                     };
                     assert_eq!(got, want);
                 }
@@ -314,17 +367,29 @@ mod prop {
                     let want = if lo == 0 {
                         None
                     } else {
-                        m.map.range(..lo).next_back().filter(|(_, &(l, _))| l >= b).map(|(&f, &(l, v))| (f, l, v))
+                        m.map
+                            .range(..lo)
+                            .next_back()
+                            .filter(|(_, &(l, _))| l >= b)
+                            .map(|(&f, &(l, v))| (f, l, v))
                     };
                     assert_eq!(got, want);
                 }
                 Op::Gap(a, b, s, rev) => {
-                    let got = if rev { t.empty_area_rev(a, b, s) } else { t.empty_area(a, b, s) };
+                    let got = if rev {
+                        t.empty_area_rev(a, b, s)
+                    } else {
+                        t.empty_area(a, b, s)
+                    };
                     assert_eq!(got, model_gap(&m, a, b, s, rev), "gap({a},{b},{s},{rev})");
                 }
                 Op::Alloc(a, b, s, rev) => {
                     let e = mk(7, &mut created);
-                    let got = if rev { t.alloc_rrange(e, s, a, b) } else { t.alloc_range(e, s, a, b) };
+                    let got = if rev {
+                        t.alloc_rrange(e, s, a, b)
+                    } else {
+                        t.alloc_range(e, s, a, b)
+                    };
                     if !alloc {
                         assert_eq!(got, Err(crate::Error::NotAllocTree));
                     } else {
@@ -376,7 +441,11 @@ mod prop {
         }
         drop(extra_trees);
         drop(t);
-        assert_eq!(drops.load(Ordering::Relaxed), created, "every entry dropped exactly once");
+        assert_eq!(
+            drops.load(Ordering::Relaxed),
+            created,
+            "every entry dropped exactly once"
+        );
     }
 
     proptest! {
@@ -409,7 +478,11 @@ fn random_heavy() {
         seed
     };
     for (alloc, exclusive) in [(false, false), (true, false), (false, true), (true, true)] {
-        let mut t = if alloc { MapleTree::<Value>::new_alloc() } else { MapleTree::new() };
+        let mut t = if alloc {
+            MapleTree::<Value>::new_alloc()
+        } else {
+            MapleTree::new()
+        };
         let mut m = Model::default();
         for i in 0..20_000u64 {
             let a = rnd() % 50_000;
@@ -422,7 +495,11 @@ fn random_heavy() {
             let null = rnd() % 4 == 0;
             if exclusive {
                 let mut w = t.exclusive();
-                if null { w.erase_range(a, b).unwrap() } else { w.store_range(a, b, Value::new(i)).unwrap() }
+                if null {
+                    w.erase_range(a, b).unwrap()
+                } else {
+                    w.store_range(a, b, Value::new(i)).unwrap()
+                }
             } else if null {
                 t.erase_range(a, b).unwrap();
             } else {
@@ -435,6 +512,9 @@ fn random_heavy() {
         }
         check(&t, &m);
         let st = t.stats();
-        assert!(st.split > 0 && st.spanning_store > 0 && st.rebalance > 0, "{st:?}");
+        assert!(
+            st.split > 0 && st.spanning_store > 0 && st.rebalance > 0,
+            "{st:?}"
+        );
     }
 }
