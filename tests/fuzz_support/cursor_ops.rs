@@ -15,8 +15,9 @@
 //!   `find_rev` from pause at `index - 1`; `find` from start with `index > max` returns
 //!   nothing and changes nothing);
 //! - leaving overflow/underflow: `find` returns the entry at the current position first (if it
-//!   starts at or below `max`), `prev` after overflow returns the entry at the current
-//!   position first (if it ends at or above `min`), `find_rev` after overflow re-walks `index`;
+//!   starts at or below `max`), so do `next` after underflow (if it starts at or below `max`)
+//!   and `prev` after overflow (if it ends at or above `min`); `find_rev` after overflow moves
+//!   back like an active cursor; the range moves just move;
 //! - a write through the cursor leaves it active on the written range (a NULL store or an
 //!   erase on the widened empty range).
 //! When the model holds nothing the tree may have no root (status none) or an empty leaf, so
@@ -244,7 +245,7 @@ impl MCursor {
 
     fn find_rev(&mut self, m: &Model, min: u64) -> Got {
         match self.status {
-            Status::Start | Status::None | Status::Pause | Status::Overflow => {
+            Status::Start | Status::None | Status::Pause => {
                 let from = if self.status == Status::Pause {
                     if self.index == 0 {
                         return None;
@@ -263,7 +264,8 @@ impl MCursor {
                 }
                 self.scan_back(m, min, true)
             }
-            Status::Active | Status::Underflow => {
+            // From overflow the cursor is active again and moves back (kernel find_rev setup).
+            Status::Active | Status::Underflow | Status::Overflow => {
                 self.ensure(m);
                 self.scan_back(m, min, true)
             }
@@ -274,6 +276,13 @@ impl MCursor {
         if self.fresh() {
             let i = self.index;
             self.walk_to(m, i);
+        } else if self.status == Status::Underflow {
+            // The entry at the current position comes first (kernel `mas_next` setup).
+            let c = self.ensure(m);
+            if Self::is_entry(c) && self.index <= max {
+                self.status = Status::Active;
+                return as_got(c);
+            }
         } else {
             self.ensure(m);
         }
