@@ -20,6 +20,7 @@
 //!   back like an active cursor; the range moves just move;
 //! - a write through the cursor leaves it active on the written range (a NULL store or an
 //!   erase on the widened empty range).
+//!
 //! When the model holds nothing the tree may have no root (status none) or an empty leaf, so
 //! there only the returned entry is checked and the model adopts the cursor's position.
 
