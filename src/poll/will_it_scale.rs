@@ -1,0 +1,255 @@
+//! will-it-scale's `poll1` and `poll2` (U§B.5), run against the model's `do_sys_poll`.
+//!
+//! Each task (a thread, as `poll2_threads`) opens its regular files (1 or 128, like `mkstemp` +
+//! `unlink`), waits for the start signal, then loops: refill its `pollfd` array in user memory
+//! (every entry: the fd, `POLLOUT`, `revents` 0), call `poll(pfd, n, 0)`, count one iteration.
+//! The parent lets it warm up, then takes samples of the summed iteration counters and reports
+//! calls per second summed over the tasks.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::{CopyOut, Enforcement, Errno, FdTable, PollFd, Task, UaccessStats, UserMemory, WindowMode, POLLOUT};
+
+/// Which will-it-scale test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Testcase {
+    /// `poll1`: "poll of 1 fd" (the control: every strategy opens 2 windows).
+    Poll1,
+    /// `poll2`: "poll of 128 fds".
+    Poll2,
+}
+
+impl Testcase {
+    /// `NR_FILES`.
+    pub const fn nr_files(self) -> usize {
+        match self {
+            Testcase::Poll1 => 1,
+            Testcase::Poll2 => 128,
+        }
+    }
+
+    /// will-it-scale's `testcase_description`.
+    pub const fn description(self) -> &'static str {
+        match self {
+            Testcase::Poll1 => "poll of 1 fd",
+            Testcase::Poll2 => "poll of 128 fds",
+        }
+    }
+}
+
+/// A run's parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// poll1 or poll2.
+    pub testcase: Testcase,
+    /// `-t`: tasks (threads), at least 1.
+    pub tasks: usize,
+    /// Warm-up before the first sample (will-it-scale: 5 one-second samples).
+    pub warmup: Duration,
+    /// `-s`: samples taken.
+    pub samples: usize,
+    /// Length of one sample (will-it-scale: 1 s).
+    pub sample_period: Duration,
+    /// The copy-out strategy.
+    pub copy_out: CopyOut,
+    /// How user-access windows are realised.
+    pub window: WindowMode,
+}
+
+impl Config {
+    /// `poll2_threads -t 1 -s 15` with `copy_out` and the default (SMAP-calibrated) window model.
+    pub fn new(testcase: Testcase, copy_out: CopyOut) -> Self {
+        Config {
+            testcase,
+            tasks: 1,
+            warmup: Duration::from_secs(5),
+            samples: 15,
+            sample_period: Duration::from_secs(1),
+            copy_out,
+            window: WindowMode::default(),
+        }
+    }
+
+    /// The same run squeezed into about `total`: a fifth warm-up, four samples of a fifth each.
+    pub fn lasting(mut self, total: Duration) -> Self {
+        self.warmup = total / 5;
+        self.samples = 4;
+        self.sample_period = total / 5;
+        self
+    }
+}
+
+/// What a run measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// The test.
+    pub testcase: Testcase,
+    /// The copy-out strategy.
+    pub copy_out: CopyOut,
+    /// Tasks run.
+    pub tasks: usize,
+    /// How windows were realised (protection keys or the model, and why).
+    pub enforcement: Enforcement,
+    /// Calls per second summed over the tasks, one per sample.
+    pub samples: Vec<f64>,
+    /// The mean of `samples` (will-it-scale's `average:`).
+    pub ops_per_sec: f64,
+    /// `poll` calls made in the whole run (warm-up included).
+    pub calls: u64,
+    /// Copy-in windows per call.
+    pub read_windows_per_call: f64,
+    /// Copy-out windows per call.
+    pub write_windows_per_call: f64,
+    /// Bytes written to user memory per call.
+    pub bytes_out_per_call: f64,
+}
+
+#[repr(align(128))]
+#[derive(Default)]
+struct Counter(AtomicU64);
+
+/// Runs one will-it-scale test. `EINVAL` for zero tasks, zero samples or a zero sample period;
+/// any error of a task's `poll` (which will-it-scale would `assert`) is returned.
+///
+/// ```
+/// use maple_tree::poll::will_it_scale::{run, Config, Testcase};
+/// use maple_tree::poll::{CopyOut, WindowMode};
+/// use std::time::Duration;
+///
+/// let mut cfg = Config::new(Testcase::Poll2, CopyOut::PerFdPutUser).lasting(Duration::from_millis(50));
+/// cfg.window = WindowMode::Counted;
+/// let r = run(&cfg).unwrap();
+/// assert!(r.ops_per_sec > 0.0);
+/// assert_eq!((r.read_windows_per_call, r.write_windows_per_call), (2.0, 128.0));
+/// ```
+pub fn run(cfg: &Config) -> Result<Report, Errno> {
+    if cfg.tasks == 0 || cfg.samples == 0 || cfg.sample_period.is_zero() {
+        return Err(Errno::EINVAL);
+    }
+    let nr = cfg.testcase.nr_files();
+    let files = Arc::new(FdTable::new());
+    // testcase_prepare: room for (NR_FILES + 10) descriptors per CPU (here: per task at least).
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let want = ((nr + 10) * cfg.tasks.max(cpus)) as u64;
+    if want > files.rlimit_nofile() {
+        files.set_rlimit_nofile(want)?;
+    }
+    // One page of user memory per task for its pollfd array (1 KiB for poll2).
+    let mm = Arc::new(UserMemory::new(cfg.tasks * 4096, cfg.window)?);
+    let counters: Vec<Counter> = (0..cfg.tasks).map(|_| Counter::default()).collect();
+    let stop = AtomicBool::new(false);
+    let start = Barrier::new(cfg.tasks + 1);
+    let error: Mutex<Option<Errno>> = Mutex::new(None);
+    let totals: Mutex<(UaccessStats, u64)> = Mutex::new((UaccessStats::default(), 0));
+
+    let samples = std::thread::scope(|s| {
+        for (t, counter) in counters.iter().enumerate() {
+            let (files, mm, stop, start, error, totals) = (&files, &mm, &stop, &start, &error, &totals);
+            s.spawn(move || {
+                let mut task = Task::new(Arc::clone(files), Arc::clone(mm));
+                task.set_copy_out(cfg.copy_out);
+                let ufds = mm.base() + t as u64 * 4096;
+                let mut tmpfiles = [0i32; 128];
+                let mut setup = Ok(());
+                for slot in tmpfiles.iter_mut().take(nr) {
+                    match files.open_regular() {
+                        Ok(fd) => *slot = fd,
+                        Err(e) => {
+                            setup = Err(e);
+                            break;
+                        }
+                    }
+                }
+                if let Err(e) = setup {
+                    *error.lock() = Some(e);
+                    stop.store(true, Ordering::Relaxed);
+                }
+                start.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    // memset(pfd, 0, sizeof(pfd)); then fd and POLLOUT for each entry.
+                    let mut pfd = [PollFd::default(); 128];
+                    for (p, fd) in pfd.iter_mut().zip(&tmpfiles).take(nr) {
+                        p.fd = *fd;
+                        p.events = POLLOUT;
+                    }
+                    let r = mm.write_pollfds(ufds, &pfd[..nr]).and_then(|()| task.sys_poll(ufds, nr as u64, 0));
+                    if let Err(e) = r {
+                        *error.lock() = Some(e);
+                        stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    counter.0.store(counter.0.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                }
+                let mut tot = totals.lock();
+                tot.0 += task.stats();
+                tot.1 += task.calls().0;
+            });
+        }
+        start.wait();
+        let sum = || counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum::<u64>();
+        std::thread::sleep(cfg.warmup);
+        let mut samples = Vec::with_capacity(cfg.samples);
+        let mut prev = sum();
+        let mut t0 = Instant::now();
+        for _ in 0..cfg.samples {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(cfg.sample_period);
+            let now = sum();
+            let t1 = Instant::now();
+            samples.push((now - prev) as f64 / (t1 - t0).as_secs_f64());
+            prev = now;
+            t0 = t1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        samples
+    });
+
+    if let Some(e) = *error.lock() {
+        return Err(e);
+    }
+    let (stats, calls) = *totals.lock();
+    let per = |x: u64| if calls == 0 { 0.0 } else { x as f64 / calls as f64 };
+    let ops_per_sec = if samples.is_empty() { 0.0 } else { samples.iter().sum::<f64>() / samples.len() as f64 };
+    Ok(Report {
+        testcase: cfg.testcase,
+        copy_out: cfg.copy_out,
+        tasks: cfg.tasks,
+        enforcement: mm.enforcement().clone(),
+        samples,
+        ops_per_sec,
+        calls,
+        read_windows_per_call: per(stats.read_windows),
+        write_windows_per_call: per(stats.write_windows),
+        bytes_out_per_call: per(stats.bytes_out),
+    })
+}
+
+/// The seed-002 comparison for the crate's demo: `testcase` once per copy-out strategy (oldest
+/// first), each for about `per_strategy`, one task, windows realised by `window`. Returns the
+/// four reports; compare `ops_per_sec` with the first (per-descriptor windows) for the speed-up.
+///
+/// ```
+/// use maple_tree::poll::will_it_scale::{compare_strategies, Testcase};
+/// use maple_tree::poll::WindowMode;
+/// use std::time::Duration;
+///
+/// let rows = compare_strategies(Testcase::Poll1, Duration::from_millis(25), WindowMode::Counted).unwrap();
+/// assert_eq!(rows.len(), 4);
+/// assert!(rows.iter().all(|r| r.read_windows_per_call + r.write_windows_per_call == 2.0));
+/// ```
+pub fn compare_strategies(testcase: Testcase, per_strategy: Duration, window: WindowMode) -> Result<Vec<Report>, Errno> {
+    CopyOut::ALL
+        .iter()
+        .map(|&s| {
+            let mut cfg = Config::new(testcase, s).lasting(per_strategy);
+            cfg.window = window;
+            run(&cfg)
+        })
+        .collect()
+}
