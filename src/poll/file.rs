@@ -37,6 +37,12 @@ pub trait FileOperations: Send + Sync + 'static {
     /// `->release`: the last descriptor referring to the file was closed.
     fn release(&self) {}
 
+    /// The wait queue `->poll` registers on, if the object has one (tests use it to wait until
+    /// a poller sleeps: `waitqueue_active`).
+    fn wait_queue(&self) -> Option<&Arc<WaitQueueHead>> {
+        None
+    }
+
     /// A short name for dumps (`"eventfd"`, `"pipe"`, ...).
     fn name(&self) -> &'static str;
 }
@@ -59,6 +65,11 @@ impl File {
     /// The file's operations.
     pub fn f_op(&self) -> &dyn FileOperations {
         &*self.f_op
+    }
+
+    /// The wait queue of the file's object, if it has one.
+    pub fn wait_queue(&self) -> Option<&Arc<WaitQueueHead>> {
+        self.f_op.wait_queue()
     }
 
     /// `vfs_poll`.
@@ -229,6 +240,10 @@ impl FileOperations for EventFd {
         Ok(8)
     }
 
+    fn wait_queue(&self) -> Option<&Arc<WaitQueueHead>> {
+        Some(&self.wqh)
+    }
+
     fn name(&self) -> &'static str {
         "eventfd"
     }
@@ -343,6 +358,10 @@ impl FileOperations for PipeReader {
         self.0.wqh.wake_up_poll(PIPE_RELEASE_KEY);
     }
 
+    fn wait_queue(&self) -> Option<&Arc<WaitQueueHead>> {
+        Some(&self.0.wqh)
+    }
+
     fn name(&self) -> &'static str {
         "pipe:r"
     }
@@ -403,6 +422,10 @@ impl FileOperations for PipeWriter {
     fn release(&self) {
         self.0.state.lock().writers -= 1;
         self.0.wqh.wake_up_poll(PIPE_RELEASE_KEY);
+    }
+
+    fn wait_queue(&self) -> Option<&Arc<WaitQueueHead>> {
+        Some(&self.0.wqh)
     }
 
     fn name(&self) -> &'static str {

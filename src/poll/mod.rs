@@ -203,3 +203,23 @@ impl fmt::Display for Errno {
 }
 
 impl std::error::Error for Errno {}
+
+/// The real `poll(2)` of the running kernel on real descriptors, for comparison with the model:
+/// the same `pollfd` layout, negative descriptors ignored, closed ones `POLLNVAL`. Retries on
+/// `EINTR`; other failures are returned as [`Errno`].
+///
+/// ```
+/// use maple_tree::poll::{os_poll, PollFd, POLLNVAL};
+/// let mut fds = [PollFd::new(-1, 0), PollFd::new(999_999, 0)];
+/// assert_eq!(os_poll(&mut fds, 0), Ok(1));
+/// assert_eq!((fds[0].revents, fds[1].revents), (0, POLLNVAL));
+/// ```
+pub fn os_poll(fds: &mut [PollFd], timeout_msecs: i32) -> Result<usize, Errno> {
+    loop {
+        match sys::os_poll(fds, timeout_msecs) {
+            Ok(n) => return Ok(n),
+            Err(e) if e == libc::EINTR => continue,
+            Err(e) => return Err(Errno::from_io(rustix::io::Errno::from_raw_os_error(e))),
+        }
+    }
+}

@@ -318,3 +318,22 @@ pub(crate) fn probe_store_in_child(map: &Mapping, off: usize, key: &Pkey, open_w
         ChildOutcome::Other(status)
     })
 }
+
+// ----- the real poll(2) ------------------------------------------------------------------------
+
+/// The real `poll(2)` on `fds` (the model's [`PollFd`](super::PollFd) has `struct pollfd`'s
+/// layout). Any descriptor number is allowed: negative ones are ignored and closed ones report
+/// `POLLNVAL`, as the kernel defines. Returns the count or the positive errno.
+pub(crate) fn os_poll(fds: &mut [super::PollFd], timeout_msecs: i32) -> Result<usize, i32> {
+    const _: () = assert!(core::mem::size_of::<super::PollFd>() == core::mem::size_of::<libc::pollfd>());
+    const _: () = assert!(core::mem::align_of::<super::PollFd>() == core::mem::align_of::<libc::pollfd>());
+    // SAFETY: `fds` is a valid, exclusively borrowed array of `fds.len()` entries with the layout
+    // of `struct pollfd` (checked above: `repr(C)` i32, u16, u16); the kernel writes only
+    // `revents` inside it. Descriptor numbers are plain integers to poll(2), not memory.
+    let r = unsafe { libc::poll(fds.as_mut_ptr().cast::<libc::pollfd>(), fds.len() as libc::nfds_t, timeout_msecs) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    } else {
+        Ok(r as usize)
+    }
+}

@@ -250,6 +250,16 @@ impl UserMemory {
         matches!(self.backend, Backend::Pkey(_))
     }
 
+    /// With protection keys, whether this thread can touch the memory right now (a window is
+    /// open, or the thread is in user mode): `Some(false)` in kernel mode outside a window.
+    /// `None` when windows are not enforced.
+    pub fn access_allowed_here(&self) -> Option<bool> {
+        match self.backend {
+            Backend::Pkey(key) => Some(key.is_allowed()),
+            _ => None,
+        }
+    }
+
     /// The user address of the first byte of the mapping.
     pub fn base(&self) -> u64 {
         self.base
