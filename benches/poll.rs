@@ -1,1 +1,130 @@
-fn main() {}
+//! Seed 002 reproduced: will-it-scale's poll2 (128 regular files, `POLLOUT`, timeout 0, the
+//! array refilled every call) with each copy-out strategy, under the SMAP-calibrated window model
+//! and, where the CPU has them, real protection-key windows; poll1 as the control; the running
+//! kernel's own `poll(2)` on 128 real tmpfiles for scale. After criterion's groups, a
+//! will-it-scale style summary prints ops/s and the speed-up over per-descriptor windows.
+//!
+//! `MAPLE_BENCH_QUICK=1` shrinks warm-up and measurement to a few hundred milliseconds.
+
+use std::hint::black_box;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion};
+use maple_tree::poll::will_it_scale::{compare_strategies, Report, Testcase};
+use maple_tree::poll::{os_poll, pkeys_available, CopyOut, FdTable, PollFd, Task, UserMemory, WindowMode, POLLOUT};
+
+fn quick() -> bool {
+    std::env::var_os("MAPLE_BENCH_QUICK").is_some_and(|v| v == "1")
+}
+
+fn criterion() -> Criterion {
+    let c = Criterion::default();
+    if quick() {
+        c.warm_up_time(Duration::from_millis(100)).measurement_time(Duration::from_millis(300)).sample_size(10)
+    } else {
+        c.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3)).sample_size(30)
+    }
+}
+
+/// One will-it-scale task's state: its files, its user memory, its `pollfd` template.
+struct PollBench {
+    task: Task,
+    mm: Arc<UserMemory>,
+    pfds: Vec<PollFd>,
+}
+
+impl PollBench {
+    fn new(nr: usize, mode: WindowMode, s: CopyOut) -> Self {
+        let files = Arc::new(FdTable::new());
+        let pfds = (0..nr).map(|_| PollFd::new(files.open_regular().unwrap(), POLLOUT)).collect();
+        let mm = Arc::new(UserMemory::new(4096, mode).unwrap());
+        let mut task = Task::new(files, Arc::clone(&mm));
+        task.set_copy_out(s);
+        PollBench { task, mm, pfds }
+    }
+
+    /// memset + refill, then `poll(pfd, nr, 0)`.
+    #[inline]
+    fn iteration(&mut self) -> usize {
+        let ufds = self.mm.base();
+        self.mm.write_pollfds(ufds, black_box(&self.pfds)).unwrap();
+        self.task.sys_poll(ufds, self.pfds.len() as u64, 0).unwrap()
+    }
+}
+
+fn bench_strategies(c: &mut Criterion, group: &str, nr: usize, mode: WindowMode) {
+    let mut g = c.benchmark_group(group);
+    for s in CopyOut::ALL {
+        let mut b = PollBench::new(nr, mode, s);
+        g.bench_function(BenchmarkId::from_parameter(format!("{s:?}")), |bn| bn.iter(|| b.iteration()));
+    }
+    g.finish();
+}
+
+fn real_tmpfile(i: usize) -> OwnedFd {
+    let path = std::env::temp_dir().join(format!("maple-bench-poll-{}-{i}", std::process::id()));
+    let f = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    OwnedFd::from(f)
+}
+
+fn bench_real_kernel(c: &mut Criterion) {
+    // The running kernel's poll(2) (it has the merged single window) on 128 real tmpfiles.
+    let files: Vec<OwnedFd> = (0..128).map(real_tmpfile).collect();
+    let template: Vec<PollFd> =
+        files.iter().map(|f| PollFd::new(std::os::fd::AsRawFd::as_raw_fd(f), POLLOUT)).collect();
+    let mut pfds = template.clone();
+    c.bench_function("poll2/real-kernel-poll(2)", |b| {
+        b.iter(|| {
+            pfds.copy_from_slice(&template);
+            os_poll(black_box(&mut pfds), 0).unwrap()
+        })
+    });
+}
+
+fn print_summary(title: &str, rows: &[Report]) {
+    println!("\n{title}");
+    let base = rows[0].ops_per_sec;
+    println!("  {:<38} {:>12} {:>9} {:>14}", "copy-out", "ops/s", "vs per-fd", "windows/call");
+    for r in rows {
+        println!(
+            "  {:<38} {:>12.0} {:>8.3}x {:>6.0} in + {:<4.0}",
+            r.copy_out.name(),
+            r.ops_per_sec,
+            r.ops_per_sec / base,
+            r.read_windows_per_call,
+            r.write_windows_per_call
+        );
+    }
+}
+
+fn summary() {
+    let per = if quick() { Duration::from_millis(400) } else { Duration::from_secs(3) };
+    println!("\n== will-it-scale style summary (1 task, {per:?} per strategy: 1/5 warm-up, 4 samples) ==");
+    let smap = WindowMode::default();
+    print_summary("poll2, SMAP-calibrated window model (3.4 ns per window)", &compare_strategies(Testcase::Poll2, per, smap).unwrap());
+    print_summary("poll1 (control), SMAP-calibrated window model", &compare_strategies(Testcase::Poll1, per, smap).unwrap());
+    match pkeys_available() {
+        Ok(key) => print_summary(
+            &format!("poll2, real protection-key windows (pkey {key}, WRPKRU per open/close)"),
+            &compare_strategies(Testcase::Poll2, per, WindowMode::Pkey).unwrap(),
+        ),
+        Err(why) => println!("\npoll2 with protection keys: not available here ({why}); the model above stands alone"),
+    }
+}
+
+fn main() {
+    let mut c = criterion().configure_from_args();
+    bench_strategies(&mut c, "poll2/smap-model", 128, WindowMode::default());
+    bench_strategies(&mut c, "poll1/smap-model", 1, WindowMode::default());
+    bench_strategies(&mut c, "poll2/counted-no-cost", 128, WindowMode::Counted);
+    match pkeys_available() {
+        Ok(_) => bench_strategies(&mut c, "poll2/pkey", 128, WindowMode::Pkey),
+        Err(why) => eprintln!("poll2/pkey skipped: {why}"),
+    }
+    bench_real_kernel(&mut c);
+    c.final_summary();
+    summary();
+}

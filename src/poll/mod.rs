@@ -60,7 +60,7 @@ use core::fmt;
 
 pub use fdtable::FdTable;
 pub use file::{pipe, EventFd, File, FileOperations, PipeReader, PipeWriter, RealFile, RegularFile};
-pub use select::{CopyOut, PollTimeout, Task, N_INLINE_POLL_ENTRIES, N_STACK_PPS, POLLFD_PER_PAGE};
+pub use select::{window_bookkeeping_ns, CopyOut, PollTimeout, Task, N_INLINE_POLL_ENTRIES, N_STACK_PPS, POLLFD_PER_PAGE};
 pub use uaccess::{
     pkeys_available, Enforcement, Uaccess, UaccessStats, UserMemory, UserWindow, WindowCost, WindowMode,
 };

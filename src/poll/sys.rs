@@ -103,6 +103,51 @@ impl Mapping {
         true
     }
 
+    /// Base pointer of `n` `pollfd`s at `off`, if they lie in bounds and `off` is 8-aligned.
+    #[inline]
+    fn pollfds(&self, off: usize, n: usize) -> Option<*mut u8> {
+        if off % 8 != 0 || off.checked_add(n.checked_mul(8)?)? > self.len {
+            return None;
+        }
+        Some(self.ptr.as_ptr().wrapping_add(off))
+    }
+
+    /// Loads `out.len()` `pollfd`s at `off` field by field (relaxed atomics of each field's
+    /// width); `false` (nothing loaded) if out of bounds or misaligned.
+    #[inline]
+    pub(crate) fn load_pollfds(&self, off: usize, out: &mut [super::PollFd]) -> bool {
+        let Some(base) = self.pollfds(off, out.len()) else { return false };
+        for (i, p) in out.iter_mut().enumerate() {
+            let e = base.wrapping_add(8 * i);
+            // SAFETY: entry `i` lies in bounds (checked once by `pollfds` for all of them) and is
+            // 8-aligned, so its fields at +0 (i32), +4 and +6 (u16) are naturally aligned; all
+            // accesses to these locations are atomics of the same widths.
+            unsafe {
+                p.fd = AtomicI32::from_ptr(e.cast()).load(Ordering::Relaxed);
+                p.events = AtomicU16::from_ptr(e.wrapping_add(4).cast()).load(Ordering::Relaxed);
+                p.revents = AtomicU16::from_ptr(e.wrapping_add(6).cast()).load(Ordering::Relaxed);
+            }
+        }
+        true
+    }
+
+    /// Stores `src` as `pollfd`s at `off` field by field; `false` (nothing stored) if out of
+    /// bounds or misaligned.
+    #[inline]
+    pub(crate) fn store_pollfds(&self, off: usize, src: &[super::PollFd]) -> bool {
+        let Some(base) = self.pollfds(off, src.len()) else { return false };
+        for (i, p) in src.iter().enumerate() {
+            let e = base.wrapping_add(8 * i);
+            // SAFETY: as in `load_pollfds`.
+            unsafe {
+                AtomicI32::from_ptr(e.cast()).store(p.fd, Ordering::Relaxed);
+                AtomicU16::from_ptr(e.wrapping_add(4).cast()).store(p.events, Ordering::Relaxed);
+                AtomicU16::from_ptr(e.wrapping_add(6).cast()).store(p.revents, Ordering::Relaxed);
+            }
+        }
+        true
+    }
+
     /// Tags the whole mapping with protection key `key` (`pkey_mprotect`, read/write).
     pub(crate) fn pkey_mprotect(&self, key: &Pkey) -> Result<(), i32> {
         // SAFETY: the range is exactly this mapping; protections stay read/write, only the key

@@ -33,6 +33,10 @@ pub struct WindowCost {
 }
 
 impl WindowCost {
+    /// The cost is the whole marginal cost of a window: the model's own bookkeeping per window
+    /// (measured once, [`window_bookkeeping_ns`](super::window_bookkeeping_ns)) is subtracted
+    /// and the rest is spun.
+    ///
     /// x86 SMAP, calibrated from U§B.7: seed 002 measured ~1.25x on poll2 (n = 128 windows → 1)
     /// with a kernel `poll()` of T_new ≈ 1.74 µs, so `C_win = (S − 1)·T_new/(n − 1)` ≈ 3.4 ns per
     /// `stac`+`clac` pair (≈ 9 cycles at 2.5 GHz), split evenly.
@@ -131,7 +135,7 @@ fn global_pkey() -> Result<&'static Pkey, String> {
 }
 
 #[inline(always)]
-fn spin(iters: u32) {
+fn spin(iters: u64) {
     for i in 0..iters {
         core::hint::black_box(i);
     }
@@ -141,28 +145,31 @@ fn spin(iters: u32) {
 fn spin_per_ns() -> f64 {
     static RATE: OnceLock<f64> = OnceLock::new();
     *RATE.get_or_init(|| {
-        const N: u32 = 200_000;
-        let best = (0..7)
+        const N: u64 = 200_000;
+        let best = (0..9)
             .map(|_| {
                 let t = Instant::now();
                 spin(N);
                 t.elapsed().as_nanos().max(1) as f64
             })
             .fold(f64::INFINITY, f64::min);
-        f64::from(N) / best
+        N as f64 / best
     })
 }
 
-fn iters_for(ns: f64) -> u32 {
+/// Spin iterations for `ns` nanoseconds, rounded (a fixed count per window keeps the loop's
+/// exit branch predictable, so the cost is what the count says).
+fn iters_for(ns: f64) -> u64 {
     if ns <= 0.0 || !ns.is_finite() {
         return 0;
     }
-    (ns * spin_per_ns()).round().clamp(0.0, f64::from(u32::MAX)) as u32
+    (ns * spin_per_ns()).round().clamp(0.0, 1e12) as u64
 }
 
 enum Backend {
     Counted,
-    Model { open: u32, close: u32 },
+    /// Spin iterations per open and per close.
+    Model { open: u64, close: u64 },
     Pkey(&'static Pkey),
 }
 
@@ -215,7 +222,11 @@ impl UserMemory {
                 if cost == WindowCost::FREE {
                     Backend::Counted
                 } else {
-                    Backend::Model { open: iters_for(cost.open_ns), close: iters_for(cost.close_ns) }
+                    let half = super::select::window_bookkeeping_ns() / 2.0;
+                    Backend::Model {
+                        open: iters_for(cost.open_ns - half),
+                        close: iters_for(cost.close_ns - half),
+                    }
                 },
                 Enforcement::Model { cost, fallback_reason },
             )
@@ -310,24 +321,43 @@ impl UserMemory {
         Ok(())
     }
 
-    /// The mapping offset of `[addr, addr + size)` if it is all mapped (a fault otherwise).
-    #[inline]
-    fn translate(&self, addr: u64, size: u64) -> Option<usize> {
-        let off = addr.checked_sub(self.base)?;
-        if off.checked_add(size)? > self.len() {
-            return None;
+    /// The first address of `[addr, end)` that is not mapped (outside the mapping, or in an
+    /// unmapped page), or `end` if all of it is mapped. Accessors check this once per window or
+    /// per batch, not per entry, as the MMU costs nothing per access.
+    #[inline(always)]
+    fn mapped_end(&self, addr: u64, end: u64) -> u64 {
+        if addr >= end {
+            return end;
         }
-        let first = (off as usize) / PAGE_SIZE;
-        let last = (off + size - 1) as usize / PAGE_SIZE;
-        if !self.mapped[first].load(Ordering::Relaxed) || (last != first && !self.mapped[last].load(Ordering::Relaxed)) {
-            return None;
+        let Some(off) = addr.checked_sub(self.base) else { return addr };
+        if off >= self.len() {
+            return addr;
         }
-        Some(off as usize)
+        let lim = (end - self.base).min(self.len());
+        let mut page = off as usize / PAGE_SIZE;
+        // The common case, a range inside one mapped page.
+        if lim <= ((page + 1) * PAGE_SIZE) as u64 && self.mapped[page].load(Ordering::Relaxed) {
+            return self.base + lim;
+        }
+        let mut ok = off;
+        while ok < lim && self.mapped[page].load(Ordering::Relaxed) {
+            page += 1;
+            ok = (page * PAGE_SIZE) as u64;
+        }
+        self.base + ok.min(lim)
     }
 
+    /// How many of the `n` entries at `addr` are mapped, from the first on.
     #[inline]
-    fn load_pollfd(&self, addr: u64) -> Option<PollFd> {
-        let off = self.translate(addr, PollFd::SIZE)?;
+    fn mapped_entries(&self, addr: u64, n: usize) -> usize {
+        let Some(end) = addr.checked_add(n as u64 * PollFd::SIZE) else { return 0 };
+        let ok_end = self.mapped_end(addr, end);
+        ((ok_end - addr.min(ok_end)) / PollFd::SIZE) as usize
+    }
+
+    /// Loads the entry at mapping offset `off` (already known to be mapped).
+    #[inline]
+    fn load_pollfd_at(&self, off: usize) -> Option<PollFd> {
         Some(PollFd {
             fd: self.map.load_i32(off)?,
             events: self.map.load_u16(off + 4)?,
@@ -335,23 +365,18 @@ impl UserMemory {
         })
     }
 
+    /// Stores a whole entry at mapping offset `off` (already known to be mapped).
     #[inline]
-    fn store_pollfd(&self, addr: u64, p: PollFd) -> Option<()> {
-        let off = self.translate(addr, PollFd::SIZE)?;
+    fn store_pollfd_at(&self, off: usize, p: PollFd) -> Option<()> {
         (self.map.store_i32(off, p.fd) && self.map.store_u16(off + 4, p.events) && self.map.store_u16(off + 6, p.revents))
             .then_some(())
     }
 
+    /// The mapping offset of `[addr, addr + size)` if all of it is mapped.
     #[inline]
-    fn store_u16(&self, addr: u64, v: u16) -> Option<()> {
-        let off = self.translate(addr, 2)?;
-        self.map.store_u16(off, v).then_some(())
-    }
-
-    #[inline]
-    fn store_i32(&self, addr: u64, v: i32) -> Option<()> {
-        let off = self.translate(addr, 4)?;
-        self.map.store_i32(off, v).then_some(())
+    fn translate(&self, addr: u64, size: u64) -> Option<usize> {
+        let end = addr.checked_add(size)?;
+        (self.mapped_end(addr, end) == end).then(|| (addr - self.base) as usize)
     }
 
     // ----- the user program's own accesses -------------------------------------------------
@@ -378,36 +403,46 @@ impl UserMemory {
     /// entries before the fault are written.
     pub fn write_pollfds(&self, addr: u64, pfds: &[PollFd]) -> Result<(), Errno> {
         self.as_user(|| {
-            let mut a = addr;
-            for p in pfds {
-                self.store_pollfd(a, *p).ok_or(Errno::EFAULT)?;
-                a = a.wrapping_add(PollFd::SIZE);
+            let n = pfds.len();
+            let ok = self.mapped_entries(addr, n);
+            let stored = ok == 0 || self.map.store_pollfds((addr - self.base) as usize, &pfds[..ok]);
+            if stored && ok == n {
+                Ok(())
+            } else {
+                Err(Errno::EFAULT)
             }
-            Ok(())
         })
     }
 
     /// The user program reads `out.len()` entries at `addr`. `EFAULT` if any is unmapped.
     pub fn read_pollfds(&self, addr: u64, out: &mut [PollFd]) -> Result<(), Errno> {
         self.as_user(|| {
-            let mut a = addr;
-            for p in out.iter_mut() {
-                *p = self.load_pollfd(a).ok_or(Errno::EFAULT)?;
-                a = a.wrapping_add(PollFd::SIZE);
+            let n = out.len();
+            let ok = self.mapped_entries(addr, n);
+            let loaded = ok == 0 || self.map.load_pollfds((addr - self.base) as usize, &mut out[..ok]);
+            if loaded && ok == n {
+                Ok(())
+            } else {
+                Err(Errno::EFAULT)
             }
-            Ok(())
         })
     }
 
     /// The user program rewrites only the `fd` field of the entry at `entry_addr` (say, to −1
     /// after closing it on another thread).
     pub fn write_fd(&self, entry_addr: u64, fd: i32) -> Result<(), Errno> {
-        self.as_user(|| self.store_i32(entry_addr, fd).ok_or(Errno::EFAULT))
+        self.as_user(|| {
+            let off = self.translate(entry_addr, 4).ok_or(Errno::EFAULT)?;
+            self.map.store_i32(off, fd).then_some(()).ok_or(Errno::EFAULT)
+        })
     }
 
     /// The user program rewrites only the `events` field of the entry at `entry_addr`.
     pub fn write_events(&self, entry_addr: u64, events: u16) -> Result<(), Errno> {
-        self.as_user(|| self.store_u16(entry_addr.wrapping_add(PollFd::EVENTS_OFFSET), events).ok_or(Errno::EFAULT))
+        self.as_user(|| {
+            let off = self.translate(entry_addr.wrapping_add(PollFd::EVENTS_OFFSET), 2).ok_or(Errno::EFAULT)?;
+            self.map.store_u16(off, events).then_some(()).ok_or(Errno::EFAULT)
+        })
     }
 
     // ----- kernel side -----------------------------------------------------------------------
@@ -441,24 +476,6 @@ impl UserMemory {
             (sys::ChildOutcome::Faulted(sys::SEGV_PKUERR), sys::ChildOutcome::Completed) => Ok(true),
             (sys::ChildOutcome::Completed, _) => Ok(false),
             other => Err(format!("unexpected probe outcome {other:?}")),
-        }
-    }
-
-    #[inline]
-    fn open_window(&self) {
-        match self.backend {
-            Backend::Counted => {}
-            Backend::Model { open, .. } => spin(open),
-            Backend::Pkey(key) => key.allow(),
-        }
-    }
-
-    #[inline]
-    fn close_window(&self) {
-        match self.backend {
-            Backend::Counted => {}
-            Backend::Model { close, .. } => spin(close),
-            Backend::Pkey(key) => key.deny(),
         }
     }
 }
@@ -545,6 +562,29 @@ impl<'m> Uaccess<'m> {
         self.stats
     }
 
+    #[inline(always)]
+    fn charge(&mut self, iters: u64) {
+        spin(iters);
+    }
+
+    #[inline]
+    fn open_window(&mut self) {
+        match self.mem.backend {
+            Backend::Counted => {}
+            Backend::Model { open, .. } => self.charge(open),
+            Backend::Pkey(key) => key.allow(),
+        }
+    }
+
+    #[inline]
+    fn close_window(&mut self) {
+        match self.mem.backend {
+            Backend::Counted => {}
+            Backend::Model { close, .. } => self.charge(close),
+            Backend::Pkey(key) => key.deny(),
+        }
+    }
+
     /// `access_ok(addr, size)`: the range lies below `TASK_SIZE` (without wrapping). Whether it is
     /// mapped is only known when it is touched.
     #[inline]
@@ -552,7 +592,7 @@ impl<'m> Uaccess<'m> {
         size <= UserMemory::TASK_SIZE && addr <= UserMemory::TASK_SIZE - size
     }
 
-    #[inline]
+    #[inline(always)]
     fn begin(&mut self, addr: u64, size: u64, write: bool) -> Result<UserWindow<'_, 'm>, Errno> {
         if !self.access_ok(addr, size) {
             self.stats.access_ok_failures += 1;
@@ -563,8 +603,11 @@ impl<'m> Uaccess<'m> {
         } else {
             self.stats.read_windows += 1;
         }
-        self.mem.open_window();
-        Ok(UserWindow { ua: self, start: addr, end: addr + size })
+        self.open_window();
+        let end = addr + size;
+        let ok_end = self.mem.mapped_end(addr, end);
+        let base = self.mem.base;
+        Ok(UserWindow { ua: self, start: addr, ok_end, base })
     }
 
     /// `user_read_access_begin`: `access_ok` on `[addr, addr + size)`, then opens a window
@@ -588,10 +631,13 @@ impl<'m> Uaccess<'m> {
     pub fn copy_from_user(&mut self, dst: &mut [PollFd], src: u64) -> Result<(), Errno> {
         let size = dst.len() as u64 * PollFd::SIZE;
         let mut w = self.user_read_access_begin(src, size)?;
-        let mut a = src;
-        for p in dst.iter_mut() {
-            *p = w.unsafe_get_pollfd(a)?;
-            a += PollFd::SIZE;
+        let ok = (((w.ok_end - src.min(w.ok_end)) / PollFd::SIZE) as usize).min(dst.len());
+        if ok > 0 && !w.ua.mem.map.load_pollfds((src - w.base) as usize, &mut dst[..ok]) {
+            return Err(w.fault());
+        }
+        w.ua.stats.bytes_in += ok as u64 * PollFd::SIZE;
+        if ok < dst.len() {
+            return Err(w.fault());
         }
         Ok(())
     }
@@ -601,10 +647,13 @@ impl<'m> Uaccess<'m> {
     pub fn copy_to_user(&mut self, dst: u64, src: &[PollFd]) -> Result<(), Errno> {
         let size = src.len() as u64 * PollFd::SIZE;
         let mut w = self.user_write_access_begin(dst, size)?;
-        let mut a = dst;
-        for p in src {
-            w.unsafe_put_pollfd(*p, a)?;
-            a += PollFd::SIZE;
+        let ok = (((w.ok_end - dst.min(w.ok_end)) / PollFd::SIZE) as usize).min(src.len());
+        if ok > 0 && !w.ua.mem.map.store_pollfds((dst - w.base) as usize, &src[..ok]) {
+            return Err(w.fault());
+        }
+        w.ua.stats.bytes_out += ok as u64 * PollFd::SIZE;
+        if ok < src.len() {
+            return Err(w.fault());
         }
         Ok(())
     }
@@ -623,19 +672,29 @@ impl<'m> Uaccess<'m> {
 /// own, the window's covers it); they are safe functions here. An access outside the window's
 /// range or to an unmapped page is a fault: `EFAULT`, counted, and the caller's `?` drops the
 /// guard, closing the window, as the kernel's `Efault:` label does.
+///
+/// Which pages are mapped is sampled when the window opens (a page unmapped while a window is
+/// open is still reached through it).
 pub struct UserWindow<'a, 'm> {
     ua: &'a mut Uaccess<'m>,
     start: u64,
-    end: u64,
+    /// The end of the window's range, cut at the first unmapped byte.
+    ok_end: u64,
+    base: u64,
 }
 
 impl UserWindow<'_, '_> {
+    /// The mapping offset of `[addr, addr + size)` if the window covers it and it is mapped.
     #[inline]
-    fn covers(&self, addr: u64, size: u64) -> bool {
-        addr >= self.start && addr.checked_add(size).is_some_and(|e| e <= self.end)
+    fn offset(&self, addr: u64, size: u64) -> Option<usize> {
+        if addr >= self.start && addr.checked_add(size)? <= self.ok_end {
+            Some((addr - self.base) as usize)
+        } else {
+            None
+        }
     }
 
-    #[inline]
+    #[cold]
     fn fault(&mut self) -> Errno {
         self.ua.stats.faults += 1;
         Errno::EFAULT
@@ -644,30 +703,31 @@ impl UserWindow<'_, '_> {
     /// `unsafe_put_user` of a `u16` at `addr` (a `revents` field).
     #[inline]
     pub fn unsafe_put_user_u16(&mut self, v: u16, addr: u64) -> Result<(), Errno> {
-        if !self.covers(addr, 2) || self.ua.mem.store_u16(addr, v).is_none() {
-            return Err(self.fault());
+        match self.offset(addr, 2) {
+            Some(off) if self.ua.mem.map.store_u16(off, v) => {
+                self.ua.stats.bytes_out += 2;
+                Ok(())
+            }
+            _ => Err(self.fault()),
         }
-        self.ua.stats.bytes_out += 2;
-        Ok(())
     }
 
     /// `unsafe_put_user` of a whole `pollfd` at `addr` (8 bytes: fd, events, revents).
     #[inline]
     pub fn unsafe_put_pollfd(&mut self, p: PollFd, addr: u64) -> Result<(), Errno> {
-        if !self.covers(addr, PollFd::SIZE) || self.ua.mem.store_pollfd(addr, p).is_none() {
-            return Err(self.fault());
+        match self.offset(addr, PollFd::SIZE).and_then(|off| self.ua.mem.store_pollfd_at(off, p)) {
+            Some(()) => {
+                self.ua.stats.bytes_out += PollFd::SIZE;
+                Ok(())
+            }
+            None => Err(self.fault()),
         }
-        self.ua.stats.bytes_out += PollFd::SIZE;
-        Ok(())
     }
 
     /// `unsafe_get_user` of a whole `pollfd` at `addr`.
     #[inline]
     pub fn unsafe_get_pollfd(&mut self, addr: u64) -> Result<PollFd, Errno> {
-        if !self.covers(addr, PollFd::SIZE) {
-            return Err(self.fault());
-        }
-        match self.ua.mem.load_pollfd(addr) {
+        match self.offset(addr, PollFd::SIZE).and_then(|off| self.ua.mem.load_pollfd_at(off)) {
             Some(p) => {
                 self.ua.stats.bytes_in += PollFd::SIZE;
                 Ok(p)
@@ -680,7 +740,7 @@ impl UserWindow<'_, '_> {
 impl Drop for UserWindow<'_, '_> {
     #[inline]
     fn drop(&mut self) {
-        self.ua.mem.close_window();
+        self.ua.close_window();
         self.ua.stats.windows_closed += 1;
     }
 }
