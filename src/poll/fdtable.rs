@@ -47,7 +47,10 @@ impl FdTable {
 
     /// An empty table with `RLIMIT_NOFILE` = [`Self::DEFAULT_NOFILE`].
     pub fn new() -> Self {
-        FdTable { fdt: MapleTree::new_alloc(), nofile: AtomicU64::new(Self::DEFAULT_NOFILE) }
+        FdTable {
+            fdt: MapleTree::new_alloc(),
+            nofile: AtomicU64::new(Self::DEFAULT_NOFILE),
+        }
     }
 
     /// `RLIMIT_NOFILE`: descriptors are below it and `poll` refuses more entries.
@@ -182,7 +185,10 @@ impl FdTable {
     /// `write(fd, buf)` (non-blocking files).
     pub fn write(&self, fd: i32, buf: &[u8]) -> Result<usize, Errno> {
         let guard = self.pin();
-        self.fdget(fd, &guard).ok_or(Errno::EBADF)?.f_op().write(buf)
+        self.fdget(fd, &guard)
+            .ok_or(Errno::EBADF)?
+            .f_op()
+            .write(buf)
     }
 
     /// Number of open descriptors. `O(n)`.
@@ -193,6 +199,9 @@ impl FdTable {
 
 impl core::fmt::Debug for FdTable {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("FdTable").field("open", &self.count()).field("rlimit_nofile", &self.rlimit_nofile()).finish()
+        f.debug_struct("FdTable")
+            .field("open", &self.count())
+            .field("rlimit_nofile", &self.rlimit_nofile())
+            .finish()
     }
 }

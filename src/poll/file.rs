@@ -11,7 +11,9 @@ use rustix::event::{PollFd as OsPollFd, PollFlags, Timespec};
 
 use super::sys::PAGE_SIZE;
 use super::wait::{PollTable, WaitQueueHead};
-use super::{Errno, PollMask, DEFAULT_POLLMASK, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use super::{
+    Errno, PollMask, DEFAULT_POLLMASK, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM,
+};
 
 /// The operations of an open file (`struct file_operations`), as far as poll needs them.
 pub trait FileOperations: Send + Sync + 'static {
@@ -59,7 +61,10 @@ impl File {
     /// A new open file with one reference (the one [`FdTable::fd_install`](super::FdTable::fd_install)
     /// consumes).
     pub fn new(ops: impl FileOperations) -> Self {
-        File { f_op: Box::new(ops), f_count: AtomicUsize::new(1) }
+        File {
+            f_op: Box::new(ops),
+            f_count: AtomicUsize::new(1),
+        }
     }
 
     /// The file's operations.
@@ -86,7 +91,13 @@ impl File {
     /// `get_file` unless the file is already released: `false` if the count was zero.
     pub(crate) fn get_file_not_zero(&self) -> bool {
         self.f_count
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| if c == 0 { None } else { Some(c + 1) })
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
+                if c == 0 {
+                    None
+                } else {
+                    Some(c + 1)
+                }
+            })
             .is_ok()
     }
 
@@ -111,7 +122,10 @@ impl Drop for File {
 
 impl core::fmt::Debug for File {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("File").field("f_op", &self.f_op.name()).field("f_count", &self.f_count()).finish()
+        f.debug_struct("File")
+            .field("f_op", &self.f_op.name())
+            .field("f_count", &self.f_count())
+            .finish()
     }
 }
 
@@ -146,7 +160,8 @@ impl FileOperations for RegularFile {
         let (data, pos) = &mut *g;
         let end = pos.checked_add(buf.len()).ok_or(Errno::EINVAL)?;
         if end > data.len() {
-            data.try_reserve(end - data.len()).map_err(|_| Errno::ENOMEM)?;
+            data.try_reserve(end - data.len())
+                .map_err(|_| Errno::ENOMEM)?;
             data.resize(end, 0);
         }
         data[*pos..end].copy_from_slice(buf);
@@ -174,7 +189,11 @@ pub struct EventFd {
 impl EventFd {
     /// An eventfd with counter `initval`; `semaphore` is `EFD_SEMAPHORE` (reads take 1).
     pub fn new(initval: u64, semaphore: bool) -> Self {
-        EventFd { count: Mutex::new(initval), semaphore, wqh: Arc::new(WaitQueueHead::new()) }
+        EventFd {
+            count: Mutex::new(initval),
+            semaphore,
+            wqh: Arc::new(WaitQueueHead::new()),
+        }
     }
 
     /// The wait queue (for tests that wait until a poller sleeps).
@@ -225,7 +244,9 @@ impl FileOperations for EventFd {
     /// `eventfd_write`: 8 bytes; `EINVAL` if shorter or `u64::MAX`, `EAGAIN` if it would
     /// overflow.
     fn write(&self, buf: &[u8]) -> Result<usize, Errno> {
-        let Some(bytes) = buf.get(..8) else { return Err(Errno::EINVAL) };
+        let Some(bytes) = buf.get(..8) else {
+            return Err(Errno::EINVAL);
+        };
         let v = u64::from_ne_bytes(bytes.try_into().map_err(|_| Errno::EINVAL)?);
         if v == u64::MAX {
             return Err(Errno::EINVAL);
@@ -288,7 +309,11 @@ pub struct PipeWriter(Arc<PipeInode>);
 /// A new pipe: its read and write ends.
 pub fn pipe() -> (PipeReader, PipeWriter) {
     let inode = Arc::new(PipeInode {
-        state: Mutex::new(PipeState { bufs: VecDeque::new(), readers: 1, writers: 1 }),
+        state: Mutex::new(PipeState {
+            bufs: VecDeque::new(),
+            readers: 1,
+            writers: 1,
+        }),
         wqh: Arc::new(WaitQueueHead::new()),
     });
     (PipeReader(Arc::clone(&inode)), PipeWriter(inode))
@@ -331,7 +356,11 @@ impl FileOperations for PipeReader {
         }
         let mut st = self.0.state.lock();
         if st.bufs.is_empty() {
-            return if st.writers == 0 { Ok(0) } else { Err(Errno::EAGAIN) };
+            return if st.writers == 0 {
+                Ok(0)
+            } else {
+                Err(Errno::EAGAIN)
+            };
         }
         let was_full = st.bufs.len() >= PIPE_DEF_BUFFERS;
         let mut n = 0;
@@ -406,7 +435,8 @@ impl FileOperations for PipeWriter {
         while written < total && st.bufs.len() < PIPE_DEF_BUFFERS {
             let n = (total - written).min(PAGE_SIZE);
             let mut data = Vec::new();
-            data.try_reserve_exact(PAGE_SIZE).map_err(|_| Errno::ENOMEM)?;
+            data.try_reserve_exact(PAGE_SIZE)
+                .map_err(|_| Errno::ENOMEM)?;
             data.extend_from_slice(&buf[written..written + n]);
             st.bufs.push_back(PipeBuffer { data, offset: 0 });
             written += n;
@@ -453,8 +483,14 @@ impl RealFile {
 impl FileOperations for RealFile {
     fn poll(&self, pt: &mut PollTable<'_>) -> PollMask {
         pt.poll_wait_os(&self.fd);
-        let zero = Timespec { tv_sec: 0, tv_nsec: 0 };
-        let mut fds = [OsPollFd::from_borrowed_fd(self.fd.as_fd(), PollFlags::from_bits_retain(pt.key()))];
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let mut fds = [OsPollFd::from_borrowed_fd(
+            self.fd.as_fd(),
+            PollFlags::from_bits_retain(pt.key()),
+        )];
         loop {
             match rustix::event::poll(&mut fds, Some(&zero)) {
                 Ok(_) => return fds[0].revents().bits(),

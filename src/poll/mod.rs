@@ -59,10 +59,16 @@ mod tests;
 use core::fmt;
 
 pub use fdtable::FdTable;
-pub use file::{pipe, EventFd, File, FileOperations, PipeReader, PipeWriter, RealFile, RegularFile};
-pub use select::{window_bookkeeping_ns, CopyOut, PollTimeout, Task, N_INLINE_POLL_ENTRIES, N_STACK_PPS, POLLFD_PER_PAGE};
+pub use file::{
+    pipe, EventFd, File, FileOperations, PipeReader, PipeWriter, RealFile, RegularFile,
+};
+pub use select::{
+    window_bookkeeping_ns, CopyOut, PollTimeout, Task, N_INLINE_POLL_ENTRIES, N_STACK_PPS,
+    POLLFD_PER_PAGE,
+};
 pub use uaccess::{
-    pkeys_available, Enforcement, Uaccess, UaccessStats, UserMemory, UserWindow, WindowCost, WindowMode,
+    pkeys_available, Enforcement, Uaccess, UaccessStats, UserMemory, UserWindow, WindowCost,
+    WindowMode,
 };
 pub use wait::{PollTable, WaitQueueHead};
 
@@ -132,7 +138,11 @@ impl PollFd {
 
     /// An entry asking for `events` on `fd`, with `revents` cleared.
     pub const fn new(fd: i32, events: PollMask) -> Self {
-        PollFd { fd, events, revents: 0 }
+        PollFd {
+            fd,
+            events,
+            revents: 0,
+        }
     }
 }
 

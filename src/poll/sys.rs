@@ -49,7 +49,10 @@ impl Mapping {
         if p == libc::MAP_FAILED {
             return None;
         }
-        Some(Mapping { ptr: NonNull::new(p.cast::<u8>())?, len })
+        Some(Mapping {
+            ptr: NonNull::new(p.cast::<u8>())?,
+            len,
+        })
     }
 
     /// Length in bytes (a multiple of [`PAGE_SIZE`]).
@@ -80,7 +83,9 @@ impl Mapping {
     /// Relaxed atomic store of an `i32` at `off`; `false` if out of bounds or misaligned.
     #[inline]
     pub(crate) fn store_i32(&self, off: usize, v: i32) -> bool {
-        let Some(p) = self.field::<i32>(off) else { return false };
+        let Some(p) = self.field::<i32>(off) else {
+            return false;
+        };
         // SAFETY: as in `load_i32`.
         unsafe { AtomicI32::from_ptr(p) }.store(v, Ordering::Relaxed);
         true
@@ -97,7 +102,9 @@ impl Mapping {
     /// Relaxed atomic store of a `u16` at `off`; `false` if out of bounds or misaligned.
     #[inline]
     pub(crate) fn store_u16(&self, off: usize, v: u16) -> bool {
-        let Some(p) = self.field::<u16>(off) else { return false };
+        let Some(p) = self.field::<u16>(off) else {
+            return false;
+        };
         // SAFETY: as in `load_u16`.
         unsafe { AtomicU16::from_ptr(p) }.store(v, Ordering::Relaxed);
         true
@@ -116,7 +123,9 @@ impl Mapping {
     /// width); `false` (nothing loaded) if out of bounds or misaligned.
     #[inline]
     pub(crate) fn load_pollfds(&self, off: usize, out: &mut [super::PollFd]) -> bool {
-        let Some(base) = self.pollfds(off, out.len()) else { return false };
+        let Some(base) = self.pollfds(off, out.len()) else {
+            return false;
+        };
         for (i, p) in out.iter_mut().enumerate() {
             let e = base.wrapping_add(8 * i);
             // SAFETY: entry `i` lies in bounds (checked once by `pollfds` for all of them) and is
@@ -135,7 +144,9 @@ impl Mapping {
     /// bounds or misaligned.
     #[inline]
     pub(crate) fn store_pollfds(&self, off: usize, src: &[super::PollFd]) -> bool {
-        let Some(base) = self.pollfds(off, src.len()) else { return false };
+        let Some(base) = self.pollfds(off, src.len()) else {
+            return false;
+        };
         for (i, p) in src.iter().enumerate() {
             let e = base.wrapping_add(8 * i);
             // SAFETY: as in `load_pollfds`.
@@ -198,7 +209,9 @@ pub(crate) fn pku_cpuid() -> Result<(), String> {
     let ospke = r.ecx & (1 << 4) != 0;
     match (pku, ospke) {
         (false, _) => Err("the CPU has no protection keys (CPUID.7.0:ECX.PKU = 0)".into()),
-        (true, false) => Err("the kernel did not enable protection keys (CPUID.7.0:ECX.OSPKE = 0)".into()),
+        (true, false) => {
+            Err("the kernel did not enable protection keys (CPUID.7.0:ECX.OSPKE = 0)".into())
+        }
         (true, true) => Ok(()),
     }
 }
@@ -299,7 +312,11 @@ pub(crate) enum ChildOutcome {
     Other(i32),
 }
 
-extern "C" fn probe_segv_handler(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+extern "C" fn probe_segv_handler(
+    _sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _ctx: *mut libc::c_void,
+) {
     // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler; `_exit` is
     // async-signal-safe and never returns.
     unsafe {
@@ -312,8 +329,15 @@ extern "C" fn probe_segv_handler(_sig: libc::c_int, info: *mut libc::siginfo_t, 
 /// denied), opens the window first if `open_window`, and stores a `u16` at `off` of `map`. The
 /// parent waits and reports. The child runs only async-signal-safe code (no allocation, no
 /// locks), so forking from a multi-threaded test process is sound.
-pub(crate) fn probe_store_in_child(map: &Mapping, off: usize, key: &Pkey, open_window: bool) -> Result<ChildOutcome, String> {
-    let target = map.field::<u16>(off).ok_or_else(|| "probe offset outside the mapping".to_string())?;
+pub(crate) fn probe_store_in_child(
+    map: &Mapping,
+    off: usize,
+    key: &Pkey,
+    open_window: bool,
+) -> Result<ChildOutcome, String> {
+    let target = map
+        .field::<u16>(off)
+        .ok_or_else(|| "probe offset outside the mapping".to_string())?;
     // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value to fill in.
     let mut sa: libc::sigaction = unsafe { core::mem::zeroed() };
     sa.sa_sigaction = probe_segv_handler as *const () as usize;
@@ -370,12 +394,20 @@ pub(crate) fn probe_store_in_child(map: &Mapping, off: usize, key: &Pkey, open_w
 /// layout). Any descriptor number is allowed: negative ones are ignored and closed ones report
 /// `POLLNVAL`, as the kernel defines. Returns the count or the positive errno.
 pub(crate) fn os_poll(fds: &mut [super::PollFd], timeout_msecs: i32) -> Result<usize, i32> {
-    const _: () = assert!(core::mem::size_of::<super::PollFd>() == core::mem::size_of::<libc::pollfd>());
-    const _: () = assert!(core::mem::align_of::<super::PollFd>() == core::mem::align_of::<libc::pollfd>());
+    const _: () =
+        assert!(core::mem::size_of::<super::PollFd>() == core::mem::size_of::<libc::pollfd>());
+    const _: () =
+        assert!(core::mem::align_of::<super::PollFd>() == core::mem::align_of::<libc::pollfd>());
     // SAFETY: `fds` is a valid, exclusively borrowed array of `fds.len()` entries with the layout
     // of `struct pollfd` (checked above: `repr(C)` i32, u16, u16); the kernel writes only
     // `revents` inside it. Descriptor numbers are plain integers to poll(2), not memory.
-    let r = unsafe { libc::poll(fds.as_mut_ptr().cast::<libc::pollfd>(), fds.len() as libc::nfds_t, timeout_msecs) };
+    let r = unsafe {
+        libc::poll(
+            fds.as_mut_ptr().cast::<libc::pollfd>(),
+            fds.len() as libc::nfds_t,
+            timeout_msecs,
+        )
+    };
     if r < 0 {
         Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
     } else {

@@ -14,7 +14,15 @@ use super::*;
 
 /// The `nfds` of the issue and the `poll_list` chunks the kernel builds for each (U§B.2: 30 on
 /// the stack, then 510 per page): 30+0, 30, 30+1, 30+98, 30+480, 30+481, 30+510+460.
-const NFDS_CHUNKS: [(u64, u64); 7] = [(1, 1), (30, 1), (31, 2), (128, 2), (510, 2), (511, 2), (1000, 3)];
+const NFDS_CHUNKS: [(u64, u64); 7] = [
+    (1, 1),
+    (30, 1),
+    (31, 2),
+    (128, 2),
+    (510, 2),
+    (511, 2),
+    (1000, 3),
+];
 
 /// Window modes every behavioural test runs under: counted, and real protection keys where
 /// this machine has them (so a window bug would fault for real).
@@ -54,22 +62,42 @@ fn window_counts_exact_per_strategy() {
                 (CopyOut::PerChunkCopyToUser, c),
                 (CopyOut::SingleWindowUnsafe, 1),
             ] {
-                let pfds: Vec<PollFd> = fds[..n as usize].iter().map(|&fd| PollFd::new(fd, POLLOUT)).collect();
+                let pfds: Vec<PollFd> = fds[..n as usize]
+                    .iter()
+                    .map(|&fd| PollFd::new(fd, POLLOUT))
+                    .collect();
                 mm.write_pollfds(mm.base(), &pfds).unwrap();
                 let mut task = Task::new(Arc::clone(&files), Arc::clone(&mm));
                 task.set_copy_out(s);
-                assert_eq!(task.sys_poll(mm.base(), n, 0), Ok(n as usize), "{s:?} n={n}");
+                assert_eq!(
+                    task.sys_poll(mm.base(), n, 0),
+                    Ok(n as usize),
+                    "{s:?} n={n}"
+                );
                 let st = task.last_call();
                 assert_eq!(st.read_windows, c, "copy-in windows, {s:?} n={n}");
                 assert_eq!(st.write_windows, out, "copy-out windows, {s:?} n={n}");
-                assert_eq!(st.windows_closed, c + out, "every window closed, {s:?} n={n}");
+                assert_eq!(
+                    st.windows_closed,
+                    c + out,
+                    "every window closed, {s:?} n={n}"
+                );
                 assert_eq!(st.bytes_in, 8 * n);
-                let per_fd = if s == CopyOut::PerChunkCopyToUser { 8 } else { 2 };
+                let per_fd = if s == CopyOut::PerChunkCopyToUser {
+                    8
+                } else {
+                    2
+                };
                 assert_eq!(st.bytes_out, per_fd * n, "{s:?} n={n}");
                 assert_eq!((st.faults, st.access_ok_failures), (0, 0));
                 // The closed-form helpers agree with the table.
-                assert_eq!((CopyOut::copy_in_windows(n), s.copy_out_windows(n)), (c, out));
-                assert!(read_back(&mm, mm.base(), n as usize).iter().all(|p| p.revents == POLLOUT));
+                assert_eq!(
+                    (CopyOut::copy_in_windows(n), s.copy_out_windows(n)),
+                    (c, out)
+                );
+                assert!(read_back(&mm, mm.base(), n as usize)
+                    .iter()
+                    .all(|p| p.revents == POLLOUT));
                 // Timeout 0: one pass, nothing registered.
                 assert_eq!(task.calls(), (1, 1));
                 assert_eq!(task.last_wait_table(), (0, 0));
@@ -89,7 +117,10 @@ fn poll1_and_poll2_window_totals() {
     let mm = Arc::new(UserMemory::new(4096, WindowMode::Counted).unwrap());
     for (s, poll2) in CopyOut::ALL.into_iter().zip([130, 4, 4, 3]) {
         for (n, want) in [(128u64, poll2), (1, 2)] {
-            let pfds: Vec<PollFd> = fds[..n as usize].iter().map(|&fd| PollFd::new(fd, POLLOUT)).collect();
+            let pfds: Vec<PollFd> = fds[..n as usize]
+                .iter()
+                .map(|&fd| PollFd::new(fd, POLLOUT))
+                .collect();
             mm.write_pollfds(mm.base(), &pfds).unwrap();
             let mut task = Task::new(Arc::clone(&files), Arc::clone(&mm));
             task.set_copy_out(s);
@@ -109,7 +140,11 @@ fn zero_nfds() {
         let mut task = Task::new(Arc::clone(&files), Arc::clone(&mm));
         task.set_copy_out(s);
         assert_eq!(task.sys_poll(mm.base(), 0, 0), Ok(0));
-        assert_eq!((task.stats().read_windows, task.stats().write_windows), (0, out), "{s:?}");
+        assert_eq!(
+            (task.stats().read_windows, task.stats().write_windows),
+            (0, out),
+            "{s:?}"
+        );
         assert_eq!(task.stats().windows_closed, out);
     }
 }
@@ -146,7 +181,9 @@ fn mixed_entries(files: &FdTable) -> Vec<(PollFd, u16)> {
         (PollFd::new(-1, POLLIN), 0),
         (PollFd::new(-42, 0), 0),
     ];
-    (0..1000).map(|i| patterns[(i * 7) % patterns.len()]).collect()
+    (0..1000)
+        .map(|i| patterns[(i * 7) % patterns.len()])
+        .collect()
 }
 
 #[test]
@@ -166,9 +203,16 @@ fn results_identical_across_strategies() {
             let n = task.sys_poll(mm.base(), pfds.len() as u64, 0).unwrap();
             let back = read_back(&mm, mm.base(), pfds.len());
             assert_eq!(n, want_count, "{s:?}");
-            assert_eq!(back.iter().map(|p| p.revents).collect::<Vec<_>>(), want, "{s:?}");
+            assert_eq!(
+                back.iter().map(|p| p.revents).collect::<Vec<_>>(),
+                want,
+                "{s:?}"
+            );
             // Nobody changed fd/events, so even the whole-entry copy leaves them as they were.
-            assert!(back.iter().zip(&pfds).all(|(b, p)| (b.fd, b.events) == (p.fd, p.events)));
+            assert!(back
+                .iter()
+                .zip(&pfds)
+                .all(|(b, p)| (b.fd, b.events) == (p.fd, p.events)));
             results.push((n, back));
         }
         assert!(results.windows(2).all(|w| w[0] == w[1]));
@@ -179,7 +223,12 @@ fn real_tmpfile() -> OwnedFd {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!("maple-poll-{}-{seq}", std::process::id()));
-    let f = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .unwrap();
     std::fs::remove_file(&path).unwrap();
     OwnedFd::from(f)
 }
@@ -229,11 +278,17 @@ impl Mirror {
     /// Polls `mfd` (model), an adaptor over a duplicate of `real`, and `real` itself with each
     /// of `events`.
     fn watch(&mut self, mfd: i32, real: &OwnedFd, adaptor: bool, events: &[u16]) {
-        let afd = if adaptor { self.files.install_real(real.try_clone().unwrap()).unwrap() } else { -1 };
+        let afd = if adaptor {
+            self.files.install_real(real.try_clone().unwrap()).unwrap()
+        } else {
+            -1
+        };
         for &e in events {
             self.model.push(PollFd::new(mfd, e));
-            self.adaptor.push(PollFd::new(if adaptor { afd } else { mfd }, e));
-            self.real.push(PollFd::new(rustix::fd::AsRawFd::as_raw_fd(real), e));
+            self.adaptor
+                .push(PollFd::new(if adaptor { afd } else { mfd }, e));
+            self.real
+                .push(PollFd::new(rustix::fd::AsRawFd::as_raw_fd(real), e));
         }
     }
 }
@@ -241,9 +296,24 @@ impl Mirror {
 #[test]
 fn results_identical_to_real_poll() {
     let files = Arc::new(FdTable::new());
-    let mut m = Mirror { files: Arc::clone(&files), model: vec![], adaptor: vec![], real: vec![], keep: vec![] };
+    let mut m = Mirror {
+        files: Arc::clone(&files),
+        model: vec![],
+        adaptor: vec![],
+        real: vec![],
+        keep: vec![],
+    };
     let all = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
-    let evs = [all, POLLIN, POLLOUT, 0, POLLPRI, POLLIN | POLLRDNORM, POLLOUT | POLLWRBAND, u16::MAX];
+    let evs = [
+        all,
+        POLLIN,
+        POLLOUT,
+        0,
+        POLLPRI,
+        POLLIN | POLLRDNORM,
+        POLLOUT | POLLWRBAND,
+        u16::MAX,
+    ];
 
     // Regular file: no ->poll, DEFAULT_POLLMASK.
     let t = real_tmpfile();
@@ -252,8 +322,13 @@ fn results_identical_to_real_poll() {
     m.keep.push(t);
 
     // eventfd at 0, at 5, and at u64::MAX - 1 (readable, not writable; one more write: EAGAIN).
-    for (init_writes, extra) in [(vec![], None), (vec![5u64], None), (vec![u64::MAX - 1], Some(1u64))] {
-        let real = rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC).unwrap();
+    for (init_writes, extra) in [
+        (vec![], None),
+        (vec![5u64], None),
+        (vec![u64::MAX - 1], Some(1u64)),
+    ] {
+        let real =
+            rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC).unwrap();
         let mfd = files.eventfd(0, false).unwrap();
         for v in init_writes {
             assert_eq!(m.write(mfd, &real, &v.to_ne_bytes()), Ok(8));
@@ -266,7 +341,8 @@ fn results_identical_to_real_poll() {
     }
     // eventfd read back to 0 after a write.
     {
-        let real = rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC).unwrap();
+        let real =
+            rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC).unwrap();
         let mfd = files.eventfd(0, false).unwrap();
         m.write(mfd, &real, &3u64.to_ne_bytes()).unwrap();
         assert_eq!(m.read(mfd, &real, 8), Ok(8));
@@ -360,14 +436,24 @@ fn results_identical_to_real_poll() {
     let n = m.model.len();
     let mm = Arc::new(UserMemory::new(n * 8, WindowMode::Counted).unwrap());
     for s in CopyOut::ALL {
-        for (what, table) in [("model objects", &m.model), ("real-descriptor adaptor", &m.adaptor)] {
+        for (what, table) in [
+            ("model objects", &m.model),
+            ("real-descriptor adaptor", &m.adaptor),
+        ] {
             mm.write_pollfds(mm.base(), table).unwrap();
             let mut task = Task::new(Arc::clone(&files), Arc::clone(&mm));
             task.set_copy_out(s);
             let got = task.sys_poll(mm.base(), n as u64, 0).unwrap();
-            let back: Vec<u16> = read_back(&mm, mm.base(), n).iter().map(|p| p.revents).collect();
+            let back: Vec<u16> = read_back(&mm, mm.base(), n)
+                .iter()
+                .map(|p| p.revents)
+                .collect();
             for (i, (g, r)) in back.iter().zip(&real_revents).enumerate() {
-                assert_eq!(g, r, "{what}, {s:?}: entry {i} {:?} got {g:#x}, poll(2) says {r:#x}", table[i]);
+                assert_eq!(
+                    g, r,
+                    "{what}, {s:?}: entry {i} {:?} got {g:#x}, poll(2) says {r:#x}",
+                    table[i]
+                );
             }
             assert_eq!(got, real_count, "{what}, {s:?}");
         }
@@ -385,7 +471,8 @@ fn only_whole_entry_copy_clobbers_concurrent_changes() {
             let efd = files.eventfd(0, false).unwrap();
             let mm = Arc::new(UserMemory::new(4096, mode).unwrap());
             let ufds = mm.base();
-            mm.write_pollfds(ufds, &[PollFd::new(r, POLLIN), PollFd::new(efd, POLLIN)]).unwrap();
+            mm.write_pollfds(ufds, &[PollFd::new(r, POLLIN), PollFd::new(efd, POLLIN)])
+                .unwrap();
             let pipe_wq = Arc::clone(files.fget(r).unwrap().wait_queue().unwrap());
 
             let poller = {
@@ -415,9 +502,17 @@ fn only_whole_entry_copy_clobbers_concurrent_changes() {
             assert_eq!((back[0].revents, back[1].revents), (POLLIN, 0), "{s:?}");
             if s == CopyOut::PerChunkCopyToUser {
                 // Seed v2 wrote the kernel's stale copy back: the user's changes are lost.
-                assert_eq!((back[0].events, back[1].fd), (POLLIN, efd), "{s:?} should clobber");
+                assert_eq!(
+                    (back[0].events, back[1].fd),
+                    (POLLIN, efd),
+                    "{s:?} should clobber"
+                );
             } else {
-                assert_eq!((back[0].events, back[1].fd), (POLLIN | POLLPRI, -1), "{s:?} must not clobber");
+                assert_eq!(
+                    (back[0].events, back[1].fd),
+                    (POLLIN | POLLPRI, -1),
+                    "{s:?} must not clobber"
+                );
             }
         }
     }
@@ -426,7 +521,11 @@ fn only_whole_entry_copy_clobbers_concurrent_changes() {
 // ----- EFAULT and EINVAL ------------------------------------------------------------------------------
 
 fn assert_closed(mm: &UserMemory, st: UaccessStats) {
-    assert_eq!(st.windows(), st.windows_closed, "a window was left open: {st:?}");
+    assert_eq!(
+        st.windows(),
+        st.windows_closed,
+        "a window was left open: {st:?}"
+    );
     if let Some(allowed) = mm.access_allowed_here() {
         assert!(!allowed, "PKRU still allows access after the error path");
     }
@@ -446,7 +545,11 @@ fn efault_on_copy_in() {
             for ufds in [u64::MAX - 15, UserMemory::TASK_SIZE - 8] {
                 assert_eq!(task.sys_poll(ufds, 2, 0), Err(Errno::EFAULT));
                 let st = task.last_call();
-                assert_eq!((st.access_ok_failures, st.windows(), st.windows_closed), (1, 0, 0), "{s:?}");
+                assert_eq!(
+                    (st.access_ok_failures, st.windows(), st.windows_closed),
+                    (1, 0, 0),
+                    "{s:?}"
+                );
                 assert_closed(&mm, st);
             }
 
@@ -455,16 +558,25 @@ fn efault_on_copy_in() {
             mm.write_pollfds(ufds, &pfds[..10]).unwrap();
             assert_eq!(task.sys_poll(ufds, 40, 0), Err(Errno::EFAULT));
             let st = task.last_call();
-            assert_eq!((st.read_windows, st.write_windows, st.faults), (1, 0, 1), "{s:?}");
+            assert_eq!(
+                (st.read_windows, st.write_windows, st.faults),
+                (1, 0, 1),
+                "{s:?}"
+            );
             assert_closed(&mm, st);
 
             // The second chunk is unmapped: 40 entries = 30 + 10, the page after the head is gone.
             let ufds = mm.base() + 4096 - 30 * 8;
-            mm.write_pollfds(mm.base() + 4096 - 30 * 8, &pfds[..30]).unwrap();
+            mm.write_pollfds(mm.base() + 4096 - 30 * 8, &pfds[..30])
+                .unwrap();
             mm.munmap(mm.base() + 4096, 4096).unwrap();
             assert_eq!(task.sys_poll(ufds, 40, 0), Err(Errno::EFAULT));
             let st = task.last_call();
-            assert_eq!((st.read_windows, st.write_windows, st.faults), (2, 0, 1), "{s:?}");
+            assert_eq!(
+                (st.read_windows, st.write_windows, st.faults),
+                (2, 0, 1),
+                "{s:?}"
+            );
             assert_closed(&mm, st);
             mm.remap(mm.base() + 4096, 4096).unwrap();
             mm.write_pollfds(ufds, &pfds).unwrap();
@@ -512,7 +624,11 @@ fn efault_on_copy_out_after_concurrent_munmap() {
             files.write(w, b"x").unwrap();
             let (res, st, closed) = poller.join().unwrap();
             assert_eq!(res, Err(Errno::EFAULT), "{s:?}");
-            assert_eq!((st.read_windows, st.write_windows), (1, windows_out), "{s:?}");
+            assert_eq!(
+                (st.read_windows, st.write_windows),
+                (1, windows_out),
+                "{s:?}"
+            );
             assert_eq!(st.windows_closed, st.windows(), "{s:?}");
             assert_eq!(st.faults, 1, "{s:?}");
             assert!(closed, "{s:?}: PKRU left open on the poller's thread");
@@ -533,7 +649,10 @@ fn einval_above_rlimit_nofile() {
     assert_eq!(task.sys_poll(0x1000_0000, 17, 0), Err(Errno::EINVAL));
     assert_eq!(task.last_call().windows(), 0);
     assert_eq!(task.sys_poll(0x1000_0000, 16, 0), Ok(16)); // all zeroed entries: fd 0 is closed
-    assert_eq!(files.set_rlimit_nofile(FdTable::NR_OPEN + 1), Err(Errno::EINVAL));
+    assert_eq!(
+        files.set_rlimit_nofile(FdTable::NR_OPEN + 1),
+        Err(Errno::EINVAL)
+    );
 }
 
 // ----- do_poll semantics --------------------------------------------------------------------------
@@ -552,11 +671,23 @@ fn negative_closed_and_always_reported_events() {
     // negative fd is skipped and its revents cleared even if the user left garbage there.
     let mut garbage = PollFd::new(-5, POLLIN);
     garbage.revents = 0xffff;
-    mm.write_pollfds(mm.base(), &[PollFd::new(r, 0), PollFd::new(w2, 0), PollFd::new(gone, 0), garbage]).unwrap();
+    mm.write_pollfds(
+        mm.base(),
+        &[
+            PollFd::new(r, 0),
+            PollFd::new(w2, 0),
+            PollFd::new(gone, 0),
+            garbage,
+        ],
+    )
+    .unwrap();
     let mut task = Task::new(Arc::clone(&files), Arc::clone(&mm));
     assert_eq!(task.sys_poll(mm.base(), 4, 0), Ok(3));
     let back = read_back(&mm, mm.base(), 4);
-    assert_eq!(back.iter().map(|p| p.revents).collect::<Vec<_>>(), [POLLHUP, POLLERR, POLLNVAL, 0]);
+    assert_eq!(
+        back.iter().map(|p| p.revents).collect::<Vec<_>>(),
+        [POLLHUP, POLLERR, POLLNVAL, 0]
+    );
 }
 
 #[test]
@@ -564,15 +695,23 @@ fn blocking_poll_times_out_then_passes_once_more() {
     let files = Arc::new(FdTable::new());
     let efd = files.eventfd(0, false).unwrap();
     let mm = Arc::new(UserMemory::new(4096, WindowMode::Counted).unwrap());
-    mm.write_pollfds(mm.base(), &[PollFd::new(efd, POLLIN)]).unwrap();
+    mm.write_pollfds(mm.base(), &[PollFd::new(efd, POLLIN)])
+        .unwrap();
     let mut task = Task::new(Arc::clone(&files), Arc::clone(&mm));
     let t = Instant::now();
     assert_eq!(task.sys_poll(mm.base(), 1, 60), Ok(0));
     assert!(t.elapsed() >= Duration::from_millis(60));
-    assert_eq!(task.calls(), (1, 2), "a pass, the timed-out sleep, the final pass");
+    assert_eq!(
+        task.calls(),
+        (1, 2),
+        "a pass, the timed-out sleep, the final pass"
+    );
     assert_eq!(task.last_wait_table(), (1, 0));
     let ev = files.fget(efd).unwrap();
-    assert!(!ev.wait_queue().unwrap().waitqueue_active(), "poll_freewait left an entry");
+    assert!(
+        !ev.wait_queue().unwrap().waitqueue_active(),
+        "poll_freewait left an entry"
+    );
 }
 
 #[test]
@@ -607,7 +746,10 @@ fn blocking_poll_wakes_on_readiness_change() {
     // 100 registrations: 9 inline, then pages of 63: 2 pages.
     assert_eq!(table, (100, 2));
     let back = read_back(&mm, mm.base(), 100);
-    assert!(back.iter().enumerate().all(|(i, p)| p.revents == if i == 42 { POLLIN } else { 0 }));
+    assert!(back
+        .iter()
+        .enumerate()
+        .all(|(i, p)| p.revents == if i == 42 { POLLIN } else { 0 }));
     assert!(!last.wait_queue().unwrap().waitqueue_active());
 }
 
@@ -619,13 +761,17 @@ fn registration_stops_once_something_is_ready() {
     let mm = Arc::new(UserMemory::new(4096, WindowMode::Counted).unwrap());
     let mut task = Task::new(Arc::clone(&files), Arc::clone(&mm));
     // The eventfd is polled before the ready file: it registers; after the ready one, not.
-    for (pfds, entries) in [([PollFd::new(efd, POLLIN), PollFd::new(reg, POLLOUT)], 1), ([PollFd::new(reg, POLLOUT), PollFd::new(efd, POLLIN)], 0)] {
+    for (pfds, entries) in [
+        ([PollFd::new(efd, POLLIN), PollFd::new(reg, POLLOUT)], 1),
+        ([PollFd::new(reg, POLLOUT), PollFd::new(efd, POLLIN)], 0),
+    ] {
         mm.write_pollfds(mm.base(), &pfds).unwrap();
         assert_eq!(task.sys_poll(mm.base(), 2, 1000), Ok(1));
         assert_eq!(task.last_wait_table(), (entries, 0));
     }
     // Timeout 0 never registers.
-    mm.write_pollfds(mm.base(), &[PollFd::new(efd, POLLIN)]).unwrap();
+    mm.write_pollfds(mm.base(), &[PollFd::new(efd, POLLIN)])
+        .unwrap();
     assert_eq!(task.sys_poll(mm.base(), 1, 0), Ok(0));
     assert_eq!(task.last_wait_table(), (0, 0));
 }
@@ -636,7 +782,8 @@ fn pipe_hangs_up_only_when_the_last_writer_closes() {
     let [r, w] = files.pipe().unwrap();
     let w2 = files.dup(w).unwrap();
     let mm = Arc::new(UserMemory::new(4096, WindowMode::Counted).unwrap());
-    mm.write_pollfds(mm.base(), &[PollFd::new(r, POLLIN)]).unwrap();
+    mm.write_pollfds(mm.base(), &[PollFd::new(r, POLLIN)])
+        .unwrap();
     let mut task = Task::new(Arc::clone(&files), Arc::clone(&mm));
     files.close(w).unwrap();
     assert_eq!(task.sys_poll(mm.base(), 1, 0), Ok(0));
@@ -659,7 +806,8 @@ fn blocking_on_real_descriptors() {
     let (rr, rw) = real_pipe();
     let afd = files.install_real(rr).unwrap();
     let mm = Arc::new(UserMemory::new(4096, WindowMode::Counted).unwrap());
-    mm.write_pollfds(mm.base(), &[PollFd::new(afd, POLLIN)]).unwrap();
+    mm.write_pollfds(mm.base(), &[PollFd::new(afd, POLLIN)])
+        .unwrap();
     let mut task = Task::new(Arc::clone(&files), Arc::clone(&mm));
     // Times out in the OS's poll.
     let t = Instant::now();
@@ -676,11 +824,15 @@ fn blocking_on_real_descriptors() {
     assert!(t.elapsed() < Duration::from_secs(5));
     assert_eq!(read_back(&mm, mm.base(), 1)[0].revents, POLLIN);
     let rw = writer.join().unwrap(); // kept open: no hang-up below
-    // A model wake-up also ends a sleep that includes real descriptors.
+                                     // A model wake-up also ends a sleep that includes real descriptors.
     let mut buf = [0u8; 8];
     files.read(afd, &mut buf).unwrap();
     let efd = files.eventfd(0, false).unwrap();
-    mm.write_pollfds(mm.base(), &[PollFd::new(afd, POLLIN), PollFd::new(efd, POLLIN)]).unwrap();
+    mm.write_pollfds(
+        mm.base(),
+        &[PollFd::new(afd, POLLIN), PollFd::new(efd, POLLIN)],
+    )
+    .unwrap();
     let poker = {
         let files = Arc::clone(&files);
         std::thread::spawn(move || {
@@ -690,7 +842,13 @@ fn blocking_on_real_descriptors() {
     };
     assert_eq!(task.sys_poll(mm.base(), 2, 10_000), Ok(1));
     poker.join().unwrap();
-    assert_eq!(read_back(&mm, mm.base(), 2).iter().map(|p| p.revents).collect::<Vec<_>>(), [0, POLLIN]);
+    assert_eq!(
+        read_back(&mm, mm.base(), 2)
+            .iter()
+            .map(|p| p.revents)
+            .collect::<Vec<_>>(),
+        [0, POLLIN]
+    );
     drop(rw);
 }
 
@@ -725,7 +883,11 @@ fn fd_table_errors() {
     files.open_regular().unwrap();
     assert_eq!(files.open_regular(), Err(Errno::EMFILE));
     assert_eq!(files.dup(a), Err(Errno::EMFILE));
-    assert_eq!(files.fget(a).unwrap().f_count(), 1, "a failed dup gives its reference back");
+    assert_eq!(
+        files.fget(a).unwrap().f_count(),
+        1,
+        "a failed dup gives its reference back"
+    );
     assert_eq!(files.close(-1), Err(Errno::EBADF));
     assert_eq!(files.close(7), Err(Errno::EBADF));
     assert_eq!(files.dup(7), Err(Errno::EBADF));
@@ -737,7 +899,11 @@ fn fd_table_errors() {
     let f = files.open_regular().unwrap();
     assert_eq!(files.write(f, b"abc"), Ok(3));
     let mut b = [0u8; 3];
-    assert_eq!(files.read(f, &mut b), Ok(0), "one shared position, at the end");
+    assert_eq!(
+        files.read(f, &mut b),
+        Ok(0),
+        "one shared position, at the end"
+    );
     let e = files.eventfd(0, true).unwrap();
     assert_eq!(files.write(e, b"short"), Err(Errno::EINVAL));
     assert_eq!(files.write(e, &u64::MAX.to_ne_bytes()), Err(Errno::EINVAL));
@@ -754,9 +920,15 @@ fn user_memory_bad_input() {
     assert_eq!(mm.munmap(mm.base(), 0), Err(Errno::EINVAL));
     assert_eq!(mm.munmap(mm.base(), 8192), Err(Errno::EINVAL));
     assert_eq!(mm.munmap(0, 4096), Err(Errno::EINVAL));
-    assert_eq!(mm.write_pollfds(mm.end(), &[PollFd::default()]), Err(Errno::EFAULT));
+    assert_eq!(
+        mm.write_pollfds(mm.end(), &[PollFd::default()]),
+        Err(Errno::EFAULT)
+    );
     assert_eq!(mm.write_fd(u64::MAX - 1, 0), Err(Errno::EFAULT));
-    assert_eq!(UserMemory::new(usize::MAX, WindowMode::Counted).err(), Some(Errno::ENOMEM));
+    assert_eq!(
+        UserMemory::new(usize::MAX, WindowMode::Counted).err(),
+        Some(Errno::ENOMEM)
+    );
     assert!(WindowCost::for_speedup(f64::NAN, 1.0, 10).is_err());
     assert!(WindowCost::for_speedup(1.2, 0.0, 10).is_err());
     assert!(WindowCost::for_speedup(1.2, 10.0, 1).is_err());
@@ -810,7 +982,13 @@ fn pkey_unavailable_falls_back_to_the_model_and_says_why() {
         Ok(_) => assert!(mm.is_enforcing()),
         Err(why) => {
             assert!(!mm.is_enforcing());
-            assert_eq!(mm.enforcement(), &Enforcement::Model { cost: WindowCost::SMAP, fallback_reason: Some(why) });
+            assert_eq!(
+                mm.enforcement(),
+                &Enforcement::Model {
+                    cost: WindowCost::SMAP,
+                    fallback_reason: Some(why)
+                }
+            );
         }
     }
 }
@@ -833,10 +1011,25 @@ fn will_it_scale_drivers() {
         let r = will_it_scale::run(&cfg).unwrap();
         assert!(r.ops_per_sec > 0.0 && r.calls > 0, "{s:?}");
         assert_eq!(r.samples.len(), 4);
-        assert_eq!((r.read_windows_per_call, r.write_windows_per_call), (2.0, out), "{s:?}");
-        let bytes = if s == CopyOut::PerChunkCopyToUser { 8.0 } else { 2.0 } * 128.0;
+        assert_eq!(
+            (r.read_windows_per_call, r.write_windows_per_call),
+            (2.0, out),
+            "{s:?}"
+        );
+        let bytes = if s == CopyOut::PerChunkCopyToUser {
+            8.0
+        } else {
+            2.0
+        } * 128.0;
         assert_eq!(r.bytes_out_per_call, bytes);
     }
-    let rows = will_it_scale::compare_strategies(Testcase::Poll1, Duration::from_millis(20), WindowMode::default()).unwrap();
-    assert!(rows.iter().all(|r| r.read_windows_per_call == 1.0 && r.write_windows_per_call == 1.0));
+    let rows = will_it_scale::compare_strategies(
+        Testcase::Poll1,
+        Duration::from_millis(20),
+        WindowMode::default(),
+    )
+    .unwrap();
+    assert!(rows
+        .iter()
+        .all(|r| r.read_windows_per_call == 1.0 && r.write_windows_per_call == 1.0));
 }

@@ -40,11 +40,20 @@ impl WindowCost {
     /// x86 SMAP, calibrated from U§B.7: seed 002 measured ~1.25x on poll2 (n = 128 windows → 1)
     /// with a kernel `poll()` of T_new ≈ 1.74 µs, so `C_win = (S − 1)·T_new/(n − 1)` ≈ 3.4 ns per
     /// `stac`+`clac` pair (≈ 9 cycles at 2.5 GHz), split evenly.
-    pub const SMAP: WindowCost = WindowCost { open_ns: 1.7, close_ns: 1.7 };
+    pub const SMAP: WindowCost = WindowCost {
+        open_ns: 1.7,
+        close_ns: 1.7,
+    };
     /// powerpc Book3S-64 KUAP on this machine's time base (S ≈ 1.49 → ≈ 6.7 ns per pair).
-    pub const KUAP: WindowCost = WindowCost { open_ns: 3.35, close_ns: 3.35 };
+    pub const KUAP: WindowCost = WindowCost {
+        open_ns: 3.35,
+        close_ns: 3.35,
+    };
     /// No cost: windows are only counted.
-    pub const FREE: WindowCost = WindowCost { open_ns: 0.0, close_ns: 0.0 };
+    pub const FREE: WindowCost = WindowCost {
+        open_ns: 0.0,
+        close_ns: 0.0,
+    };
 
     /// The per-pair cost that makes going from `n` windows to one a speed-up of `speedup` when a
     /// call with one window takes `t_new_ns`: `C_win = (S − 1)·T_new/(n − 1)`, split evenly.
@@ -57,11 +66,19 @@ impl WindowCost {
     /// assert!(WindowCost::for_speedup(0.5, 1740.0, 128).is_err());
     /// ```
     pub fn for_speedup(speedup: f64, t_new_ns: f64, n: u32) -> Result<Self, Errno> {
-        if !speedup.is_finite() || !t_new_ns.is_finite() || speedup < 1.0 || t_new_ns <= 0.0 || n < 2 {
+        if !speedup.is_finite()
+            || !t_new_ns.is_finite()
+            || speedup < 1.0
+            || t_new_ns <= 0.0
+            || n < 2
+        {
             return Err(Errno::EINVAL);
         }
         let pair = (speedup - 1.0) * t_new_ns / f64::from(n - 1);
-        Ok(WindowCost { open_ns: pair / 2.0, close_ns: pair / 2.0 })
+        Ok(WindowCost {
+            open_ns: pair / 2.0,
+            close_ns: pair / 2.0,
+        })
     }
 
     /// The cost of one open + close pair.
@@ -169,7 +186,10 @@ fn iters_for(ns: f64) -> u64 {
 enum Backend {
     Counted,
     /// Spin iterations per open and per close.
-    Model { open: u64, close: u64 },
+    Model {
+        open: u64,
+        close: u64,
+    },
     Pkey(&'static Pkey),
 }
 
@@ -228,11 +248,20 @@ impl UserMemory {
                         close: iters_for(cost.close_ns - half),
                     }
                 },
-                Enforcement::Model { cost, fallback_reason },
+                Enforcement::Model {
+                    cost,
+                    fallback_reason,
+                },
             )
         };
         let (backend, enforcement) = match mode {
-            WindowMode::Counted => (Backend::Counted, Enforcement::Model { cost: WindowCost::FREE, fallback_reason: None }),
+            WindowMode::Counted => (
+                Backend::Counted,
+                Enforcement::Model {
+                    cost: WindowCost::FREE,
+                    fallback_reason: None,
+                },
+            ),
             WindowMode::Model(cost) => model(cost, None),
             WindowMode::Pkey => match global_pkey() {
                 Ok(key) => match map.pkey_mprotect(key) {
@@ -242,12 +271,21 @@ impl UserMemory {
                         key.deny();
                         (Backend::Pkey(key), Enforcement::Pkey { key: key.number() })
                     }
-                    Err(e) => model(WindowCost::SMAP, Some(format!("pkey_mprotect failed: errno {e}"))),
+                    Err(e) => model(
+                        WindowCost::SMAP,
+                        Some(format!("pkey_mprotect failed: errno {e}")),
+                    ),
                 },
                 Err(why) => model(WindowCost::SMAP, Some(why)),
             },
         };
-        Ok(UserMemory { map, base: Self::BASE, mapped, backend, enforcement })
+        Ok(UserMemory {
+            map,
+            base: Self::BASE,
+            mapped,
+            backend,
+            enforcement,
+        })
     }
 
     /// How windows are enforced (and, if protection keys were asked for but are unavailable,
@@ -329,7 +367,9 @@ impl UserMemory {
         if addr >= end {
             return end;
         }
-        let Some(off) = addr.checked_sub(self.base) else { return addr };
+        let Some(off) = addr.checked_sub(self.base) else {
+            return addr;
+        };
         if off >= self.len() {
             return addr;
         }
@@ -350,7 +390,9 @@ impl UserMemory {
     /// How many of the `n` entries at `addr` are mapped, from the first on.
     #[inline]
     fn mapped_entries(&self, addr: u64, n: usize) -> usize {
-        let Some(end) = addr.checked_add(n as u64 * PollFd::SIZE) else { return 0 };
+        let Some(end) = addr.checked_add(n as u64 * PollFd::SIZE) else {
+            return 0;
+        };
         let ok_end = self.mapped_end(addr, end);
         ((ok_end - addr.min(ok_end)) / PollFd::SIZE) as usize
     }
@@ -368,8 +410,10 @@ impl UserMemory {
     /// Stores a whole entry at mapping offset `off` (already known to be mapped).
     #[inline]
     fn store_pollfd_at(&self, off: usize, p: PollFd) -> Option<()> {
-        (self.map.store_i32(off, p.fd) && self.map.store_u16(off + 4, p.events) && self.map.store_u16(off + 6, p.revents))
-            .then_some(())
+        (self.map.store_i32(off, p.fd)
+            && self.map.store_u16(off + 4, p.events)
+            && self.map.store_u16(off + 6, p.revents))
+        .then_some(())
     }
 
     /// The mapping offset of `[addr, addr + size)` if all of it is mapped.
@@ -405,7 +449,10 @@ impl UserMemory {
         self.as_user(|| {
             let n = pfds.len();
             let ok = self.mapped_entries(addr, n);
-            let stored = ok == 0 || self.map.store_pollfds((addr - self.base) as usize, &pfds[..ok]);
+            let stored = ok == 0
+                || self
+                    .map
+                    .store_pollfds((addr - self.base) as usize, &pfds[..ok]);
             if stored && ok == n {
                 Ok(())
             } else {
@@ -419,7 +466,10 @@ impl UserMemory {
         self.as_user(|| {
             let n = out.len();
             let ok = self.mapped_entries(addr, n);
-            let loaded = ok == 0 || self.map.load_pollfds((addr - self.base) as usize, &mut out[..ok]);
+            let loaded = ok == 0
+                || self
+                    .map
+                    .load_pollfds((addr - self.base) as usize, &mut out[..ok]);
             if loaded && ok == n {
                 Ok(())
             } else {
@@ -433,15 +483,23 @@ impl UserMemory {
     pub fn write_fd(&self, entry_addr: u64, fd: i32) -> Result<(), Errno> {
         self.as_user(|| {
             let off = self.translate(entry_addr, 4).ok_or(Errno::EFAULT)?;
-            self.map.store_i32(off, fd).then_some(()).ok_or(Errno::EFAULT)
+            self.map
+                .store_i32(off, fd)
+                .then_some(())
+                .ok_or(Errno::EFAULT)
         })
     }
 
     /// The user program rewrites only the `events` field of the entry at `entry_addr`.
     pub fn write_events(&self, entry_addr: u64, events: u16) -> Result<(), Errno> {
         self.as_user(|| {
-            let off = self.translate(entry_addr.wrapping_add(PollFd::EVENTS_OFFSET), 2).ok_or(Errno::EFAULT)?;
-            self.map.store_u16(off, events).then_some(()).ok_or(Errno::EFAULT)
+            let off = self
+                .translate(entry_addr.wrapping_add(PollFd::EVENTS_OFFSET), 2)
+                .ok_or(Errno::EFAULT)?;
+            self.map
+                .store_u16(off, events)
+                .then_some(())
+                .ok_or(Errno::EFAULT)
         })
     }
 
@@ -456,7 +514,11 @@ impl UserMemory {
                 key.deny();
             }
         }
-        Uaccess { mem: self, stats: UaccessStats::default(), _not_send: PhantomData }
+        Uaccess {
+            mem: self,
+            stats: UaccessStats::default(),
+            _not_send: PhantomData,
+        }
     }
 
     /// Checks that protection keys really enforce the window: a forked child stores into this
@@ -466,14 +528,21 @@ impl UserMemory {
     pub fn verify_enforcement(&self) -> Result<bool, String> {
         let Backend::Pkey(key) = self.backend else {
             return Err(match &self.enforcement {
-                Enforcement::Model { fallback_reason: Some(r), .. } => format!("not enforcing: {r}"),
+                Enforcement::Model {
+                    fallback_reason: Some(r),
+                    ..
+                } => format!("not enforcing: {r}"),
                 _ => "not enforcing: this memory uses the window model".into(),
             });
         };
-        let outside = sys::probe_store_in_child(&self.map, PollFd::REVENTS_OFFSET as usize, key, false)?;
-        let inside = sys::probe_store_in_child(&self.map, PollFd::REVENTS_OFFSET as usize, key, true)?;
+        let outside =
+            sys::probe_store_in_child(&self.map, PollFd::REVENTS_OFFSET as usize, key, false)?;
+        let inside =
+            sys::probe_store_in_child(&self.map, PollFd::REVENTS_OFFSET as usize, key, true)?;
         match (outside, inside) {
-            (sys::ChildOutcome::Faulted(sys::SEGV_PKUERR), sys::ChildOutcome::Completed) => Ok(true),
+            (sys::ChildOutcome::Faulted(sys::SEGV_PKUERR), sys::ChildOutcome::Completed) => {
+                Ok(true)
+            }
             (sys::ChildOutcome::Completed, _) => Ok(false),
             other => Err(format!("unexpected probe outcome {other:?}")),
         }
@@ -607,21 +676,34 @@ impl<'m> Uaccess<'m> {
         let end = addr + size;
         let ok_end = self.mem.mapped_end(addr, end);
         let base = self.mem.base;
-        Ok(UserWindow { ua: self, start: addr, ok_end, base })
+        Ok(UserWindow {
+            ua: self,
+            start: addr,
+            ok_end,
+            base,
+        })
     }
 
     /// `user_read_access_begin`: `access_ok` on `[addr, addr + size)`, then opens a window
     /// (`EFAULT` without opening one if `access_ok` fails). The window closes when the guard
     /// drops.
     #[inline]
-    pub fn user_read_access_begin(&mut self, addr: u64, size: u64) -> Result<UserWindow<'_, 'm>, Errno> {
+    pub fn user_read_access_begin(
+        &mut self,
+        addr: u64,
+        size: u64,
+    ) -> Result<UserWindow<'_, 'm>, Errno> {
         self.begin(addr, size, false)
     }
 
     /// `user_write_access_begin`: as [`user_read_access_begin`](Self::user_read_access_begin),
     /// for stores.
     #[inline]
-    pub fn user_write_access_begin(&mut self, addr: u64, size: u64) -> Result<UserWindow<'_, 'm>, Errno> {
+    pub fn user_write_access_begin(
+        &mut self,
+        addr: u64,
+        size: u64,
+    ) -> Result<UserWindow<'_, 'm>, Errno> {
         self.begin(addr, size, true)
     }
 
@@ -632,7 +714,13 @@ impl<'m> Uaccess<'m> {
         let size = dst.len() as u64 * PollFd::SIZE;
         let mut w = self.user_read_access_begin(src, size)?;
         let ok = (((w.ok_end - src.min(w.ok_end)) / PollFd::SIZE) as usize).min(dst.len());
-        if ok > 0 && !w.ua.mem.map.load_pollfds((src - w.base) as usize, &mut dst[..ok]) {
+        if ok > 0
+            && !w
+                .ua
+                .mem
+                .map
+                .load_pollfds((src - w.base) as usize, &mut dst[..ok])
+        {
             return Err(w.fault());
         }
         w.ua.stats.bytes_in += ok as u64 * PollFd::SIZE;
@@ -648,7 +736,13 @@ impl<'m> Uaccess<'m> {
         let size = src.len() as u64 * PollFd::SIZE;
         let mut w = self.user_write_access_begin(dst, size)?;
         let ok = (((w.ok_end - dst.min(w.ok_end)) / PollFd::SIZE) as usize).min(src.len());
-        if ok > 0 && !w.ua.mem.map.store_pollfds((dst - w.base) as usize, &src[..ok]) {
+        if ok > 0
+            && !w
+                .ua
+                .mem
+                .map
+                .store_pollfds((dst - w.base) as usize, &src[..ok])
+        {
             return Err(w.fault());
         }
         w.ua.stats.bytes_out += ok as u64 * PollFd::SIZE;
@@ -715,7 +809,10 @@ impl UserWindow<'_, '_> {
     /// `unsafe_put_user` of a whole `pollfd` at `addr` (8 bytes: fd, events, revents).
     #[inline]
     pub fn unsafe_put_pollfd(&mut self, p: PollFd, addr: u64) -> Result<(), Errno> {
-        match self.offset(addr, PollFd::SIZE).and_then(|off| self.ua.mem.store_pollfd_at(off, p)) {
+        match self
+            .offset(addr, PollFd::SIZE)
+            .and_then(|off| self.ua.mem.store_pollfd_at(off, p))
+        {
             Some(()) => {
                 self.ua.stats.bytes_out += PollFd::SIZE;
                 Ok(())
@@ -727,7 +824,10 @@ impl UserWindow<'_, '_> {
     /// `unsafe_get_user` of a whole `pollfd` at `addr`.
     #[inline]
     pub fn unsafe_get_pollfd(&mut self, addr: u64) -> Result<PollFd, Errno> {
-        match self.offset(addr, PollFd::SIZE).and_then(|off| self.ua.mem.load_pollfd_at(off)) {
+        match self
+            .offset(addr, PollFd::SIZE)
+            .and_then(|off| self.ua.mem.load_pollfd_at(off))
+        {
             Some(p) => {
                 self.ua.stats.bytes_in += PollFd::SIZE;
                 Ok(p)

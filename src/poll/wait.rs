@@ -90,7 +90,9 @@ impl WaitQueueHead {
 
 impl core::fmt::Debug for WaitQueueHead {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("WaitQueueHead").field("waiters", &self.len()).finish()
+        f.debug_struct("WaitQueueHead")
+            .field("waiters", &self.len())
+            .finish()
     }
 }
 
@@ -108,7 +110,13 @@ pub(crate) struct Waiter {
 
 impl Waiter {
     fn new() -> Self {
-        Waiter { state: Mutex::new(WaiterState { triggered: false, efd: None }), cv: Condvar::new() }
+        Waiter {
+            state: Mutex::new(WaiterState {
+                triggered: false,
+                efd: None,
+            }),
+            cv: Condvar::new(),
+        }
     }
 
     /// `pollwake` after the key filter: set `triggered`, wake the task.
@@ -143,7 +151,13 @@ pub(crate) struct PollWqueues {
 impl PollWqueues {
     /// `poll_initwait`: nothing is allocated until the first registration.
     pub(crate) fn new() -> Self {
-        PollWqueues { waiter: None, inline_entries: Vec::new(), pages: Vec::new(), os: Vec::new(), error: None }
+        PollWqueues {
+            waiter: None,
+            inline_entries: Vec::new(),
+            pages: Vec::new(),
+            os: Vec::new(),
+            error: None,
+        }
     }
 
     fn waiter(&mut self) -> Arc<Waiter> {
@@ -163,18 +177,32 @@ impl PollWqueues {
     /// `__pollwait`: one table entry (inline first, then pages), added to `head`.
     fn pollwait(&mut self, head: &Arc<WaitQueueHead>, key: PollMask) {
         let waiter = self.waiter();
-        let entry = PollTableEntry { head: Arc::clone(head), id: 0 };
+        let entry = PollTableEntry {
+            head: Arc::clone(head),
+            id: 0,
+        };
         let slot = if self.inline_entries.len() < N_INLINE_POLL_ENTRIES {
-            if self.inline_entries.capacity() == 0 && self.inline_entries.try_reserve_exact(N_INLINE_POLL_ENTRIES).is_err() {
+            if self.inline_entries.capacity() == 0
+                && self
+                    .inline_entries
+                    .try_reserve_exact(N_INLINE_POLL_ENTRIES)
+                    .is_err()
+            {
                 self.error = Some(Errno::ENOMEM);
                 return;
             }
             self.inline_entries.push(entry);
             self.inline_entries.last_mut()
         } else {
-            if self.pages.last().is_none_or(|p| p.len() == POLL_TABLE_PAGE_ENTRIES) {
+            if self
+                .pages
+                .last()
+                .is_none_or(|p| p.len() == POLL_TABLE_PAGE_ENTRIES)
+            {
                 let mut page = Vec::new();
-                if page.try_reserve_exact(POLL_TABLE_PAGE_ENTRIES).is_err() || self.pages.try_reserve(1).is_err() {
+                if page.try_reserve_exact(POLL_TABLE_PAGE_ENTRIES).is_err()
+                    || self.pages.try_reserve(1).is_err()
+                {
                     self.error = Some(Errno::ENOMEM);
                     return;
                 }
@@ -232,11 +260,17 @@ impl PollWqueues {
         let mut fds = Vec::with_capacity(1 + self.os.len());
         fds.push(OsPollFd::from_borrowed_fd(efd.as_fd(), PollFlags::IN));
         for (fd, key) in &self.os {
-            fds.push(OsPollFd::from_borrowed_fd(fd.as_fd(), PollFlags::from_bits_retain(*key)));
+            fds.push(OsPollFd::from_borrowed_fd(
+                fd.as_fd(),
+                PollFlags::from_bits_retain(*key),
+            ));
         }
         let timeout = deadline.map(|d| {
             let left = d.saturating_duration_since(Instant::now());
-            Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) }
+            Timespec {
+                tv_sec: left.as_secs() as i64,
+                tv_nsec: i64::from(left.subsec_nanos()),
+            }
         });
         let n = rustix::event::poll(&mut fds, timeout.as_ref()).unwrap_or(1);
         drop(fds);
@@ -252,7 +286,11 @@ impl PollWqueues {
 impl Drop for PollWqueues {
     /// `poll_freewait`: every entry leaves its queue.
     fn drop(&mut self) {
-        for e in self.inline_entries.iter().chain(self.pages.iter().flatten()) {
+        for e in self
+            .inline_entries
+            .iter()
+            .chain(self.pages.iter().flatten())
+        {
             e.head.remove(e.id);
         }
     }
