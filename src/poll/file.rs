@@ -306,7 +306,28 @@ pub struct PipeReader(Arc<PipeInode>);
 #[derive(Debug)]
 pub struct PipeWriter(Arc<PipeInode>);
 
-/// A new pipe: its read and write ends.
+/// A new pipe: its read and write ends (install them with
+/// [`FdTable::install`](super::FdTable::install), or use [`FdTable::pipe`](super::FdTable::pipe)).
+///
+/// ```
+/// use maple_tree::poll::{pipe, FdTable, PollFd, Task, UserMemory, WindowMode, POLLHUP, POLLIN};
+/// use std::sync::Arc;
+///
+/// let files = Arc::new(FdTable::new());
+/// let (r, w) = pipe();
+/// let rfd = files.install(r).unwrap();
+/// let wfd = files.install(w).unwrap();
+/// assert_eq!(files.write(wfd, b"hi"), Ok(2));
+/// files.close(wfd).unwrap(); // the last writer: the reader sees data, then hang-up
+///
+/// let mm = Arc::new(UserMemory::new(4096, WindowMode::Counted).unwrap());
+/// mm.write_pollfds(mm.base(), &[PollFd::new(rfd, POLLIN)]).unwrap();
+/// let mut task = Task::new(Arc::clone(&files), Arc::clone(&mm));
+/// assert_eq!(task.sys_poll(mm.base(), 1, 0), Ok(1));
+/// let mut out = [PollFd::default()];
+/// mm.read_pollfds(mm.base(), &mut out).unwrap();
+/// assert_eq!(out[0].revents, POLLIN | POLLHUP);
+/// ```
 pub fn pipe() -> (PipeReader, PipeWriter) {
     let inode = Arc::new(PipeInode {
         state: Mutex::new(PipeState {

@@ -327,7 +327,8 @@ impl Task {
         let (end_time, zero) = match timeout {
             PollTimeout::Infinite => (None, false),
             PollTimeout::After(d) if d.is_zero() => (None, true),
-            PollTimeout::After(d) => (Some(Instant::now() + d), false),
+            // A timeout too large for the clock is as good as none.
+            PollTimeout::After(d) => (Instant::now().checked_add(d), false),
         };
         let mm = Arc::clone(&self.mm);
         let mut ua = mm.uaccess();

@@ -49,7 +49,7 @@ impl Testcase {
 pub struct Config {
     /// poll1 or poll2.
     pub testcase: Testcase,
-    /// `-t`: tasks (threads), at least 1.
+    /// `-t`: tasks (threads), 1 to [`MAX_TASKS`].
     pub tasks: usize,
     /// Warm-up before the first sample (will-it-scale: 5 one-second samples).
     pub warmup: Duration,
@@ -111,11 +111,15 @@ pub struct Report {
     pub bytes_out_per_call: f64,
 }
 
+/// will-it-scale's `-t` limit.
+pub const MAX_TASKS: usize = 1024;
+
 #[repr(align(128))]
 #[derive(Default)]
 struct Counter(AtomicU64);
 
-/// Runs one will-it-scale test. `EINVAL` for zero tasks, zero samples or a zero sample period;
+/// Runs one will-it-scale test. `EINVAL` for 0 or more than 1024 tasks (will-it-scale's
+/// limit), zero samples or a zero sample period;
 /// any error of a task's `poll` (which will-it-scale would `assert`) is returned.
 ///
 /// ```
@@ -130,7 +134,7 @@ struct Counter(AtomicU64);
 /// assert_eq!((r.read_windows_per_call, r.write_windows_per_call), (2.0, 128.0));
 /// ```
 pub fn run(cfg: &Config) -> Result<Report, Errno> {
-    if cfg.tasks == 0 || cfg.samples == 0 || cfg.sample_period.is_zero() {
+    if cfg.tasks == 0 || cfg.tasks > MAX_TASKS || cfg.samples == 0 || cfg.sample_period.is_zero() {
         return Err(Errno::EINVAL);
     }
     let nr = cfg.testcase.nr_files();
