@@ -191,6 +191,12 @@ impl FdTable {
             .write(buf)
     }
 
+    /// Checks the tree's invariants (tests).
+    #[cfg(test)]
+    pub(crate) fn validate(&self) -> Result<(), crate::ValidateError> {
+        self.fdt.validate()
+    }
+
     /// Number of open descriptors. `O(n)`.
     pub fn count(&self) -> usize {
         self.fdt.count()
