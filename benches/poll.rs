@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion};
-use maple_tree::poll::will_it_scale::{compare_strategies, Report, Testcase};
+use maple_tree::poll::will_it_scale::{compare_strategies, per_call_costs, Report, Testcase};
 use maple_tree::poll::{
     os_poll, pkeys_available, CopyOut, FdTable, PollFd, Task, UserMemory, WindowMode, POLLOUT,
 };
@@ -122,26 +122,27 @@ fn print_summary(title: &str, rows: &[Report]) {
 
 /// ns per call (refill + poll) for each strategy: best of many short batches, the strategies
 /// alternated batch by batch, which is what stays stable on a shared 2-core machine.
-fn best_of_batches(title: &str, nr: usize, mode: WindowMode) {
-    let rounds = if quick() { 60 } else { 400 };
-    let mut benches: Vec<PollBench> = CopyOut::ALL
-        .iter()
-        .map(|&s| PollBench::new(nr, mode, s))
-        .collect();
-    let mut best = [f64::INFINITY; 4];
-    for _ in 0..rounds {
-        for (b, t) in benches.iter_mut().zip(best.iter_mut()) {
-            let t0 = std::time::Instant::now();
-            for _ in 0..100 {
-                black_box(b.iteration());
-            }
-            *t = t.min(t0.elapsed().as_nanos() as f64 / 100.0);
-        }
-    }
-    println!("\n{title}: best of {rounds} alternated batches of 100 calls");
-    println!("  {:<38} {:>10} {:>10}", "copy-out", "ns/call", "vs per-fd");
-    for (s, t) in CopyOut::ALL.iter().zip(best) {
-        println!("  {:<38} {:>10.0} {:>9.3}x", s.name(), t, best[0] / t);
+fn best_of_batches(title: &str, testcase: Testcase, mode: WindowMode) {
+    let budget = if quick() {
+        Duration::from_millis(300)
+    } else {
+        Duration::from_secs(3)
+    };
+    let costs = per_call_costs(testcase, mode, budget).unwrap();
+    println!("\n{title}: best of alternated batches of 100 calls ({budget:?})");
+    println!(
+        "  {:<38} {:>10} {:>10} {:>16}",
+        "copy-out", "ns/call", "vs per-fd", "windows/call"
+    );
+    for c in &costs {
+        println!(
+            "  {:<38} {:>10.0} {:>9.3}x {:>6.0} in + {:<4.0}",
+            c.copy_out.name(),
+            c.ns_per_call,
+            costs[0].ns_per_call / c.ns_per_call,
+            c.read_windows_per_call,
+            c.write_windows_per_call
+        );
     }
 }
 
@@ -153,23 +154,27 @@ fn summary() {
         maple_tree::poll::window_bookkeeping_ns()
     );
     let smap = WindowMode::default();
-    best_of_batches("poll2, SMAP-calibrated model", 128, smap);
-    best_of_batches("poll1 (control), SMAP-calibrated model", 1, smap);
+    best_of_batches("poll2, SMAP-calibrated model", Testcase::Poll2, smap);
+    best_of_batches(
+        "poll1 (control), SMAP-calibrated model",
+        Testcase::Poll1,
+        smap,
+    );
     best_of_batches(
         "poll2, KUAP-calibrated model (6.7 ns per window)",
-        128,
+        Testcase::Poll2,
         WindowMode::Model(maple_tree::poll::WindowCost::KUAP),
     );
     best_of_batches(
         "poll2, windows counted only (no cost)",
-        128,
+        Testcase::Poll2,
         WindowMode::Counted,
     );
     let pkey = pkeys_available();
     match &pkey {
         Ok(key) => best_of_batches(
             &format!("poll2, real protection-key windows (pkey {key})"),
-            128,
+            Testcase::Poll2,
             WindowMode::Pkey,
         ),
         Err(why) => println!(

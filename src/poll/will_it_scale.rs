@@ -294,3 +294,85 @@ pub fn compare_strategies(
         })
         .collect())
 }
+
+/// The cost of one `poll` call (refill included) with one copy-out strategy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallCost {
+    /// The copy-out strategy.
+    pub copy_out: CopyOut,
+    /// Nanoseconds per call: the best batch.
+    pub ns_per_call: f64,
+    /// Copy-in windows per call.
+    pub read_windows_per_call: f64,
+    /// Copy-out windows per call.
+    pub write_windows_per_call: f64,
+    /// Bytes written to user memory per call.
+    pub bytes_out_per_call: f64,
+}
+
+/// The same loop as [`run`] (refill, `poll(pfd, n, 0)`), one task per strategy on one thread,
+/// timed as the best of many short batches of 100 calls that alternate the strategies until
+/// `budget` is spent (at least 5 rounds). On a shared machine this is the stable figure: other
+/// load only ever makes a batch slower. Returns the four strategies, oldest first; the speed-up
+/// of strategy `i` over per-descriptor windows is `costs[0].ns_per_call / costs[i].ns_per_call`.
+///
+/// ```
+/// use maple_tree::poll::will_it_scale::{per_call_costs, Testcase};
+/// use maple_tree::poll::WindowMode;
+/// use std::time::Duration;
+///
+/// let c = per_call_costs(Testcase::Poll2, WindowMode::Counted, Duration::from_millis(20)).unwrap();
+/// assert_eq!(c.iter().map(|c| c.write_windows_per_call).collect::<Vec<_>>(), [128.0, 2.0, 2.0, 1.0]);
+/// assert!(c.iter().all(|c| c.ns_per_call > 0.0));
+/// ```
+pub fn per_call_costs(
+    testcase: Testcase,
+    window: WindowMode,
+    budget: Duration,
+) -> Result<Vec<CallCost>, Errno> {
+    const BATCH: u32 = 100;
+    let nr = testcase.nr_files();
+    let files = Arc::new(FdTable::new());
+    let pfds = (0..nr)
+        .map(|_| files.open_regular().map(|fd| PollFd::new(fd, POLLOUT)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mm = Arc::new(UserMemory::new(4096, window)?);
+    let mut tasks: Vec<Task> = CopyOut::ALL
+        .iter()
+        .map(|&s| {
+            let mut t = Task::new(Arc::clone(&files), Arc::clone(&mm));
+            t.set_copy_out(s);
+            t
+        })
+        .collect();
+    let mut best = [f64::INFINITY; 4];
+    let start = Instant::now();
+    let mut rounds = 0;
+    while rounds < 5 || start.elapsed() < budget {
+        for (task, b) in tasks.iter_mut().zip(best.iter_mut()) {
+            let t0 = Instant::now();
+            for _ in 0..BATCH {
+                mm.write_pollfds(mm.base(), &pfds)?;
+                task.sys_poll(mm.base(), nr as u64, 0)?;
+            }
+            *b = b.min(t0.elapsed().as_nanos() as f64 / f64::from(BATCH));
+        }
+        rounds += 1;
+    }
+    Ok(tasks
+        .iter()
+        .zip(best)
+        .map(|(t, ns)| {
+            let (calls, _) = t.calls();
+            let st = t.stats();
+            let per = |x: u64| x as f64 / calls as f64;
+            CallCost {
+                copy_out: t.copy_out(),
+                ns_per_call: ns,
+                read_windows_per_call: per(st.read_windows),
+                write_windows_per_call: per(st.write_windows),
+                bytes_out_per_call: per(st.bytes_out),
+            }
+        })
+        .collect())
+}
