@@ -1144,7 +1144,8 @@ fn will_it_scale_drivers() {
 /// 198 single-index inserts (`true`, index, value) and erases (`false`, index), delta-debugged
 /// from a descriptor-table run of 3451 opens, dups and closes: after the last one, `erase(294)`,
 /// index 310 reads nothing although `[310, 310]` holds an entry. Plain `MapleTree<Value>` calls,
-/// on a range tree or an allocation tree alike: a core bug (main at 5e5e6c7).
+/// on a range tree or an allocation tree alike: a core bug (found on main 5e5e6c7, still there
+/// on 9ebf826).
 const CORE_BUG_OPS: [(bool, u64, u64); 198] = [
     (true, 3, 8),
     (true, 6, 13),
@@ -1358,13 +1359,17 @@ fn replay_core_bug_ops(tree: &crate::MapleTree<crate::Value>) -> Result<(), Stri
                 .ok_or_else(|| format!("op {i}: erase({index}) found nothing"))?;
             model.remove(&index);
         }
+        if let Err(e) = tree.validate() {
+            return Err(format!("after op {i} {:?}: validate: {e:?}", CORE_BUG_OPS[i]));
+        }
         for k in 0..=505 {
             let got = tree.get(k).map(|x| x.get());
             if got != model.get(&k).copied() {
                 return Err(format!(
-                    "after op {i} {:?}: index {k} reads {got:?}, expected {:?}",
+                    "after op {i} {:?}: index {k} reads {got:?}, expected {:?} (validate: {:?})",
                     CORE_BUG_OPS[i],
-                    model.get(&k)
+                    model.get(&k),
+                    tree.validate()
                 ));
             }
         }
