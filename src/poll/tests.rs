@@ -1360,7 +1360,10 @@ fn replay_core_bug_ops(tree: &crate::MapleTree<crate::Value>) -> Result<(), Stri
             model.remove(&index);
         }
         if let Err(e) = tree.validate() {
-            return Err(format!("after op {i} {:?}: validate: {e:?}", CORE_BUG_OPS[i]));
+            return Err(format!(
+                "after op {i} {:?}: validate: {e:?}",
+                CORE_BUG_OPS[i]
+            ));
         }
         for k in 0..=505 {
             let got = tree.get(k).map(|x| x.get());
