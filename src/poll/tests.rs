@@ -886,7 +886,6 @@ fn fd_allocation_is_lowest_free_via_gap_search() {
 }
 
 #[test]
-#[ignore = "core bug: a close (tree erase) can lose another open descriptor; see core_bug_erase_loses_another_entry_*"]
 fn fd_allocation_matches_a_lowest_free_model() {
     // Random opens, dups and closes over a few thousand descriptors (a tree of several levels):
     // every new descriptor is the lowest free one, as a set model says.
@@ -1381,13 +1380,11 @@ fn replay_core_bug_ops(tree: &crate::MapleTree<crate::Value>) -> Result<(), Stri
 }
 
 #[test]
-#[ignore = "core bug: after 197 single-index inserts/erases, erase(294) also loses the entry at [310, 310] (src/tree)"]
-fn core_bug_erase_loses_another_entry_range_tree() {
+fn erase_keeps_other_entries_range_tree_replay() {
     replay_core_bug_ops(&crate::MapleTree::new()).unwrap();
 }
 
 #[test]
-#[ignore = "core bug: the same sequence on an allocation tree (the descriptor table's kind)"]
-fn core_bug_erase_loses_another_entry_alloc_tree() {
+fn erase_keeps_other_entries_alloc_tree_replay() {
     replay_core_bug_ops(&crate::MapleTree::new_alloc()).unwrap();
 }
