@@ -255,6 +255,64 @@ fn seed_001(opts: &Opts, rows: &mut Vec<Row>, name: &str, ranges: &[(u64, u64)])
     });
 }
 
+/// Seed 002: poll2 (128 descriptors, POLLOUT, timeout 0) per-descriptor vs per-chunk vs one
+/// window, with the SMAP-calibrated window cost; with real protection keys where available.
+fn seed_002(opts: &Opts, rows: &mut Vec<Row>) {
+    use maple_tree::poll::will_it_scale::{per_call_costs, Testcase};
+    use maple_tree::poll::{pkeys_available, CopyOut, WindowCost, WindowMode};
+    let budget = if opts.quick {
+        Duration::from_millis(150)
+    } else {
+        Duration::from_millis(2000)
+    };
+    let mut modes = vec![("SMAP-calibrated model", WindowMode::Model(WindowCost::SMAP))];
+    match pkeys_available() {
+        Ok(_) => modes.push(("real protection keys (WRPKRU)", WindowMode::Pkey)),
+        Err(why) => eprintln!("\nseed 002: protection keys unavailable ({why}); model only"),
+    }
+    for (label, mode) in modes {
+        for tc in [Testcase::Poll2, Testcase::Poll1] {
+            progress(&format!("seed 002: {tc:?}, {label}"));
+            let costs = match per_call_costs(tc, mode, budget) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("\nseed 002: {tc:?} with {label} failed: {e:?}");
+                    continue;
+                }
+            };
+            let get = |s: CopyOut| costs.iter().find(|c| c.copy_out == s);
+            let (Some(before), Some(chunk), Some(single)) = (
+                get(CopyOut::PerFdPutUser),
+                get(CopyOut::PerChunkUnsafe),
+                get(CopyOut::SingleWindowUnsafe),
+            ) else {
+                continue;
+            };
+            for (name, after) in [("per-chunk (seed)", chunk), ("one window (merged)", single)] {
+                rows.push(Row {
+                    seed: "002",
+                    workload: format!("{tc:?} per-fd vs {name}, {label}"),
+                    reported: if tc == Testcase::Poll2 {
+                        "poll2 +25% x86 SMAP, +49% Power9 KUAP".into()
+                    } else {
+                        "poll1: no change expected".into()
+                    },
+                    before: before.ns_per_call,
+                    after: after.ns_per_call,
+                    unit: "ns/call",
+                    counters: format!(
+                        "copy-out windows/call: {:.0} -> {:.0}; bytes out: {:.0} -> {:.0}",
+                        before.write_windows_per_call,
+                        after.write_windows_per_call,
+                        before.bytes_out_per_call,
+                        after.bytes_out_per_call
+                    ),
+                });
+            }
+        }
+    }
+}
+
 fn render(opts: &Opts, rows: &[Row], source: &str) -> String {
     let mut out = String::new();
     match opts.format.as_str() {
@@ -339,6 +397,7 @@ fn main() {
     seed_001(&opts, &mut rows, "this layout", &ranges);
     let bench_forking: Vec<(u64, u64)> = (0..=134u64).map(|i| (i * 10, i * 10 + 5)).collect();
     seed_001(&opts, &mut rows, "bench_forking shape", &bench_forking);
+    seed_002(&opts, &mut rows);
     progress("");
     eprintln!();
     print!("{}", render(&opts, &rows, &source));
