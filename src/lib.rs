@@ -42,6 +42,8 @@
 
 pub mod entry;
 mod error;
+#[cfg(not(loom))]
+pub mod mm;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_knobs;
