@@ -608,7 +608,6 @@ impl MmWriteGuard<'_> {
             return Err(MmError::Inval);
         }
         let len = page_align(len).ok_or(MmError::NoMem)?;
-        let pages = len >> PAGE_SHIFT;
         let mut vm_flags = prot_flags | VmFlags::MAY_RWX;
         if flags.contains(MapFlags::LOCKED) {
             vm_flags |= VmFlags::LOCKED;
@@ -622,7 +621,8 @@ impl MmWriteGuard<'_> {
                     return Err(MmError::Inval);
                 }
                 let pgoff = offset >> PAGE_SHIFT;
-                if pgoff.checked_add(pages).is_none() {
+                // file_mmap_ok: the mapped bytes must lie below MAX_LFS_FILESIZE (i64::MAX).
+                if offset.checked_add(len).is_none_or(|e| e > i64::MAX as u64) {
                     return Err(MmError::Overflow);
                 }
                 if flags.contains(MapFlags::GROWSDOWN) {
