@@ -290,19 +290,23 @@ pub(crate) fn plan<'g>(
         let v: &'g Vma = v;
         old.push(v);
         let vd = v.desc();
+        let set = match if fill.is_some() { Change::Remove } else { f(v) } {
+            Change::Keep => {
+                // Left whole: not split at the range ends.
+                middles.push(Seg { start: v.start(), end: v.end(), desc: vd, touched: false });
+                continue;
+            }
+            Change::Remove => None,
+            Change::Set(d) => Some(d),
+        };
         if v.start() < lo {
             segs.push(Seg { start: v.start(), end: lo, desc: vd.clone(), touched: false });
         }
         let (a, b) = (v.start().max(lo), v.end().min(hi));
         let piece = |d: &VmaDesc| d.advanced(a - v.start());
-        if fill.is_some() {
-            removed.push(VmaSnapshot { start: a, end: b, desc: piece(&vd) });
-        } else {
-            match f(v) {
-                Change::Keep => middles.push(Seg { start: a, end: b, desc: piece(&vd), touched: false }),
-                Change::Remove => removed.push(VmaSnapshot { start: a, end: b, desc: piece(&vd) }),
-                Change::Set(d) => middles.push(Seg { start: a, end: b, desc: piece(&d), touched: true }),
-            }
+        match set {
+            None => removed.push(VmaSnapshot { start: a, end: b, desc: piece(&vd) }),
+            Some(d) => middles.push(Seg { start: a, end: b, desc: piece(&d), touched: true }),
         }
         if v.end() > hi {
             tail = Some(Seg { start: hi, end: v.end(), desc: vd.advanced(hi - v.start()), touched: false });
