@@ -420,6 +420,12 @@ impl std::ops::Deref for VmaReadGuard<'_> {
     }
 }
 
+impl std::fmt::Debug for VmaReadGuard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("VmaReadGuard").field(self.vma).finish()
+    }
+}
+
 impl Drop for VmaReadGuard<'_> {
     fn drop(&mut self) {
         self.vma.end_read();
