@@ -158,7 +158,12 @@ unsafe impl<T: 'static> Entry for Box<T> {
 
     #[inline]
     fn into_word(self) -> usize {
-        const { assert!(core::mem::size_of::<T>() != 0, "Box of a zero-sized type cannot be stored; use Value") };
+        const {
+            assert!(
+                core::mem::size_of::<T>() != 0,
+                "Box of a zero-sized type cannot be stored; use Value"
+            )
+        };
         let word = Box::into_raw(self).expose_provenance();
         debug_assert!(!is_reserved_word(word));
         word

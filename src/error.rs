@@ -25,9 +25,9 @@ impl Error {
     /// The kernel's negative errno for this error.
     pub const fn errno(self) -> i32 {
         match self {
-            Error::Occupied => -17,  // EEXIST
-            Error::NoRoom => -16,    // EBUSY
-            _ => -22,                // EINVAL
+            Error::Occupied => -17, // EEXIST
+            Error::NoRoom => -16,   // EBUSY
+            _ => -22,               // EINVAL
         }
     }
 }

@@ -52,4 +52,6 @@ pub mod tree;
 
 pub use entry::{Entry, Value};
 pub use error::Error;
-pub use tree::{Cursor, CursorMut, Iter, MapleTree, Options, Stats, Status, ValidateError, WriteGuard};
+pub use tree::{
+    Cursor, CursorMut, Iter, MapleTree, Options, Stats, Status, ValidateError, WriteGuard,
+};

@@ -50,7 +50,13 @@ struct Core<'g> {
 
 impl<'g> Core<'g> {
     fn new(root: &'g AtomicUsize, internal: Kind, index: u64) -> Self {
-        Core { w: Walker::from_parts(root, internal), valid: false, index, last: index, status: Status::Start }
+        Core {
+            w: Walker::from_parts(root, internal),
+            valid: false,
+            index,
+            last: index,
+            status: Status::Start,
+        }
     }
 
     fn is_entry(word: usize) -> bool {
@@ -309,7 +315,10 @@ impl<'g> Core<'g> {
     }
 
     fn find_range_rev(&mut self, min: u64) -> usize {
-        if matches!(self.status, Status::Start | Status::None | Status::Pause | Status::Overflow) {
+        if matches!(
+            self.status,
+            Status::Start | Status::None | Status::Pause | Status::Overflow
+        ) {
             return self.find_rev(min);
         }
         self.prev_range(min)
@@ -461,7 +470,10 @@ pub struct Cursor<'g, E: Entry> {
 
 impl<'g, E: Entry + 'g> Cursor<'g, E> {
     pub(crate) fn new(tree: &'g MapleTree<E>, index: u64) -> Self {
-        Cursor { core: Core::new(&tree.root, tree.internal, index), _e: PhantomData }
+        Cursor {
+            core: Core::new(&tree.root, tree.internal, index),
+            _e: PhantomData,
+        }
     }
 
     cursor_reads!('g);
@@ -504,8 +516,8 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
 
     fn store_word(&mut self, w: usize) -> Result<(), Error> {
         if self.core.index > self.core.last {
-            // SAFETY: `w` came from `into_word` and was not stored; take it back to drop it.
             if w != 0 {
+                // SAFETY: `w` came from `into_word` and was not stored; take it back to drop it.
                 drop(unsafe { E::from_word(w) });
             }
             return Err(Error::InvalidRange);
@@ -552,7 +564,10 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
 
     /// Stores after [`preallocate`](Self::preallocate) (`mas_store_prealloc`).
     pub fn store_prealloc(&mut self, entry: E) {
-        debug_assert_eq!(self.prealloc.take(), Some((self.core.index, self.core.last)));
+        debug_assert_eq!(
+            self.prealloc.take(),
+            Some((self.core.index, self.core.last))
+        );
         // The range was checked by `preallocate`.
         let w = entry.into_word();
         let _ = self.store_word(w);
@@ -563,6 +578,10 @@ impl<'t, E: Entry + 't> WriteGuard<'t, E> {
     /// A writing cursor at `index`, in status [`Status::Start`].
     pub fn cursor<'w>(&'w mut self, index: u64) -> CursorMut<'w, 't, E> {
         let core = Core::new(self.root, self.internal, index);
-        CursorMut { wg: self, core, prealloc: None }
+        CursorMut {
+            wg: self,
+            core,
+            prealloc: None,
+        }
     }
 }

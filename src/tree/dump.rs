@@ -28,7 +28,11 @@ impl<E: Entry> WriteGuard<'_, E> {
         let _ = writeln!(
             out,
             "maple_tree flags {}, height {} root {:#x}",
-            if self.internal == Kind::ARange { "alloc" } else { "range" },
+            if self.internal == Kind::ARange {
+                "alloc"
+            } else {
+                "range"
+            },
             self.st.height,
             root
         );
@@ -80,10 +84,21 @@ impl<E: Entry> WriteGuard<'_, E> {
         let mut children = Vec::new();
         for (i, (lo, hi, w)) in node_slots(n, min, max).enumerate() {
             if n.is_leaf() {
-                let label = if w == 0 { "-".to_string() } else { word_text(w) };
-                fields.push(format!("<s{i}> {lo:#x}-{hi:#x}\\n{}", label.replace(['<', '>', '{', '}', '|'], "_")));
+                let label = if w == 0 {
+                    "-".to_string()
+                } else {
+                    word_text(w)
+                };
+                fields.push(format!(
+                    "<s{i}> {lo:#x}-{hi:#x}\\n{}",
+                    label.replace(['<', '>', '{', '}', '|'], "_")
+                ));
             } else {
-                let gap = if n.kind() == Kind::ARange { format!(" gap {}", n.gap(i)) } else { String::new() };
+                let gap = if n.kind() == Kind::ARange {
+                    format!(" gap {}", n.gap(i))
+                } else {
+                    String::new()
+                };
                 fields.push(format!("<s{i}> {lo:#x}-{hi:#x}{gap}"));
                 children.push((i, self.node_from_item(w), lo, hi));
             }

@@ -16,7 +16,11 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
     pub fn dup(&self) -> MapleTree<E> {
         let opts = Options {
             alloc: self.internal == Kind::ARange,
-            collector: if self.default_collector { None } else { Some(self.collector().clone()) },
+            collector: if self.default_collector {
+                None
+            } else {
+                Some(self.collector().clone())
+            },
         };
         let mut new = MapleTree::with_options(opts);
         let root = self.root.load(crate::sync::Ordering::Relaxed);
@@ -27,7 +31,8 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
         let mut count = 0u64;
         let copy = copy_node::<E>(src, 0, u64::MAX, self.internal, &mut count);
         copy.set_parent(None, 0);
-        new.root.store(node_word(copy), crate::sync::Ordering::Release);
+        new.root
+            .store(node_word(copy), crate::sync::Ordering::Release);
         let st = new.writer.get_mut();
         st.height = self.st.height;
         st.append = self.st.append;

@@ -25,7 +25,11 @@ pub(crate) fn range_size(lo: u64, hi: u64) -> u64 {
 
 /// The largest NULL range of a leaf covering `[min, max]`.
 pub(crate) fn leaf_max_gap(n: NodeRef<'_>, min: u64, max: u64) -> u64 {
-    node_slots(n, min, max).filter(|&(_, _, w)| w == 0).map(|(lo, hi, _)| range_size(lo, hi)).max().unwrap_or(0)
+    node_slots(n, min, max)
+        .filter(|&(_, _, w)| w == 0)
+        .map(|(lo, hi, _)| range_size(lo, hi))
+        .max()
+        .unwrap_or(0)
 }
 
 fn check_window(min: u64, max: u64, size: u64) -> Result<(), Error> {
@@ -142,7 +146,14 @@ impl<E: Entry> WriteGuard<'_, E> {
         Ok(w)
     }
 
-    fn alloc_common(&mut self, entry: E, size: u64, min: u64, max: u64, rev: bool) -> Result<u64, Error> {
+    fn alloc_common(
+        &mut self,
+        entry: E,
+        size: u64,
+        min: u64,
+        max: u64,
+        rev: bool,
+    ) -> Result<u64, Error> {
         if !self.is_alloc() {
             return Err(Error::NotAllocTree);
         }
@@ -186,7 +197,13 @@ impl<E: Entry> WriteGuard<'_, E> {
     /// assert_eq!(next, 0);
     /// assert_eq!(tree.alloc_cyclic(Value::new(3), 2, u64::MAX, &mut next), Ok((2, true)));
     /// ```
-    pub fn alloc_cyclic(&mut self, entry: E, lo: u64, hi: u64, next: &mut u64) -> Result<(u64, bool), Error> {
+    pub fn alloc_cyclic(
+        &mut self,
+        entry: E,
+        lo: u64,
+        hi: u64,
+        next: &mut u64,
+    ) -> Result<(u64, bool), Error> {
         if !self.is_alloc() {
             return Err(Error::NotAllocTree);
         }

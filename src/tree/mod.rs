@@ -150,7 +150,10 @@ impl<E: Entry> MapleTree<E> {
     /// An empty allocation tree (`MT_FLAGS_ALLOC_RANGE`): gap-tracking internal nodes, required
     /// by [`WriteGuard::alloc_range`] and friends, and `O(log n)` gap search.
     pub fn new_alloc() -> Self {
-        Self::with_options(Options { alloc: true, collector: None })
+        Self::with_options(Options {
+            alloc: true,
+            collector: None,
+        })
     }
 
     /// An empty tree with the given options.
@@ -161,7 +164,11 @@ impl<E: Entry> MapleTree<E> {
         };
         MapleTree {
             root: AtomicUsize::new(0),
-            internal: if opts.alloc { Kind::ARange } else { Kind::Range },
+            internal: if opts.alloc {
+                Kind::ARange
+            } else {
+                Kind::Range
+            },
             writer: Mutex::new(WriterState {
                 height: 0,
                 multi: HashMap::new(),
@@ -462,7 +469,13 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
 
     /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` inside
     /// `[min, max]` and returns `start`.
-    pub fn alloc_range(&self, entry: E, size: u64, min: u64, max: u64) -> Result<u64, crate::Error> {
+    pub fn alloc_range(
+        &self,
+        entry: E,
+        size: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, crate::Error> {
         self.lock().alloc_range(entry, size, min, max)
     }
 

@@ -208,22 +208,38 @@ impl<'g> NodeRef<'g> {
     /// allocated for `'g`; `internal` must be the internal kind of that tree.
     #[inline]
     pub(crate) unsafe fn from_word(word: usize, internal: Kind) -> Self {
-        let kind = if word & LEAF_TAG != 0 { Kind::Leaf } else { internal };
+        let kind = if word & LEAF_TAG != 0 {
+            Kind::Leaf
+        } else {
+            internal
+        };
         let ptr = core::ptr::with_exposed_provenance_mut::<Node>(word & !LEAF_TAG);
         // SAFETY: node words are never zero (checked by the caller's contract: non-zero word).
         let ptr = unsafe { NonNull::new_unchecked(ptr) };
-        NodeRef { ptr, kind, _guard: PhantomData }
+        NodeRef {
+            ptr,
+            kind,
+            _guard: PhantomData,
+        }
     }
 
     /// A placeholder that is never dereferenced (fills unused path levels).
     pub(crate) const fn dangling() -> Self {
-        NodeRef { ptr: NonNull::dangling(), kind: Kind::Leaf, _guard: PhantomData }
+        NodeRef {
+            ptr: NonNull::dangling(),
+            kind: Kind::Leaf,
+            _guard: PhantomData,
+        }
     }
 
     /// Allocates a fresh, zeroed, unpublished node. It is owned by the writer until published.
     pub(crate) fn alloc(kind: Kind) -> Self {
         let ptr = NonNull::from(Box::leak(Box::new(Node::new())));
-        NodeRef { ptr, kind, _guard: PhantomData }
+        NodeRef {
+            ptr,
+            kind,
+            _guard: PhantomData,
+        }
     }
 
     /// Frees a node at once.
@@ -251,7 +267,9 @@ impl<'g> NodeRef<'g> {
         // the box drop the unique, last access.
         unsafe {
             guard.defer_unchecked(move || {
-                drop(Box::from_raw(core::ptr::with_exposed_provenance_mut::<Node>(addr)));
+                drop(Box::from_raw(
+                    core::ptr::with_exposed_provenance_mut::<Node>(addr),
+                ));
             });
         }
     }

@@ -34,7 +34,9 @@ pub(crate) struct Path<'g> {
 
 impl<'g> Path<'g> {
     pub(crate) fn from_walker(w: &Walker<'g>) -> Self {
-        Path { levels: w.path().to_vec() }
+        Path {
+            levels: w.path().to_vec(),
+        }
     }
 
     /// The path to the next node at the level of this path's last node, if any.
@@ -62,7 +64,12 @@ impl<'g> Path<'g> {
         let mut max = parent.node.slot_max(off, parent.max);
         let mut n = parent.node.child(off, internal);
         while levels.len() <= k {
-            levels.push(Level { node: n, min, max, offset: 0 });
+            levels.push(Level {
+                node: n,
+                min,
+                max,
+                offset: 0,
+            });
             if levels.len() <= k {
                 max = n.slot_max(0, max);
                 n = n.child(0, internal);
@@ -80,7 +87,11 @@ pub(crate) struct Rebuilt {
 }
 
 /// Slots of `n` (covering `[min, max]`) as `(lo, hi, word)`.
-pub(crate) fn node_slots(n: NodeRef<'_>, min: u64, max: u64) -> impl Iterator<Item = (u64, u64, usize)> + '_ {
+pub(crate) fn node_slots(
+    n: NodeRef<'_>,
+    min: u64,
+    max: u64,
+) -> impl Iterator<Item = (u64, u64, usize)> + '_ {
     let end = n.end(max);
     let mut lo = min;
     (0..=end).map(move |i| {
@@ -121,21 +132,37 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             for lvl in &consumed {
                 for (lo, hi, w) in node_slots(lvl.node, lvl.min, lvl.max) {
                     if hi < first || lo > last {
-                        items.push(Item { hi, word: w, gap: 0 });
+                        items.push(Item {
+                            hi,
+                            word: w,
+                            gap: 0,
+                        });
                         continue;
                     }
                     let left = lo < first;
                     let right = hi > last;
                     if left {
-                        items.push(Item { hi: first - 1, word: w, gap: 0 });
+                        items.push(Item {
+                            hi: first - 1,
+                            word: w,
+                            gap: 0,
+                        });
                     }
                     if !placed {
                         entry_pos = items.len();
-                        items.push(Item { hi: last, word: entry, gap: 0 });
+                        items.push(Item {
+                            hi: last,
+                            word: entry,
+                            gap: 0,
+                        });
                         placed = true;
                     }
                     if right {
-                        items.push(Item { hi, word: w, gap: 0 });
+                        items.push(Item {
+                            hi,
+                            word: w,
+                            gap: 0,
+                        });
                     }
                     match (left, right) {
                         (true, true) => self.share_entry(w),
@@ -151,22 +178,33 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         loop {
             coalesce_nulls(&mut items, &mut entry_pos);
             let needs_null_fix = items.last().word == 0 && run_max != u64::MAX;
-            let underfull = items.len() < Kind::Leaf.min_end() + 1 && run_max != u64::MAX && height > 1;
+            let underfull =
+                items.len() < Kind::Leaf.min_end() + 1 && run_max != u64::MAX && height > 1;
             if !(needs_null_fix || underfull) {
                 break;
             }
             let hi_path = rightmost_path(&paths, leaf_level);
-            let nb = hi_path.right_neighbour(internal).expect("run_max < MAX implies a right neighbour");
+            let nb = hi_path
+                .right_neighbour(internal)
+                .expect("run_max < MAX implies a right neighbour");
             let lvl = *nb.levels.last().unwrap();
             for (_, hi, w) in node_slots(lvl.node, lvl.min, lvl.max) {
-                items.push(Item { hi, word: w, gap: 0 });
+                items.push(Item {
+                    hi,
+                    word: w,
+                    gap: 0,
+                });
             }
             run_max = lvl.max;
             paths.push(nb);
             pulled = true;
         }
         // The written range, widened by any NULL merge.
-        result.first = if entry_pos == 0 { run_min } else { items.get(entry_pos - 1).hi + 1 };
+        result.first = if entry_pos == 0 {
+            run_min
+        } else {
+            items.get(entry_pos - 1).hi + 1
+        };
         result.last = items.get(entry_pos).hi;
 
         // ---- climb ---------------------------------------------------------------------------
@@ -227,7 +265,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 break;
             }
             // Several nodes at this level.
-            let parts = partition(&items, kind, run_max == u64::MAX, entry_pos, level == leaf_level);
+            let parts = partition(
+                &items,
+                kind,
+                run_max == u64::MAX,
+                entry_pos,
+                level == leaf_level,
+            );
             if parts.len() > 1 {
                 split = true;
             }
@@ -239,7 +283,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 let sub = items.slice(a, b);
                 self.write_items(n, &sub, lo, hi);
                 let g = self.node_max_gap(n, lo, hi);
-                new_items.push(Item { hi, word: node_word(n), gap: g });
+                new_items.push(Item {
+                    hi,
+                    word: node_word(n),
+                    gap: g,
+                });
                 lo = hi.wrapping_add(1);
             }
             retired.extend(consumed.iter().map(|l| l.node));
@@ -262,14 +310,22 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             for pl in &pconsumed {
                 for (i, (clo, chi, w)) in node_slots(pl.node, pl.min, pl.max).enumerate() {
                     if chi < run_min {
-                        pitems.push(Item { hi: chi, word: w, gap: self.child_gap(pl.node, i) });
+                        pitems.push(Item {
+                            hi: chi,
+                            word: w,
+                            gap: self.child_gap(pl.node, i),
+                        });
                     } else if clo > run_max {
                         if !placed {
                             entry_pos = pitems.len();
                             pitems.extend(&new_items);
                             placed = true;
                         }
-                        pitems.push(Item { hi: chi, word: w, gap: self.child_gap(pl.node, i) });
+                        pitems.push(Item {
+                            hi: chi,
+                            word: w,
+                            gap: self.child_gap(pl.node, i),
+                        });
                     } else {
                         if !placed {
                             entry_pos = pitems.len();
@@ -278,7 +334,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                         }
                         let child = self.node_from_item(w);
                         if !consumed.iter().any(|c| c.node == child) {
-                            debug_assert!(clo >= first && chi <= last, "removing a subtree outside the write");
+                            debug_assert!(
+                                clo >= first && chi <= last,
+                                "removing a subtree outside the write"
+                            );
                             self.remove_subtree(child, clo, chi, &mut retired);
                         }
                     }
@@ -296,7 +355,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 let nb = hi_path.right_neighbour(internal).expect("right neighbour");
                 let lvl = *nb.levels.last().unwrap();
                 for (i, (_, hi, w)) in node_slots(lvl.node, lvl.min, lvl.max).enumerate() {
-                    items.push(Item { hi, word: w, gap: self.child_gap(lvl.node, i) });
+                    items.push(Item {
+                        hi,
+                        word: w,
+                        gap: self.child_gap(lvl.node, i),
+                    });
                 }
                 run_max = lvl.max;
                 paths.push(nb);
@@ -343,31 +406,51 @@ fn consumed_at<'g>(paths: &[Path<'g>], level: usize) -> Vec<Level<'g>> {
 }
 
 fn paths_min(paths: &[Path<'_>], level: usize) -> u64 {
-    paths.iter().filter_map(|p| p.levels.get(level)).map(|l| l.min).min().unwrap_or(0)
+    paths
+        .iter()
+        .filter_map(|p| p.levels.get(level))
+        .map(|l| l.min)
+        .min()
+        .unwrap_or(0)
 }
 
 fn paths_max(paths: &[Path<'_>], level: usize) -> u64 {
-    paths.iter().filter_map(|p| p.levels.get(level)).map(|l| l.max).max().unwrap_or(u64::MAX)
+    paths
+        .iter()
+        .filter_map(|p| p.levels.get(level))
+        .map(|l| l.max)
+        .max()
+        .unwrap_or(u64::MAX)
 }
 
 /// The path whose node at `level` is rightmost.
-fn rightmost_path<'a, 'g>(paths: &'a [Path<'g>], level: usize) -> Path<'g> {
+fn rightmost_path<'g>(paths: &[Path<'g>], level: usize) -> Path<'g> {
     let p = paths
         .iter()
         .filter(|p| p.levels.len() > level)
         .max_by_key(|p| p.levels[level].max)
         .expect("a path reaches every processed level");
-    Path { levels: p.levels[..=level].to_vec() }
+    Path {
+        levels: p.levels[..=level].to_vec(),
+    }
 }
 
 /// The parent level entry (node + offset of the child) of the single consumed node at `level`.
 fn parent_of<'g>(paths: &[Path<'g>], level: usize) -> Level<'g> {
-    paths.iter().find(|p| p.levels.len() > level).map(|p| p.levels[level - 1]).unwrap()
+    paths
+        .iter()
+        .find(|p| p.levels.len() > level)
+        .map(|p| p.levels[level - 1])
+        .unwrap()
 }
 
 /// Root-to-`level` levels of a path reaching it.
 fn path_to<'g>(paths: &[Path<'g>], level: usize) -> Vec<Level<'g>> {
-    paths.iter().find(|p| p.levels.len() > level).map(|p| p.levels[..=level].to_vec()).unwrap()
+    paths
+        .iter()
+        .find(|p| p.levels.len() > level)
+        .map(|p| p.levels[..=level].to_vec())
+        .unwrap()
 }
 
 /// Merges adjacent NULL items (keeping the later bound), tracking where the entry item went.
@@ -398,7 +481,13 @@ fn coalesce_nulls(items: &mut Items, entry_pos: &mut usize) {
 /// minimum occupancy; leaves never end a non-last part on a NULL. When the run is on the right
 /// edge and the write lands at its end (in-order appends), parts are packed full from the left,
 /// as the kernel's bulk mode did; otherwise they are balanced.
-fn partition(items: &Items, kind: Kind, right_edge: bool, entry_pos: usize, leaf: bool) -> Vec<(usize, usize)> {
+fn partition(
+    items: &Items,
+    kind: Kind,
+    right_edge: bool,
+    entry_pos: usize,
+    leaf: bool,
+) -> Vec<(usize, usize)> {
     let n = items.len();
     let cap = kind.slots();
     let min = kind.min_end() + 1;
@@ -429,7 +518,11 @@ fn partition(items: &Items, kind: Kind, right_edge: bool, entry_pos: usize, leaf
                 let b = bounds[j];
                 if items.get(b - 1).word == 0 {
                     let left = b - bounds[j - 1];
-                    let right_end = if j + 1 < bounds.len() { bounds[j + 1] } else { n };
+                    let right_end = if j + 1 < bounds.len() {
+                        bounds[j + 1]
+                    } else {
+                        n
+                    };
                     let right = right_end - b;
                     if left < cap && right > min {
                         bounds[j] = b + 1;

@@ -35,11 +35,18 @@ impl Model {
     }
 
     pub(crate) fn load(&self, i: u64) -> Option<u64> {
-        self.map.range(..=i).next_back().filter(|(_, &(l, _))| l >= i).map(|(_, &(_, v))| v)
+        self.map
+            .range(..=i)
+            .next_back()
+            .filter(|(_, &(l, _))| l >= i)
+            .map(|(_, &(_, v))| v)
     }
 
     pub(crate) fn occupied(&self, first: u64, last: u64) -> bool {
-        self.map.range(..=last).next_back().is_some_and(|(_, &(l, _))| l >= first)
+        self.map
+            .range(..=last)
+            .next_back()
+            .is_some_and(|(_, &(l, _))| l >= first)
     }
 
     pub(crate) fn ranges(&self) -> Vec<(u64, u64, u64)> {
@@ -53,8 +60,18 @@ impl Model {
                 return (a, b, Some(v));
             }
         }
-        let lo = self.map.range(..i).next_back().map(|(_, &(b, _))| b + 1).unwrap_or(0);
-        let hi = self.map.range(i..).next().map(|(&a, _)| a - 1).unwrap_or(u64::MAX);
+        let lo = self
+            .map
+            .range(..i)
+            .next_back()
+            .map(|(_, &(b, _))| b + 1)
+            .unwrap_or(0);
+        let hi = self
+            .map
+            .range(i..)
+            .next()
+            .map(|(&a, _)| a - 1)
+            .unwrap_or(u64::MAX);
         (lo, hi, None)
     }
 }
@@ -90,7 +107,11 @@ fn smoke_store_load() {
 #[test]
 fn smoke_reverse_and_spanning() {
     for alloc in [false, true] {
-        let t = if alloc { MapleTree::<Value>::new_alloc() } else { MapleTree::new() };
+        let t = if alloc {
+            MapleTree::<Value>::new_alloc()
+        } else {
+            MapleTree::new()
+        };
         let mut m = Model::default();
         for i in (0..400u64).rev() {
             t.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
@@ -119,5 +140,381 @@ fn smoke_reverse_and_spanning() {
         m.store(0, u64::MAX, None);
         check(&t, &m);
         assert!(t.is_empty());
+    }
+}
+
+mod prop {
+    use super::*;
+    use crate::tree::Options;
+    use proptest::prelude::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    pub(super) fn run_pub(ops: Vec<Op>, alloc: bool) {
+        run(ops, alloc)
+    }
+
+    #[derive(Clone, Debug)]
+    pub(super) enum Op {
+        Store(u64, u64, u64),
+        Insert(u64, u64, u64),
+        Erase(u64),
+        EraseRange(u64, u64),
+        Load(u64),
+        Walk(u64),
+        Find(u64, u64),
+        Next(u64, u64),
+        Prev(u64, u64),
+        Gap(u64, u64, u64, bool),
+        Alloc(u64, u64, u64, bool),
+        AppendRun(u64, u64, u64),
+        Dup,
+        Exclusive(bool),
+    }
+
+    fn op(space: u64) -> impl Strategy<Value = Op> {
+        let idx = move || {
+            if space == u64::MAX {
+                prop_oneof![
+                    0..64u64,
+                    (u64::MAX - 64)..=u64::MAX,
+                    any::<u64>(),
+                    (0..1000u64).prop_map(|x| x << 40)
+                ]
+                .boxed()
+            } else {
+                (0..space).boxed()
+            }
+        };
+        let len = || prop_oneof![0..4u64, 0..40u64, 0..400u64];
+        prop_oneof![
+            6 => (idx(), len(), any::<u16>()).prop_map(|(a, l, v)| Op::Store(a, a.saturating_add(l), v as u64)),
+            2 => (idx(), len(), any::<u16>()).prop_map(|(a, l, v)| Op::Insert(a, a.saturating_add(l), v as u64)),
+            2 => idx().prop_map(Op::Erase),
+            3 => (idx(), len()).prop_map(|(a, l)| Op::EraseRange(a, a.saturating_add(l))),
+            2 => idx().prop_map(Op::Load),
+            1 => idx().prop_map(Op::Walk),
+            1 => (idx(), idx()).prop_map(|(a, b)| Op::Find(a, b)),
+            1 => (idx(), idx()).prop_map(|(a, b)| Op::Next(a, b)),
+            1 => (idx(), idx()).prop_map(|(a, b)| Op::Prev(a, b)),
+            2 => (idx(), idx(), 1..50u64, any::<bool>()).prop_map(|(a, b, s, r)| Op::Gap(a, b, s, r)),
+            1 => (idx(), idx(), 1..20u64, any::<bool>()).prop_map(|(a, b, s, r)| Op::Alloc(a, b, s, r)),
+            1 => (idx(), 1..300u64, 0..6u64).prop_map(|(a, n, g)| Op::AppendRun(a, n, g)),
+            1 => Just(Op::Dup),
+            1 => any::<bool>().prop_map(Op::Exclusive),
+        ]
+    }
+
+    /// Entry with a drop counter: every entry created must be dropped exactly once.
+    #[derive(Debug)]
+    struct Counted {
+        v: u64,
+        drops: Arc<AtomicUsize>,
+    }
+    impl Clone for Counted {
+        fn clone(&self) -> Self {
+            self.drops.fetch_sub(1, Ordering::Relaxed); // a clone is one more to drop
+            Counted {
+                v: self.v,
+                drops: self.drops.clone(),
+            }
+        }
+    }
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn model_gap(m: &Model, min: u64, max: u64, size: u64, rev: bool) -> Result<u64, crate::Error> {
+        if min > max || size == 0 || max - min < size - 1 {
+            return Err(crate::Error::InvalidWindow);
+        }
+        // Walk the empty ranges in the window.
+        let mut gaps = vec![];
+        let mut cur = min;
+        loop {
+            let (lo, hi, v) = m.slot(cur);
+            if v.is_none() {
+                let a = lo.max(min);
+                let b = hi.min(max);
+                if b - a >= size - 1 {
+                    gaps.push((a, b));
+                }
+            }
+            if hi >= max {
+                break;
+            }
+            cur = hi + 1;
+        }
+        if rev {
+            gaps.last()
+                .map(|&(_, b)| b - (size - 1))
+                .ok_or(crate::Error::NoRoom)
+        } else {
+            gaps.first().map(|&(a, _)| a).ok_or(crate::Error::NoRoom)
+        }
+    }
+
+    fn run(ops: Vec<Op>, alloc: bool) {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut created = 0usize;
+        let mk = |v: u64, created: &mut usize| {
+            *created += 1;
+            Box::new(Counted {
+                v,
+                drops: drops.clone(),
+            })
+        };
+        let collector = crossbeam_epoch::Collector::new();
+        let mut t = MapleTree::<Box<Counted>>::with_options(Options {
+            alloc,
+            collector: Some(collector),
+        });
+        let mut m = Model::default();
+        let mut extra_trees = vec![];
+        let mut exclusive = false;
+        for op in ops {
+            match op {
+                Op::Store(a, b, v) => {
+                    let e = mk(v, &mut created);
+                    if exclusive {
+                        t.exclusive().store_range(a, b, e).unwrap()
+                    } else {
+                        t.store_range(a, b, e).unwrap()
+                    }
+                    m.store(a, b, Some(v));
+                }
+                Op::Insert(a, b, v) => {
+                    let e = mk(v, &mut created);
+                    let r = t.insert_range(a, b, e);
+                    if m.occupied(a, b) {
+                        assert_eq!(r, Err(crate::Error::Occupied));
+                    } else {
+                        r.unwrap();
+                        m.store(a, b, Some(v));
+                    }
+                }
+                Op::Erase(i) => {
+                    let r = if exclusive {
+                        t.exclusive().erase(i)
+                    } else {
+                        t.erase(i)
+                    };
+                    let (lo, hi, v) = m.slot(i);
+                    assert_eq!(r, v.map(|_| (lo, hi)));
+                    if v.is_some() {
+                        m.store(lo, hi, None);
+                    }
+                }
+                Op::EraseRange(a, b) => {
+                    t.erase_range(a, b).unwrap();
+                    m.store(a, b, None);
+                }
+                Op::Load(i) => {
+                    let g = t.pin();
+                    assert_eq!(t.load(i, &g).map(|c| c.v), m.load(i));
+                }
+                Op::Walk(i) => {
+                    let g = t.pin();
+                    let mut c = t.cursor(i, &g);
+                    let got = c.walk().map(|c| c.v);
+                    let (lo, hi, v) = m.slot(i);
+                    if t.is_empty() {
+                        assert_eq!((c.index(), c.last(), got), (0, u64::MAX, None));
+                    } else {
+                        assert_eq!((c.index(), c.last(), got), (lo, hi, v));
+                    }
+                }
+                Op::Find(a, b) => {
+                    let g = t.pin();
+                    let mut idx = a;
+                    let got = t.find(&mut idx, b, &g).map(|c| c.v);
+                    let want = if a > b {
+                        None
+                    } else {
+                        m.map
+                            .range(..=b)
+                            .find(|(_, &(l, _))| l >= a)
+                            .map(|(_, &(l, v))| (l, v))
+                    };
+                    assert_eq!(got, want.map(|w| w.1));
+                    if let Some((l, _)) = want {
+                        assert_eq!(idx, l.wrapping_add(1));
+                    } else {
+                        assert_eq!(idx, a);
+                    }
+                }
+                Op::Next(a, b) => {
+                    let g = t.pin();
+                    let got = t.next(a, b, &g).map(|(x, y, c)| (x, y, c.v));
+                    let (_, hi, _) = m.slot(a);
+                    let want = if hi == u64::MAX {
+                        None
+                    } else {
+                        m.map
+                            .range(hi + 1..)
+                            .next()
+                            .filter(|(&f, _)| f <= b)
+                            .map(|(&f, &(l, v))| (f, l, v))
+                    };
+                    assert_eq!(got, want);
+                }
+                Op::Prev(a, b) => {
+                    let g = t.pin();
+                    let got = t.prev(a, b, &g).map(|(x, y, c)| (x, y, c.v));
+                    let (lo, _, _) = m.slot(a);
+                    let want = if lo == 0 {
+                        None
+                    } else {
+                        m.map
+                            .range(..lo)
+                            .next_back()
+                            .filter(|(_, &(l, _))| l >= b)
+                            .map(|(&f, &(l, v))| (f, l, v))
+                    };
+                    assert_eq!(got, want);
+                }
+                Op::Gap(a, b, s, rev) => {
+                    let got = if rev {
+                        t.empty_area_rev(a, b, s)
+                    } else {
+                        t.empty_area(a, b, s)
+                    };
+                    assert_eq!(got, model_gap(&m, a, b, s, rev), "gap({a},{b},{s},{rev})");
+                }
+                Op::Alloc(a, b, s, rev) => {
+                    let e = mk(7, &mut created);
+                    let got = if rev {
+                        t.alloc_rrange(e, s, a, b)
+                    } else {
+                        t.alloc_range(e, s, a, b)
+                    };
+                    if !alloc {
+                        assert_eq!(got, Err(crate::Error::NotAllocTree));
+                    } else {
+                        let want = model_gap(&m, a, b, s, rev);
+                        assert_eq!(got, want);
+                        if let Ok(st) = want {
+                            m.store(st, st + (s - 1), Some(7));
+                        }
+                    }
+                }
+                Op::AppendRun(a, n, gap) => {
+                    let mut w = t.lock();
+                    let mut x = a;
+                    for i in 0..n {
+                        let Some(end) = x.checked_add(gap) else { break };
+                        w.store_range(x, end, mk(i, &mut created)).unwrap();
+                        m.store(x, end, Some(i));
+                        let Some(nx) = end.checked_add(2) else { break };
+                        x = nx;
+                    }
+                }
+                Op::Dup => {
+                    let d = t.dup();
+                    d.validate().unwrap();
+                    let got: Vec<_> = {
+                        let g = d.pin();
+                        d.iter(&g).map(|(a, b, c)| (a, b, c.v)).collect()
+                    };
+                    assert_eq!(got, m.ranges());
+                    // Diverge the copy, the original must not change.
+                    d.erase_range(0, u64::MAX / 2).unwrap();
+                    extra_trees.push(d);
+                }
+                Op::Exclusive(on) => exclusive = on,
+            }
+            if let Err(e) = t.validate() {
+                panic!("{e}\n{}", t.dump());
+            }
+            let got: Vec<_> = {
+                let g = t.pin();
+                t.iter(&g).map(|(a, b, c)| (a, b, c.v)).collect()
+            };
+            assert_eq!(got, m.ranges());
+            let back: Vec<_> = {
+                let g = t.pin();
+                t.iter(&g).rev().map(|(a, b, c)| (a, b, c.v)).collect()
+            };
+            assert_eq!(back.into_iter().rev().collect::<Vec<_>>(), m.ranges());
+        }
+        drop(extra_trees);
+        drop(t);
+        assert_eq!(
+            drops.load(Ordering::Relaxed),
+            created,
+            "every entry dropped exactly once"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+        #[test]
+        fn small_space(ops in proptest::collection::vec(op(300), 1..120), alloc in any::<bool>()) {
+            run(ops, alloc);
+        }
+        #[test]
+        fn full_space(ops in proptest::collection::vec(op(u64::MAX), 1..120), alloc in any::<bool>()) {
+            run(ops, alloc);
+        }
+    }
+}
+
+#[test]
+fn alloc_rrange_at_the_very_top() {
+    prop::run_pub(vec![prop::Op::Alloc(0, u64::MAX, 1, true)], true);
+}
+
+/// Thousands of random writes over a space small enough to collide constantly, in both modes and
+/// both tree kinds: validated every 64 operations and compared in full with the model.
+#[test]
+fn random_heavy() {
+    let mut seed = 0x9e3779b97f4a7c15u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for (alloc, exclusive) in [(false, false), (true, false), (false, true), (true, true)] {
+        let mut t = if alloc {
+            MapleTree::<Value>::new_alloc()
+        } else {
+            MapleTree::new()
+        };
+        let mut m = Model::default();
+        for i in 0..20_000u64 {
+            let a = rnd() % 50_000;
+            let len = match rnd() % 10 {
+                0 => rnd() % 5_000,
+                1..=3 => rnd() % 100,
+                _ => rnd() % 8,
+            };
+            let b = a + len;
+            let null = rnd() % 4 == 0;
+            if exclusive {
+                let mut w = t.exclusive();
+                if null {
+                    w.erase_range(a, b).unwrap()
+                } else {
+                    w.store_range(a, b, Value::new(i)).unwrap()
+                }
+            } else if null {
+                t.erase_range(a, b).unwrap();
+            } else {
+                t.store_range(a, b, Value::new(i)).unwrap();
+            }
+            m.store(a, b, if null { None } else { Some(i) });
+            if i % 64 == 0 {
+                check(&t, &m);
+            }
+        }
+        check(&t, &m);
+        let st = t.stats();
+        assert!(
+            st.split > 0 && st.spanning_store > 0 && st.rebalance > 0,
+            "{st:?}"
+        );
     }
 }

@@ -52,12 +52,19 @@ impl Checker {
         match parent {
             None if paddr != 0 => bad!("root has a parent: {}", at()),
             Some((a, o)) if paddr != a || poff != o => {
-                bad!("parent link {paddr:#x}/{poff} should be {a:#x}/{o}: {}", at())
+                bad!(
+                    "parent link {paddr:#x}/{poff} should be {a:#x}/{o}: {}",
+                    at()
+                )
             }
             _ => {}
         }
         if n.is_leaf() != (depth + 1 == self.height) {
-            bad!("leaf at depth {depth} in a tree of height {}: {}", self.height, at());
+            bad!(
+                "leaf at depth {depth} in a tree of height {}: {}",
+                self.height,
+                at()
+            );
         }
         if !n.is_leaf() && kind != self.internal {
             bad!("internal node of the wrong kind: {}", at());
@@ -105,7 +112,11 @@ impl Checker {
                 let g = self.node(c, lo, hi, depth + 1, Some((n.addr(), i)))?;
                 if kind == Kind::ARange {
                     if n.gap(i) != g {
-                        bad!("gap {i} = {} but child's largest gap is {g}: {}", n.gap(i), at());
+                        bad!(
+                            "gap {i} = {} but child's largest gap is {g}: {}",
+                            n.gap(i),
+                            at()
+                        );
                     }
                     max_gap = max_gap.max(g);
                 }
@@ -150,12 +161,20 @@ impl<E: Entry> WriteGuard<'_, E> {
             return Ok(());
         }
         let r = self.node_from_item(root);
-        let mut c = Checker { internal: self.internal, height: self.st.height, prev_word: None, words: HashMap::new() };
+        let mut c = Checker {
+            internal: self.internal,
+            height: self.st.height,
+            prev_word: None,
+            words: HashMap::new(),
+        };
         c.node(r, 0, u64::MAX, 0, None)?;
         for (w, extra) in &self.st.multi {
             let seen = c.words.get(w).copied().unwrap_or(0);
             if seen < extra + 1 {
-                bad!("entry {w:#x} recorded as shared by {} slots but found in {seen}", extra + 1);
+                bad!(
+                    "entry {w:#x} recorded as shared by {} slots but found in {seen}",
+                    extra + 1
+                );
             }
         }
         Ok(())

@@ -6,7 +6,7 @@
 use crate::entry::Entry;
 use crate::sync::{AtomicUsize, Ordering};
 
-use super::node::{NodeRef, Kind};
+use super::node::{Kind, NodeRef};
 use super::MapleTree;
 
 /// Deepest tree the walkers can follow (the kernel's `MAPLE_HEIGHT_MAX` is 31).
@@ -55,7 +55,9 @@ pub(crate) fn load_word<E: Entry>(tree: &MapleTree<E>, index: u64) -> usize {
 #[inline]
 pub(crate) fn load_word_at(root: &AtomicUsize, internal: Kind, index: u64) -> usize {
     'restart: loop {
-        let Some(mut n) = root_node(root, internal) else { return 0 };
+        let Some(mut n) = root_node(root, internal) else {
+            return 0;
+        };
         loop {
             let p = n.kind().pivots();
             let mut i = 0;
@@ -91,7 +93,12 @@ pub(crate) struct Level<'g> {
 }
 
 impl Level<'_> {
-    const DUMMY: Level<'static> = Level { node: NodeRef::dangling(), min: 0, max: 0, offset: 0 };
+    const DUMMY: Level<'static> = Level {
+        node: NodeRef::dangling(),
+        min: 0,
+        max: 0,
+        offset: 0,
+    };
 }
 
 /// A reader position that keeps its path, so moving to a neighbouring slot is `O(1)` amortised.
@@ -153,7 +160,12 @@ impl<'g> Walker<'g> {
             let mut d = 0;
             loop {
                 let (i, lo, hi) = find_slot(n, index, min, max);
-                self.path[d] = Level { node: n, min, max, offset: i };
+                self.path[d] = Level {
+                    node: n,
+                    min,
+                    max,
+                    offset: i,
+                };
                 d += 1;
                 if n.is_leaf() {
                     let s = n.slot(i);
@@ -213,7 +225,12 @@ impl<'g> Walker<'g> {
                 // Descend to the leftmost leaf of that child.
                 loop {
                     d += 1;
-                    self.path[d] = Level { node: n, min, max, offset: 0 };
+                    self.path[d] = Level {
+                        node: n,
+                        min,
+                        max,
+                        offset: 0,
+                    };
                     let hi = n.slot_max(0, max);
                     if n.is_leaf() {
                         let s = n.slot(0);
@@ -240,7 +257,11 @@ impl<'g> Walker<'g> {
         let leaf = self.path[self.depth - 1];
         if self.lo > leaf.min {
             let i = leaf.offset - 1;
-            let lo = if i == 0 { leaf.min } else { leaf.node.pivot(i - 1) + 1 };
+            let lo = if i == 0 {
+                leaf.min
+            } else {
+                leaf.node.pivot(i - 1) + 1
+            };
             let s = leaf.node.slot(i);
             self.path[self.depth - 1].offset = i;
             self.lo = lo;
@@ -265,14 +286,23 @@ impl<'g> Walker<'g> {
                 let i = lvl.offset - 1;
                 self.path[d].offset = i;
                 let mut max = target;
-                let mut min = if i == 0 { lvl.min } else { lvl.node.pivot(i - 1) + 1 };
+                let mut min = if i == 0 {
+                    lvl.min
+                } else {
+                    lvl.node.pivot(i - 1) + 1
+                };
                 let mut n = lvl.node.child(i, self.internal);
                 // Descend to the rightmost leaf of that child.
                 loop {
                     d += 1;
                     let end = n.end(max);
                     let lo = if end == 0 { min } else { n.pivot(end - 1) + 1 };
-                    self.path[d] = Level { node: n, min, max, offset: end };
+                    self.path[d] = Level {
+                        node: n,
+                        min,
+                        max,
+                        offset: end,
+                    };
                     if n.is_leaf() {
                         let s = n.slot(end);
                         self.depth = d + 1;

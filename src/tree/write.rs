@@ -49,7 +49,10 @@ pub(crate) struct Items {
 
 impl Items {
     pub(crate) fn new() -> Self {
-        Items { len: 0, buf: [Item::default(); ITEMS_CAP] }
+        Items {
+            len: 0,
+            buf: [Item::default(); ITEMS_CAP],
+        }
     }
     #[inline]
     pub(crate) fn push(&mut self, it: Item) {
@@ -165,7 +168,14 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     pub(crate) fn new_exclusive(tree: &'t mut MapleTree<E>) -> Self {
-        let MapleTree { root, internal, writer, collector, default_collector, .. } = tree;
+        let MapleTree {
+            root,
+            internal,
+            writer,
+            collector,
+            default_collector,
+            ..
+        } = tree;
         WriteGuard {
             root,
             internal: *internal,
@@ -374,6 +384,15 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             }
             return (0, u64::MAX);
         }
+        let (a, b) = self.write_in_tree(first, last, entry);
+        if entry == 0 && a == 0 && b == u64::MAX {
+            // Nothing is left: the single NULL leaf goes, the tree becomes empty (K§1.4).
+            self.clear();
+        }
+        (a, b)
+    }
+
+    fn write_in_tree(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
         let mut lw = self.walker();
         lw.walk(first).expect("non-empty tree");
         let leaf = *lw.leaf();
@@ -389,18 +408,36 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
         let mut rw = self.walker();
         rw.walk(last).expect("non-empty tree");
-        let r = self.rebuild(Path::from_walker(&lw), Path::from_walker(&rw), first, last, entry);
+        let r = self.rebuild(
+            Path::from_walker(&lw),
+            Path::from_walker(&rw),
+            first,
+            last,
+            entry,
+        );
         (r.first, r.last)
     }
 
     fn new_leaf_root(&mut self, first: u64, last: u64, entry: usize) {
         let mut items = Items::new();
         if first > 0 {
-            items.push(Item { hi: first - 1, word: 0, gap: 0 });
+            items.push(Item {
+                hi: first - 1,
+                word: 0,
+                gap: 0,
+            });
         }
-        items.push(Item { hi: last, word: entry, gap: 0 });
+        items.push(Item {
+            hi: last,
+            word: entry,
+            gap: 0,
+        });
         if last < u64::MAX {
-            items.push(Item { hi: u64::MAX, word: 0, gap: 0 });
+            items.push(Item {
+                hi: u64::MAX,
+                word: 0,
+                gap: 0,
+            });
         }
         let n = self.alloc_node(Kind::Leaf);
         self.write_items(n, &items, 0, u64::MAX);
@@ -412,7 +449,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// A write inside one leaf: the fast paths, or a request to rebuild (node store, split,
     /// rebalance) with the NULL-widened range.
-    fn leaf_store(&mut self, lw: &Walker<'_>, mut first: u64, mut last: u64, entry: usize) -> Leafed {
+    fn leaf_store(
+        &mut self,
+        lw: &Walker<'_>,
+        mut first: u64,
+        mut last: u64,
+        entry: usize,
+    ) -> Leafed {
         let leaf = *lw.leaf();
         let n = leaf.node;
         let (min, max) = (leaf.min, leaf.max);
@@ -452,7 +495,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
         let r_min = los[off];
         let end_piv = his[off_end];
-        let new_end = end + 2 - (off_end - off) - usize::from(r_min == first) - usize::from(end_piv == last);
+        let new_end =
+            end + 2 - (off_end - off) - usize::from(r_min == first) - usize::from(end_piv == last);
         let is_root = lw.depth == 1;
 
         // Exact fit.
@@ -466,7 +510,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             self.st.stats.exact_fit += 1;
             return Leafed::Done(first, last);
         }
-        if new_end >= RANGE_SLOTS || (new_end < Kind::Leaf.min_end() && !is_root && max != u64::MAX) {
+        if new_end >= RANGE_SLOTS || (new_end < Kind::Leaf.min_end() && !is_root && max != u64::MAX)
+        {
             return Leafed::Rebuild(first, last);
         }
         let p = Kind::Leaf.pivots();
