@@ -27,9 +27,19 @@ fn synthetic(n: usize) -> Mm {
     let mm = Mm::new();
     let base = 0x1000_0000u64;
     for i in 0..n as u64 {
-        let prot = if i % 2 == 0 { Prot::READ | Prot::WRITE } else { Prot::READ };
-        mm.mmap(base + i * PAGE_SIZE, PAGE_SIZE, prot, MapFlags::PRIVATE | MapFlags::FIXED, MapSource::Anon)
-            .expect("synthetic layout");
+        let prot = if i % 2 == 0 {
+            Prot::READ | Prot::WRITE
+        } else {
+            Prot::READ
+        };
+        mm.mmap(
+            base + i * PAGE_SIZE,
+            PAGE_SIZE,
+            prot,
+            MapFlags::PRIVATE | MapFlags::FIXED,
+            MapSource::Anon,
+        )
+        .expect("synthetic layout");
     }
     assert_eq!(mm.map_count(), n);
     mm
@@ -46,7 +56,10 @@ fn real_layouts() -> Vec<(String, Mm)> {
     for p in files {
         let text = std::fs::read_to_string(&p).expect("capture");
         let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-        out.push((name, Mm::from_maps(&text, MmConfig::default()).expect("parse capture")));
+        out.push((
+            name,
+            Mm::from_maps(&text, MmConfig::default()).expect("parse capture"),
+        ));
     }
     if let Ok(text) = std::fs::read_to_string("/proc/self/maps") {
         if let Ok(mm) = Mm::from_maps(&text, MmConfig::default()) {
@@ -79,9 +92,13 @@ fn fork_exit(c: &mut Criterion) {
 fn config() -> Criterion {
     let c = Criterion::default();
     if quick() {
-        c.warm_up_time(Duration::from_millis(50)).measurement_time(Duration::from_millis(200)).sample_size(10)
+        c.warm_up_time(Duration::from_millis(50))
+            .measurement_time(Duration::from_millis(200))
+            .sample_size(10)
     } else {
-        c.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2)).sample_size(30)
+        c.warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(2))
+            .sample_size(30)
     }
 }
 

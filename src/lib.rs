@@ -42,11 +42,11 @@
 
 pub mod entry;
 mod error;
-#[cfg(not(loom))]
-pub mod mm;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_knobs;
+#[cfg(not(loom))]
+pub mod mm;
 mod sync;
 pub mod tree;
 

@@ -23,7 +23,10 @@ fn xorshift(s: &mut u64) -> u64 {
 }
 
 fn duration() -> Duration {
-    let ms = std::env::var("MM_STRESS_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1500);
+    let ms = std::env::var("MM_STRESS_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1500);
     Duration::from_millis(ms)
 }
 
@@ -44,10 +47,21 @@ fn lockless_lookups_during_mmap_munmap_mprotect() {
                 let n = 1 + xorshift(&mut s) % 12;
                 let n = n.min(PAGES - p);
                 let addr = BASE + p * PAGE_SIZE;
-                let prot = if xorshift(&mut s) % 2 == 0 { Prot::READ } else { Prot::READ | Prot::WRITE };
+                let prot = if xorshift(&mut s) % 2 == 0 {
+                    Prot::READ
+                } else {
+                    Prot::READ | Prot::WRITE
+                };
                 match xorshift(&mut s) % 4 {
                     0 | 1 => {
-                        mm.mmap(addr, n * PAGE_SIZE, prot, MapFlags::PRIVATE | MapFlags::FIXED, MapSource::Anon).unwrap();
+                        mm.mmap(
+                            addr,
+                            n * PAGE_SIZE,
+                            prot,
+                            MapFlags::PRIVATE | MapFlags::FIXED,
+                            MapSource::Anon,
+                        )
+                        .unwrap();
                     }
                     2 => {
                         mm.munmap(addr, n * PAGE_SIZE).unwrap();
@@ -65,7 +79,12 @@ fn lockless_lookups_during_mmap_munmap_mprotect() {
 
     let readers: Vec<_> = (0..2u64)
         .map(|id| {
-            let (mm, stop, hits, misses) = (Arc::clone(&mm), Arc::clone(&stop), Arc::clone(&hits), Arc::clone(&misses));
+            let (mm, stop, hits, misses) = (
+                Arc::clone(&mm),
+                Arc::clone(&stop),
+                Arc::clone(&hits),
+                Arc::clone(&misses),
+            );
             std::thread::spawn(move || {
                 let mut s = 0x1234_5678_9abc_def1u64 ^ (id << 32);
                 let mut rounds = 0u64;
@@ -100,7 +119,8 @@ fn lockless_lookups_during_mmap_munmap_mprotect() {
                     }
                     // Iteration: strictly increasing, entries cover exactly their VMAs.
                     let mut last_end = 0;
-                    for (first, last, v) in mm.tree().range(BASE, BASE + PAGES * PAGE_SIZE, &guard) {
+                    for (first, last, v) in mm.tree().range(BASE, BASE + PAGES * PAGE_SIZE, &guard)
+                    {
                         assert!(first >= last_end, "overlap or disorder at {first:#x}");
                         assert_eq!((first, last + 1), (v.start(), v.end()));
                         last_end = last + 1;
@@ -119,7 +139,11 @@ fn lockless_lookups_during_mmap_munmap_mprotect() {
         assert!(r.join().unwrap() > 0);
     }
     mm.validate().unwrap();
-    let (h, m, w) = (hits.load(Ordering::Relaxed), misses.load(Ordering::Relaxed), writer_ops.load(Ordering::Relaxed));
+    let (h, m, w) = (
+        hits.load(Ordering::Relaxed),
+        misses.load(Ordering::Relaxed),
+        writer_ops.load(Ordering::Relaxed),
+    );
     let stats = mm.lookup_stats();
     println!("writer ops {w}, lock-free hits {h}, misses {m}, with_vma stats {stats:?}");
     assert!(w > 100, "the writer barely ran");
@@ -129,7 +153,15 @@ fn lockless_lookups_during_mmap_munmap_mprotect() {
 #[test]
 fn a_read_locked_vma_blocks_the_writer_until_released() {
     let mm = Arc::new(Mm::new());
-    let a = mm.mmap(BASE, 4 * PAGE_SIZE, Prot::READ, MapFlags::PRIVATE | MapFlags::FIXED, MapSource::Anon).unwrap();
+    let a = mm
+        .mmap(
+            BASE,
+            4 * PAGE_SIZE,
+            Prot::READ,
+            MapFlags::PRIVATE | MapFlags::FIXED,
+            MapSource::Anon,
+        )
+        .unwrap();
     let guard = mm.pin();
     let v = mm.lock_vma_under_rcu(a, &guard).unwrap();
     let done = Arc::new(AtomicBool::new(false));
@@ -142,7 +174,10 @@ fn a_read_locked_vma_blocks_the_writer_until_released() {
     };
     let t = Instant::now();
     while t.elapsed() < Duration::from_millis(100) {
-        assert!(!done.load(Ordering::Acquire), "munmap finished while the VMA was read-locked");
+        assert!(
+            !done.load(Ordering::Acquire),
+            "munmap finished while the VMA was read-locked"
+        );
         assert!(!v.is_detached());
         std::thread::yield_now();
     }
@@ -150,5 +185,8 @@ fn a_read_locked_vma_blocks_the_writer_until_released() {
     writer.join().unwrap();
     assert!(done.load(Ordering::Acquire));
     assert!(mm.vma_lookup(BASE).is_none());
-    assert_eq!(mm.vma_lookup(BASE + PAGE_SIZE).unwrap().start, BASE + PAGE_SIZE);
+    assert_eq!(
+        mm.vma_lookup(BASE + PAGE_SIZE).unwrap().start,
+        BASE + PAGE_SIZE
+    );
 }

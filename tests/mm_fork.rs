@@ -2,7 +2,9 @@
 //! parse and render back byte for byte, fork both ways gives the child the parent's text minus
 //! `DONTCOPY` VMAs, and parent and child are independent afterwards.
 
-use maple_tree::mm::{Advice, DupMode, MapFlags, MapSource, Mm, MmConfig, NoHook, Prot, VmFlags, PAGE_SIZE};
+use maple_tree::mm::{
+    Advice, DupMode, MapFlags, MapSource, Mm, MmConfig, NoHook, Prot, VmFlags, PAGE_SIZE,
+};
 
 fn captures() -> Vec<(String, String)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/data/maps");
@@ -10,7 +12,12 @@ fn captures() -> Vec<(String, String)> {
         .expect("data/maps")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "maps"))
-        .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap()))
+        .map(|p| {
+            (
+                p.display().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
         .collect();
     out.sort();
     assert!(out.len() >= 3, "expected the committed captures");
@@ -23,11 +30,16 @@ fn captures() -> Vec<(String, String)> {
 #[test]
 fn real_maps_round_trip() {
     for (name, text) in captures() {
-        let mm = Mm::from_maps(&text, MmConfig::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mm =
+            Mm::from_maps(&text, MmConfig::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
         mm.validate().unwrap();
         assert_eq!(mm.render_maps(), text, "{name}");
         let lines = text.lines().count();
-        assert_eq!(mm.map_count() + usize::from(mm.gate().is_some()), lines, "{name}");
+        assert_eq!(
+            mm.map_count() + usize::from(mm.gate().is_some()),
+            lines,
+            "{name}"
+        );
     }
 }
 
@@ -47,7 +59,11 @@ fn fork_real_layouts(mode: DupMode, dontcopy_every: usize) {
         for &(s, e) in &marked {
             parent.madvise(s, e - s, Advice::DontFork).unwrap();
         }
-        assert_eq!(parent.render_maps(), text, "{name}: madvise changed the visible layout");
+        assert_eq!(
+            parent.render_maps(),
+            text,
+            "{name}: madvise changed the visible layout"
+        );
         let expect: String = text
             .lines()
             .filter(|l| {
@@ -57,18 +73,37 @@ fn fork_real_layouts(mode: DupMode, dontcopy_every: usize) {
             .map(|l| format!("{l}\n"))
             .collect();
         let child = parent.fork_with(mode, &mut NoHook).unwrap();
-        child.validate().unwrap_or_else(|e| panic!("{name} {mode:?}: {e}"));
+        child
+            .validate()
+            .unwrap_or_else(|e| panic!("{name} {mode:?}: {e}"));
         assert_eq!(child.render_maps(), expect, "{name} {mode:?}");
-        assert!(child.snapshot().iter().all(|v| !v.desc.flags.contains(VmFlags::DONTCOPY)));
+        assert!(child
+            .snapshot()
+            .iter()
+            .all(|v| !v.desc.flags.contains(VmFlags::DONTCOPY)));
         // Independent afterwards: changes on either side stay there.
         let first = child.snapshot()[0].clone();
         child.munmap(first.start, first.end - first.start).unwrap();
-        let hole =
-            parent.mmap(0, 16 * PAGE_SIZE, Prot::READ | Prot::WRITE, MapFlags::PRIVATE, MapSource::Anon).unwrap();
-        assert_eq!(parent.vma_lookup(first.start).map(|v| v.start), Some(first.start));
+        let hole = parent
+            .mmap(
+                0,
+                16 * PAGE_SIZE,
+                Prot::READ | Prot::WRITE,
+                MapFlags::PRIVATE,
+                MapSource::Anon,
+            )
+            .unwrap();
+        assert_eq!(
+            parent.vma_lookup(first.start).map(|v| v.start),
+            Some(first.start)
+        );
         assert!(child.vma_lookup(hole).is_none());
         parent.munmap(hole, 16 * PAGE_SIZE).unwrap();
-        assert_eq!(parent.render_maps(), text, "{name}: parent changed by the child");
+        assert_eq!(
+            parent.render_maps(),
+            text,
+            "{name}: parent changed by the child"
+        );
         parent.validate().unwrap();
         drop(child);
         parent.validate().unwrap();
@@ -93,14 +128,26 @@ fn fork_of_real_layouts_new_way_minus_dontcopy() {
 
 #[test]
 fn both_ways_build_the_same_tree_content() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/maps/python3-threads.maps")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/maps/python3-threads.maps"
+    ))
+    .unwrap();
     let parent = Mm::from_maps(&text, MmConfig::default()).unwrap();
     let a = parent.fork_with(DupMode::Append, &mut NoHook).unwrap();
     let b = parent.fork_with(DupMode::Dup, &mut NoHook).unwrap();
     // The dup way keeps the parent's tree shape: every store was an exact fit.
     let stats = b.tree().stats();
     assert_eq!(stats.exact_fit as usize, parent.map_count());
-    assert_eq!((stats.node_store, stats.split, stats.rebalance, stats.spanning_store), (0, 0, 0, 0));
+    assert_eq!(
+        (
+            stats.node_store,
+            stats.split,
+            stats.rebalance,
+            stats.spanning_store
+        ),
+        (0, 0, 0, 0)
+    );
     assert_eq!(b.tree().height(), parent.tree().height());
     assert!(a.tree().stats().append_three_way + a.tree().stats().append_end > 0);
     assert_eq!(a.render_maps(), b.render_maps());

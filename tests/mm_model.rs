@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use maple_tree::mm::{
-    Advice, DupMode, FileKind, MapFlags, MapSource, MappedFile, Mm, MmConfig, MmError, MremapFlags, NoHook, Prot,
-    VmFlags, VmaKind, PAGE_SHIFT, PAGE_SIZE,
+    Advice, DupMode, FileKind, MapFlags, MapSource, MappedFile, Mm, MmConfig, MmError, MremapFlags,
+    NoHook, Prot, VmFlags, VmaKind, PAGE_SHIFT, PAGE_SIZE,
 };
 use proptest::prelude::*;
 
@@ -101,14 +101,47 @@ enum Src {
 
 #[derive(Clone, Debug)]
 enum Op {
-    Map { page: u64, n: u64, prot: u32, src: Src, noreplace: bool },
-    MapHint { page: u64, n: u64, prot: u32 },
-    Unmap { page: u64, n: u64 },
-    Protect { page: u64, n: u64, prot: u32 },
-    Advise { page: u64, n: u64, advice: u8 },
-    Remap { page: u64, old: u64, new: u64, how: u8, to: u64 },
-    Write { page: u64, byte: u8 },
-    Fork { dup: bool, keep_child: bool },
+    Map {
+        page: u64,
+        n: u64,
+        prot: u32,
+        src: Src,
+        noreplace: bool,
+    },
+    MapHint {
+        page: u64,
+        n: u64,
+        prot: u32,
+    },
+    Unmap {
+        page: u64,
+        n: u64,
+    },
+    Protect {
+        page: u64,
+        n: u64,
+        prot: u32,
+    },
+    Advise {
+        page: u64,
+        n: u64,
+        advice: u8,
+    },
+    Remap {
+        page: u64,
+        old: u64,
+        new: u64,
+        how: u8,
+        to: u64,
+    },
+    Write {
+        page: u64,
+        byte: u8,
+    },
+    Fork {
+        dup: bool,
+        keep_child: bool,
+    },
 }
 
 fn src() -> impl Strategy<Value = Src> {
@@ -168,21 +201,68 @@ impl World {
     fn step(&mut self, op: &Op) {
         let m = &self.mm;
         match op.clone() {
-            Op::Map { page, n, prot, src, noreplace } => {
+            Op::Map {
+                page,
+                n,
+                prot,
+                src,
+                noreplace,
+            } => {
                 let p = wpage(page);
-                let flags = if noreplace { MapFlags::FIXED_NOREPLACE } else { MapFlags::FIXED };
+                let flags = if noreplace {
+                    MapFlags::FIXED_NOREPLACE
+                } else {
+                    MapFlags::FIXED
+                };
                 let vm_prot = prot as u64 | VmFlags::MAY_RWX.bits();
                 let (mflags, source, attr) = match src {
-                    Src::Anon => (MapFlags::PRIVATE, MapSource::Anon, Attr { flags: vm_prot, backing: 0, pgoff: p }),
-                    Src::SharedAnon => (MapFlags::SHARED, MapSource::Anon, Attr { flags: vm_prot | 0x88, backing: u64::MAX, pgoff: 0 }),
+                    Src::Anon => (
+                        MapFlags::PRIVATE,
+                        MapSource::Anon,
+                        Attr {
+                            flags: vm_prot,
+                            backing: 0,
+                            pgoff: p,
+                        },
+                    ),
+                    Src::SharedAnon => (
+                        MapFlags::SHARED,
+                        MapSource::Anon,
+                        Attr {
+                            flags: vm_prot | 0x88,
+                            backing: u64::MAX,
+                            pgoff: 0,
+                        },
+                    ),
                     Src::File { id, off, shared } => {
                         let f = Arc::clone(&self.files[id as usize]);
                         let extra = if shared { 0x88 } else { 0 };
-                        let mf = if shared { MapFlags::SHARED } else { MapFlags::PRIVATE };
-                        (mf, MapSource::File { file: Arc::clone(&f), offset: addr(off) }, Attr { flags: vm_prot | extra, backing: f.inode(), pgoff: off })
+                        let mf = if shared {
+                            MapFlags::SHARED
+                        } else {
+                            MapFlags::PRIVATE
+                        };
+                        (
+                            mf,
+                            MapSource::File {
+                                file: Arc::clone(&f),
+                                offset: addr(off),
+                            },
+                            Attr {
+                                flags: vm_prot | extra,
+                                backing: f.inode(),
+                                pgoff: off,
+                            },
+                        )
                     }
                 };
-                let got = m.mmap(addr(p), addr(n), Prot::from_bits(prot), mflags | flags, source);
+                let got = m.mmap(
+                    addr(p),
+                    addr(n),
+                    Prot::from_bits(prot),
+                    mflags | flags,
+                    source,
+                );
                 if noreplace && self.model.any_mapped(p, n) {
                     return self.expect(got, MmError::Exist, "noreplace over a mapping");
                 }
@@ -201,7 +281,14 @@ impl World {
                     attr.backing
                 };
                 for i in 0..n {
-                    next.pages.insert(p + i, Attr { backing, pgoff: attr.pgoff + i, ..attr });
+                    next.pages.insert(
+                        p + i,
+                        Attr {
+                            backing,
+                            pgoff: attr.pgoff + i,
+                            ..attr
+                        },
+                    );
                 }
                 match self.within_limit(&next) {
                     Ok(()) => {
@@ -212,21 +299,40 @@ impl World {
                 }
             }
             Op::MapHint { page, n, prot } => {
-                let got = m.mmap(addr(wpage(page)), addr(n), Prot::from_bits(prot), MapFlags::PRIVATE, MapSource::Anon);
+                let got = m.mmap(
+                    addr(wpage(page)),
+                    addr(n),
+                    Prot::from_bits(prot),
+                    MapFlags::PRIVATE,
+                    MapSource::Anon,
+                );
                 match got {
                     Ok(a) => {
                         let p = a >> PAGE_SHIFT;
-                        assert!(!self.model.any_mapped(p, n), "hinted mmap over a mapping at {a:#x}");
+                        assert!(
+                            !self.model.any_mapped(p, n),
+                            "hinted mmap over a mapping at {a:#x}"
+                        );
                         if !self.model.any_mapped(wpage(page), n) {
                             assert_eq!(p, wpage(page), "a free hint must be taken");
                         }
                         for i in 0..n {
-                            self.model.pages.insert(p + i, Attr { flags: prot as u64 | 0x70, backing: 0, pgoff: p + i });
+                            self.model.pages.insert(
+                                p + i,
+                                Attr {
+                                    flags: prot as u64 | 0x70,
+                                    backing: 0,
+                                    pgoff: p + i,
+                                },
+                            );
                         }
                     }
                     Err(e) => {
                         assert_eq!(e, MmError::NoMem);
-                        assert!(self.model.runs() + 1 > self.max, "hinted mmap refused below the limit");
+                        assert!(
+                            self.model.runs() + 1 > self.max,
+                            "hinted mmap refused below the limit"
+                        );
                     }
                 }
             }
@@ -238,9 +344,14 @@ impl World {
                 match self.within_limit(&next) {
                     Ok(()) => {
                         let removed = got.expect("munmap");
-                        let pages: u64 = removed.iter().map(|v| (v.end - v.start) >> PAGE_SHIFT).sum();
+                        let pages: u64 = removed
+                            .iter()
+                            .map(|v| (v.end - v.start) >> PAGE_SHIFT)
+                            .sum();
                         assert_eq!(pages as usize, self.model.pages.range(p..p + n).count());
-                        assert!(removed.iter().all(|v| v.start >= addr(p) && v.end <= addr(p + n)));
+                        assert!(removed
+                            .iter()
+                            .all(|v| v.start >= addr(p) && v.end <= addr(p + n)));
                         self.model = next;
                     }
                     Err(e) => self.expect(got, e, "munmap split beyond the limit"),
@@ -266,8 +377,13 @@ impl World {
             }
             Op::Advise { page, n, advice } => {
                 let p = wpage(page);
-                let advice = [Advice::DontNeed, Advice::DontFork, Advice::DoFork, Advice::WipeOnFork, Advice::KeepOnFork]
-                    [advice as usize];
+                let advice = [
+                    Advice::DontNeed,
+                    Advice::DontFork,
+                    Advice::DoFork,
+                    Advice::WipeOnFork,
+                    Advice::KeepOnFork,
+                ][advice as usize];
                 let got = m.madvise(addr(p), addr(n), advice);
                 if !self.model.all_mapped(p, n) {
                     return self.expect(got, MmError::NoMem, "madvise over a hole");
@@ -276,7 +392,8 @@ impl World {
                 let (set, clear) = match advice {
                     Advice::DontNeed => {
                         got.expect("dontneed");
-                        let keys: Vec<u64> = self.model.data.range(p..p + n).map(|(&k, _)| k).collect();
+                        let keys: Vec<u64> =
+                            self.model.data.range(p..p + n).map(|(&k, _)| k).collect();
                         for k in keys {
                             self.model.data.remove(&k);
                         }
@@ -285,7 +402,12 @@ impl World {
                     Advice::DontFork => (VmFlags::DONTCOPY.bits(), 0),
                     Advice::DoFork => (0, VmFlags::DONTCOPY.bits()),
                     Advice::WipeOnFork => {
-                        if self.model.pages.range(p..p + n).any(|(_, a)| a.backing != 0) {
+                        if self
+                            .model
+                            .pages
+                            .range(p..p + n)
+                            .any(|(_, a)| a.backing != 0)
+                        {
                             return self.expect(got, MmError::Inval, "wipeonfork on a file");
                         }
                         (VmFlags::WIPEONFORK.bits(), 0)
@@ -303,7 +425,13 @@ impl World {
                     Err(e) => self.expect(got, e, "madvise beyond the limit"),
                 }
             }
-            Op::Remap { page, old, new, how, to } => self.remap(wpage(page), old, new, how, wpage(to)),
+            Op::Remap {
+                page,
+                old,
+                new,
+                how,
+                to,
+            } => self.remap(wpage(page), old, new, how, wpage(to)),
             Op::Write { page, byte } => {
                 let p = wpage(page);
                 let got = m.write_bytes(addr(p), &[byte]);
@@ -339,8 +467,11 @@ impl World {
                     cm.data.remove(&k);
                 }
                 // The child is the parent minus DONTCOPY, VMA by VMA.
-                let parent_vmas: Vec<_> =
-                    m.snapshot().into_iter().filter(|v| !v.desc.flags.contains(VmFlags::DONTCOPY)).collect();
+                let parent_vmas: Vec<_> = m
+                    .snapshot()
+                    .into_iter()
+                    .filter(|v| !v.desc.flags.contains(VmFlags::DONTCOPY))
+                    .collect();
                 let child_vmas = child.snapshot();
                 assert_eq!(parent_vmas.len(), child_vmas.len());
                 for (a, b) in parent_vmas.iter().zip(&child_vmas) {
@@ -364,7 +495,9 @@ impl World {
             1 => MremapFlags::MAYMOVE,
             _ => MremapFlags::MAYMOVE | MremapFlags::FIXED,
         };
-        let got = self.mm.mremap(addr(p), addr(old), addr(new), flags, addr(to));
+        let got = self
+            .mm
+            .mremap(addr(p), addr(old), addr(new), flags, addr(to));
         let fixed = how == 2;
         if fixed && to < p + old && p < to + new {
             return self.expect(got, MmError::Inval, "overlapping fixed mremap");
@@ -392,7 +525,13 @@ impl World {
         if !fixed && p + old == re && !self.model.any_mapped(re, p + new - re) {
             let last = self.model.pages[&(re - 1)];
             for i in 0..(p + new - re) {
-                next.pages.insert(re + i, Attr { pgoff: last.pgoff + 1 + i, ..last });
+                next.pages.insert(
+                    re + i,
+                    Attr {
+                        pgoff: last.pgoff + 1 + i,
+                        ..last
+                    },
+                );
             }
             match self.within_limit(&next) {
                 Ok(()) => {
@@ -415,11 +554,25 @@ impl World {
         }
         let _ = rs;
         next.unmap(dest, new);
-        let moved: Vec<(u64, u8)> = self.model.data.range(p..p + old.min(new)).map(|(&k, &v)| (k, v)).collect();
+        let moved: Vec<(u64, u8)> = self
+            .model
+            .data
+            .range(p..p + old.min(new))
+            .map(|(&k, &v)| (k, v))
+            .collect();
         next.unmap(p, old);
-        assert!(fixed || !self.model.any_mapped(dest, new), "mremap moved onto a mapping");
+        assert!(
+            fixed || !self.model.any_mapped(dest, new),
+            "mremap moved onto a mapping"
+        );
         for i in 0..new {
-            next.pages.insert(dest + i, Attr { pgoff: base.pgoff + i, ..base });
+            next.pages.insert(
+                dest + i,
+                Attr {
+                    pgoff: base.pgoff + i,
+                    ..base
+                },
+            );
         }
         for (k, v) in moved {
             next.data.insert(k - p + dest, v);
@@ -439,12 +592,21 @@ fn check(mm: &Mm, model: &Model, max: usize) {
         for i in 0..(v.end - v.start) >> PAGE_SHIFT {
             pages.insert(
                 (v.start >> PAGE_SHIFT) + i,
-                Attr { flags: v.desc.flags.bits(), backing, pgoff: v.desc.pgoff + i },
+                Attr {
+                    flags: v.desc.flags.bits(),
+                    backing,
+                    pgoff: v.desc.pgoff + i,
+                },
             );
         }
     }
     assert_eq!(pages, model.pages);
-    assert_eq!(mm.map_count(), model.runs(), "VMAs are not the maximal runs:\n{}", mm.render_maps());
+    assert_eq!(
+        mm.map_count(),
+        model.runs(),
+        "VMAs are not the maximal runs:\n{}",
+        mm.render_maps()
+    );
     assert!(mm.map_count() <= max);
     assert_eq!(mm.resident_pages(), model.data.len());
     for (&p, &b) in &model.data {
@@ -458,9 +620,27 @@ fn check(mm: &Mm, model: &Model, max: usize) {
 }
 
 fn run(ops: Vec<Op>, max: usize) {
-    let cfg = MmConfig { max_map_count: max, ..MmConfig::default() };
-    let files = (0..3u64).map(|i| MappedFile::new(&format!("/f{i}"), (8, 1), (1 << 40) + i, FileKind::Regular, true)).collect();
-    let mut w = World { mm: Mm::with_config(cfg), model: Model::default(), files, max };
+    let cfg = MmConfig {
+        max_map_count: max,
+        ..MmConfig::default()
+    };
+    let files = (0..3u64)
+        .map(|i| {
+            MappedFile::new(
+                &format!("/f{i}"),
+                (8, 1),
+                (1 << 40) + i,
+                FileKind::Regular,
+                true,
+            )
+        })
+        .collect();
+    let mut w = World {
+        mm: Mm::with_config(cfg),
+        model: Model::default(),
+        files,
+        max,
+    };
     for op in &ops {
         w.step(op);
         check(&w.mm, &w.model, max);
@@ -485,14 +665,51 @@ proptest! {
 fn model_runs_agree_on_a_hand_made_case() {
     // A guard against a model that always agrees: three VMAs, two merge candidates.
     let ops = vec![
-        Op::Map { page: 0, n: 4, prot: 3, src: Src::Anon, noreplace: false },
-        Op::Protect { page: 1, n: 2, prot: 1 },
-        Op::Map { page: 8, n: 2, prot: 1, src: Src::File { id: 0, off: 0, shared: false }, noreplace: false },
-        Op::Map { page: 10, n: 2, prot: 1, src: Src::File { id: 0, off: 2, shared: false }, noreplace: false },
+        Op::Map {
+            page: 0,
+            n: 4,
+            prot: 3,
+            src: Src::Anon,
+            noreplace: false,
+        },
+        Op::Protect {
+            page: 1,
+            n: 2,
+            prot: 1,
+        },
+        Op::Map {
+            page: 8,
+            n: 2,
+            prot: 1,
+            src: Src::File {
+                id: 0,
+                off: 0,
+                shared: false,
+            },
+            noreplace: false,
+        },
+        Op::Map {
+            page: 10,
+            n: 2,
+            prot: 1,
+            src: Src::File {
+                id: 0,
+                off: 2,
+                shared: false,
+            },
+            noreplace: false,
+        },
     ];
     let cfg = MmConfig::default();
-    let files = (0..3u64).map(|i| MappedFile::new("/f", (8, 1), (1 << 40) + i, FileKind::Regular, true)).collect();
-    let mut w = World { mm: Mm::with_config(cfg), model: Model::default(), files, max: 65530 };
+    let files = (0..3u64)
+        .map(|i| MappedFile::new("/f", (8, 1), (1 << 40) + i, FileKind::Regular, true))
+        .collect();
+    let mut w = World {
+        mm: Mm::with_config(cfg),
+        model: Model::default(),
+        files,
+        max: 65530,
+    };
     for op in &ops {
         w.step(op);
     }

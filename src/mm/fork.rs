@@ -120,9 +120,19 @@ impl Mm {
 }
 
 /// Steps 3–5 for one parent VMA: the child's copy, hooked and with the locked bits cleared.
-fn dup_one<H: ForkHook>(parent: &Mm, child_id: u64, child_locks: &MmLockState, hook: &mut H, v: &Vma) -> Result<Vma, MmError> {
+fn dup_one<H: ForkHook>(
+    parent: &Mm,
+    child_id: u64,
+    child_locks: &MmLockState,
+    hook: &mut H,
+    v: &Vma,
+) -> Result<Vma, MmError> {
     let tmp = v.dup();
-    let env = ForkEnv { child_id, child_locks, parent };
+    let env = ForkEnv {
+        child_id,
+        child_locks,
+        parent,
+    };
     hook.dup_vma(&env, &tmp)?;
     // vm_flags_clear(tmp, VM_LOCKED_MASK): always write-locks the child VMA first.
     tmp.start_write(child_locks);
@@ -133,7 +143,12 @@ fn dup_one<H: ForkHook>(parent: &Mm, child_id: u64, child_locks: &MmLockState, h
 /// The old way: a fresh tree, one in-order store per copied VMA.
 fn dup_append<H: ForkHook>(parent: &Mm, child: &mut Mm, hook: &mut H) -> Result<usize, MmError> {
     let child_id = child.id;
-    let Mm { tree, locks: child_locks, pages: child_pages, .. } = child;
+    let Mm {
+        tree,
+        locks: child_locks,
+        pages: child_pages,
+        ..
+    } = child;
     let child_pages = child_pages.get_mut();
     let ppages = parent.pages.lock();
     let copy_pages = !ppages.is_empty();
@@ -146,7 +161,11 @@ fn dup_append<H: ForkHook>(parent: &Mm, child: &mut Mm, hook: &mut H) -> Result<
             continue;
         }
         let tmp = dup_one(parent, child_id, child_locks, hook, v)?;
-        let (start, end, wipe) = (tmp.start(), tmp.end(), tmp.flags().contains(VmFlags::WIPEONFORK));
+        let (start, end, wipe) = (
+            tmp.start(),
+            tmp.end(),
+            tmp.flags().contains(VmFlags::WIPEONFORK),
+        );
         let r = w.store_range(start, end - 1, Arc::new(tmp));
         debug_assert!(r.is_ok());
         count += 1;
@@ -161,7 +180,12 @@ fn dup_append<H: ForkHook>(parent: &Mm, child: &mut Mm, hook: &mut H) -> Result<
 fn dup_tree<H: ForkHook>(parent: &Mm, child: &mut Mm, hook: &mut H) -> Result<usize, MmError> {
     let child_id = child.id;
     child.tree = parent.tree.dup();
-    let Mm { tree, locks: child_locks, pages: child_pages, .. } = child;
+    let Mm {
+        tree,
+        locks: child_locks,
+        pages: child_pages,
+        ..
+    } = child;
     let child_pages = child_pages.get_mut();
     let ppages = parent.pages.lock();
     let copy_pages = !ppages.is_empty();
@@ -196,7 +220,11 @@ fn dup_tree<H: ForkHook>(parent: &Mm, child: &mut Mm, hook: &mut H) -> Result<us
             continue;
         }
         let Some(tmp) = tmp else { break };
-        let (start, end, wipe) = (tmp.start(), tmp.end(), tmp.flags().contains(VmFlags::WIPEONFORK));
+        let (start, end, wipe) = (
+            tmp.start(),
+            tmp.end(),
+            tmp.flags().contains(VmFlags::WIPEONFORK),
+        );
         debug_assert_eq!((c.index(), c.last()), (start, end - 1));
         // vma_iter_bulk_store: an exact fit over the parent's entry.
         let r = c.store(Arc::new(tmp));
@@ -206,7 +234,7 @@ fn dup_tree<H: ForkHook>(parent: &Mm, child: &mut Mm, hook: &mut H) -> Result<us
             ppages.copy_range_to(child_pages, start, end);
         }
     }
-    drop(c);
+
     if let Some((at, e)) = failed {
         // The entries from the failing VMA on still hold the parent's VMAs: take them out, so
         // that tearing the child down only touches the child's own VMAs (what newer kernels do

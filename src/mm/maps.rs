@@ -9,7 +9,10 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use super::{is_page_aligned, FileKind, MappedFile, Mm, MmConfig, VmFlags, Vma, VmaDesc, VmaKind, VmaSnapshot, PAGE_SHIFT};
+use super::{
+    is_page_aligned, FileKind, MappedFile, Mm, MmConfig, VmFlags, Vma, VmaDesc, VmaKind,
+    VmaSnapshot, PAGE_SHIFT,
+};
 
 /// Why a maps text could not be replayed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,7 +38,12 @@ fn render_line(out: &mut String, start: u64, end: u64, desc: &VmaDesc) {
     let f = desc.flags;
     let c = |flag: VmFlags, ch: char| if f.contains(flag) { ch } else { '-' };
     let (off, dev, ino, name): (u64, (u32, u32), u64, Option<&str>) = match &desc.kind {
-        VmaKind::File(file) => (desc.pgoff << PAGE_SHIFT, file.dev(), file.inode(), Some(file.path())),
+        VmaKind::File(file) => (
+            desc.pgoff << PAGE_SHIFT,
+            file.dev(),
+            file.inode(),
+            Some(file.path()),
+        ),
         VmaKind::Anon(name) => (0, (0, 0), 0, name.as_deref()),
     };
     let line_start = out.len();
@@ -47,7 +55,11 @@ fn render_line(out: &mut String, start: u64, end: u64, desc: &VmaDesc) {
         c(VmFlags::READ, 'r'),
         c(VmFlags::WRITE, 'w'),
         c(VmFlags::EXEC, 'x'),
-        if f.contains(VmFlags::MAYSHARE) { 's' } else { 'p' },
+        if f.contains(VmFlags::MAYSHARE) {
+            's'
+        } else {
+            'p'
+        },
         off,
         dev.0,
         dev.1,
@@ -63,7 +75,10 @@ fn render_line(out: &mut String, start: u64, end: u64, desc: &VmaDesc) {
     out.push('\n');
 }
 
-pub(crate) fn render<'a>(vmas: impl Iterator<Item = &'a Vma>, gate: Option<&VmaSnapshot>) -> String {
+pub(crate) fn render<'a>(
+    vmas: impl Iterator<Item = &'a Vma>,
+    gate: Option<&VmaSnapshot>,
+) -> String {
     let mut out = String::new();
     for v in vmas {
         render_line(&mut out, v.start(), v.end(), &v.desc());
@@ -144,53 +159,104 @@ impl Mm {
                     continue;
                 }
                 if gate.is_some() {
-                    return Err(MapsError { line, reason: "line after the gate VMA" });
+                    return Err(MapsError {
+                        line,
+                        reason: "line after the gate VMA",
+                    });
                 }
                 let mut rest = raw;
                 let range = field(&mut rest, line, "missing range")?;
-                let (s, e) = range.split_once('-').ok_or(MapsError { line, reason: "range without '-'" })?;
+                let (s, e) = range.split_once('-').ok_or(MapsError {
+                    line,
+                    reason: "range without '-'",
+                })?;
                 let start = hex(s, line, "bad start address")?;
                 let end = hex(e, line, "bad end address")?;
                 if start >= end || !is_page_aligned(start) || !is_page_aligned(end) {
-                    return Err(MapsError { line, reason: "empty or unaligned range" });
+                    return Err(MapsError {
+                        line,
+                        reason: "empty or unaligned range",
+                    });
                 }
                 if start < last_end {
-                    return Err(MapsError { line, reason: "ranges overlap or are not sorted" });
+                    return Err(MapsError {
+                        line,
+                        reason: "ranges overlap or are not sorted",
+                    });
                 }
                 let perms = field(&mut rest, line, "missing permissions")?.as_bytes();
                 if perms.len() != 4 {
-                    return Err(MapsError { line, reason: "bad permissions" });
+                    return Err(MapsError {
+                        line,
+                        reason: "bad permissions",
+                    });
                 }
                 let mut flags = VmFlags::MAY_RWX;
-                for (k, (ch, flag)) in [(b'r', VmFlags::READ), (b'w', VmFlags::WRITE), (b'x', VmFlags::EXEC)].iter().enumerate() {
+                for (k, (ch, flag)) in [
+                    (b'r', VmFlags::READ),
+                    (b'w', VmFlags::WRITE),
+                    (b'x', VmFlags::EXEC),
+                ]
+                .iter()
+                .enumerate()
+                {
                     match perms[k] {
                         b'-' => {}
                         c if c == *ch => flags |= *flag,
-                        _ => return Err(MapsError { line, reason: "bad permissions" }),
+                        _ => {
+                            return Err(MapsError {
+                                line,
+                                reason: "bad permissions",
+                            })
+                        }
                     }
                 }
                 match perms[3] {
                     b'p' => {}
                     b's' => flags |= VmFlags::MAYSHARE | VmFlags::SHARED,
-                    _ => return Err(MapsError { line, reason: "bad permissions" }),
+                    _ => {
+                        return Err(MapsError {
+                            line,
+                            reason: "bad permissions",
+                        })
+                    }
                 }
-                let off = hex(field(&mut rest, line, "missing offset")?, line, "bad offset")?;
+                let off = hex(
+                    field(&mut rest, line, "missing offset")?,
+                    line,
+                    "bad offset",
+                )?;
                 let dev = field(&mut rest, line, "missing device")?;
-                let (ma, mi) = dev.split_once(':').ok_or(MapsError { line, reason: "bad device" })?;
+                let (ma, mi) = dev.split_once(':').ok_or(MapsError {
+                    line,
+                    reason: "bad device",
+                })?;
                 let dev = (
-                    u32::from_str_radix(ma, 16).map_err(|_| MapsError { line, reason: "bad device" })?,
-                    u32::from_str_radix(mi, 16).map_err(|_| MapsError { line, reason: "bad device" })?,
+                    u32::from_str_radix(ma, 16).map_err(|_| MapsError {
+                        line,
+                        reason: "bad device",
+                    })?,
+                    u32::from_str_radix(mi, 16).map_err(|_| MapsError {
+                        line,
+                        reason: "bad device",
+                    })?,
                 );
                 let ino: u64 = field(&mut rest, line, "missing inode")?
                     .parse()
-                    .map_err(|_| MapsError { line, reason: "bad inode" })?;
+                    .map_err(|_| MapsError {
+                        line,
+                        reason: "bad inode",
+                    })?;
                 let name = rest.trim_start_matches(' ');
                 let name = if name.is_empty() { None } else { Some(name) };
                 let is_file = ino != 0 || dev != (0, 0) || name.is_some_and(|n| n.starts_with('/'));
                 let (kind, pgoff) = if is_file {
                     let path = name.unwrap_or("").to_owned();
                     if !is_page_aligned(off) {
-                        return Err(MapsError { line, reason: "unaligned file offset" });
+                        return Err(MapsError {
+                            line,
+                            reason: "unaligned file offset",
+                        });
                     }
                     let fk = file_kind(&path);
                     let file = files
@@ -203,11 +269,16 @@ impl Mm {
                     (VmaKind::File(file), off >> PAGE_SHIFT)
                 } else {
                     if off != 0 {
-                        return Err(MapsError { line, reason: "anonymous mapping with an offset" });
+                        return Err(MapsError {
+                            line,
+                            reason: "anonymous mapping with an offset",
+                        });
                     }
                     match name {
                         Some("[stack]") => flags |= VmFlags::GROWSDOWN,
-                        Some(n) if n.starts_with('[') && n != "[heap]" && !n.starts_with("[anon:") => {
+                        Some(n)
+                            if n.starts_with('[') && n != "[heap]" && !n.starts_with("[anon:") =>
+                        {
                             // vdso, vvar, vsyscall: special mappings, never merged or grown.
                             flags |= VmFlags::DONTEXPAND;
                         }
@@ -215,16 +286,27 @@ impl Mm {
                     }
                     (VmaKind::Anon(name.map(Arc::from)), start >> PAGE_SHIFT)
                 };
-                let desc = VmaDesc { flags, kind, pgoff, uffd: None };
+                let desc = VmaDesc {
+                    flags,
+                    kind,
+                    pgoff,
+                    uffd: None,
+                };
                 if end > task_size {
                     if start < task_size {
-                        return Err(MapsError { line, reason: "range crosses TASK_SIZE" });
+                        return Err(MapsError {
+                            line,
+                            reason: "range crosses TASK_SIZE",
+                        });
                     }
                     gate = Some(VmaSnapshot { start, end, desc });
                     continue;
                 }
                 if count >= mm.cfg.max_map_count {
-                    return Err(MapsError { line, reason: "more VMAs than max_map_count" });
+                    return Err(MapsError {
+                        line,
+                        reason: "more VMAs than max_map_count",
+                    });
                 }
                 let r = w.store_range(start, end - 1, Arc::new(Vma::new(start, end, desc, -1)));
                 debug_assert!(r.is_ok());

@@ -25,8 +25,8 @@ use crossbeam_epoch::Guard;
 
 use super::vma::same_ctx;
 use super::{
-    is_page_aligned, page_align, FileKind, MappedFile, Mm, MmError, MmWriteGuard, VmFlags, Vma, VmaDesc, VmaKind,
-    VmaSnapshot, PAGE_SHIFT, PAGE_SIZE,
+    is_page_aligned, page_align, FileKind, MappedFile, Mm, MmError, MmWriteGuard, VmFlags, Vma,
+    VmaDesc, VmaKind, VmaSnapshot, PAGE_SHIFT, PAGE_SIZE,
 };
 
 /// Inode numbers of the shmem objects behind shared anonymous mappings.
@@ -257,7 +257,12 @@ pub(crate) struct Plan<'g> {
 impl Plan<'_> {
     /// Whether anything changes.
     fn is_noop(&self) -> bool {
-        self.created == 0 && self.dropped == 0 && !self.acts.iter().any(|(_, _, a)| matches!(a, Act::Update(..)))
+        self.created == 0
+            && self.dropped == 0
+            && !self
+                .acts
+                .iter()
+                .any(|(_, _, a)| matches!(a, Act::Update(..)))
     }
 }
 
@@ -280,7 +285,12 @@ pub(crate) fn plan<'g>(
         if let Some(p) = tree.load(lo - 1, g) {
             if p.end() == lo {
                 old.push(p);
-                segs.push(Seg { start: p.start(), end: p.end(), desc: p.desc(), touched: false });
+                segs.push(Seg {
+                    start: p.start(),
+                    end: p.end(),
+                    desc: p.desc(),
+                    touched: false,
+                });
             }
         }
     }
@@ -293,34 +303,68 @@ pub(crate) fn plan<'g>(
         let set = match if fill.is_some() { Change::Remove } else { f(v) } {
             Change::Keep => {
                 // Left whole: not split at the range ends.
-                middles.push(Seg { start: v.start(), end: v.end(), desc: vd, touched: false });
+                middles.push(Seg {
+                    start: v.start(),
+                    end: v.end(),
+                    desc: vd,
+                    touched: false,
+                });
                 continue;
             }
             Change::Remove => None,
             Change::Set(d) => Some(d),
         };
         if v.start() < lo {
-            segs.push(Seg { start: v.start(), end: lo, desc: vd.clone(), touched: false });
+            segs.push(Seg {
+                start: v.start(),
+                end: lo,
+                desc: vd.clone(),
+                touched: false,
+            });
         }
         let (a, b) = (v.start().max(lo), v.end().min(hi));
         let piece = |d: &VmaDesc| d.advanced(a - v.start());
         match set {
-            None => removed.push(VmaSnapshot { start: a, end: b, desc: piece(&vd) }),
-            Some(d) => middles.push(Seg { start: a, end: b, desc: piece(&d), touched: true }),
+            None => removed.push(VmaSnapshot {
+                start: a,
+                end: b,
+                desc: piece(&vd),
+            }),
+            Some(d) => middles.push(Seg {
+                start: a,
+                end: b,
+                desc: piece(&d),
+                touched: true,
+            }),
         }
         if v.end() > hi {
-            tail = Some(Seg { start: hi, end: v.end(), desc: vd.advanced(hi - v.start()), touched: false });
+            tail = Some(Seg {
+                start: hi,
+                end: v.end(),
+                desc: vd.advanced(hi - v.start()),
+                touched: false,
+            });
         }
     }
     match fill {
-        Some(d) => segs.push(Seg { start: lo, end: hi, desc: d, touched: true }),
+        Some(d) => segs.push(Seg {
+            start: lo,
+            end: hi,
+            desc: d,
+            touched: true,
+        }),
         None => segs.extend(middles),
     }
     segs.extend(tail);
     if let Some(n) = tree.load(hi, g) {
         if n.start() == hi {
             old.push(n);
-            segs.push(Seg { start: n.start(), end: n.end(), desc: n.desc(), touched: false });
+            segs.push(Seg {
+                start: n.start(),
+                end: n.end(),
+                desc: n.desc(),
+                touched: false,
+            });
         }
     }
 
@@ -330,7 +374,8 @@ pub(crate) fn plan<'g>(
         if let Some(l) = merged.last_mut() {
             if l.end == s.start
                 && (l.touched || s.touched)
-                && l.desc.can_merge_with((l.end - l.start) >> PAGE_SHIFT, &s.desc)
+                && l.desc
+                    .can_merge_with((l.end - l.start) >> PAGE_SHIFT, &s.desc)
             {
                 l.end = s.end;
                 l.touched = true;
@@ -371,7 +416,16 @@ pub(crate) fn plan<'g>(
     let dropped = reused.iter().filter(|r| !**r).count();
     let lo = old.first().map_or(lo, |v| v.start().min(lo));
     let hi = old.last().map_or(hi, |v| v.end().max(hi));
-    Plan { lo, hi, old, reused, acts, removed, created, dropped }
+    Plan {
+        lo,
+        hi,
+        old,
+        reused,
+        acts,
+        removed,
+        created,
+        dropped,
+    }
 }
 
 /// Phase 2: see the module docs. Returns the removed pieces.
@@ -501,7 +555,9 @@ impl MmWriteGuard<'_> {
                 return Err(MmError::NoMem);
             }
             if info.topdown {
-                let start = tree.empty_area_rev(low, high - 1, length).map_err(|_| MmError::NoMem)?;
+                let start = tree
+                    .empty_area_rev(low, high - 1, length)
+                    .map_err(|_| MmError::NoMem)?;
                 let gap_end = start + length;
                 let mut gap = gap_end - info.length;
                 gap -= gap.wrapping_sub(info.align_offset) & info.align_mask;
@@ -525,7 +581,9 @@ impl MmWriteGuard<'_> {
                 }
                 return Ok(gap);
             } else {
-                let start = tree.empty_area(low, high - 1, length).map_err(|_| MmError::NoMem)?;
+                let start = tree
+                    .empty_area(low, high - 1, length)
+                    .map_err(|_| MmError::NoMem)?;
                 let mut gap = start + info.start_gap;
                 gap += info.align_offset.wrapping_sub(gap) & info.align_mask;
                 match self.find_vma(start) {
@@ -570,8 +628,12 @@ impl MmWriteGuard<'_> {
                 }
             }
         }
-        let bottom_up =
-            UnmappedAreaInfo { length: len, low_limit: cfg.unmapped_base, high_limit: cfg.task_size, ..Default::default() };
+        let bottom_up = UnmappedAreaInfo {
+            length: len,
+            low_limit: cfg.unmapped_base,
+            high_limit: cfg.task_size,
+            ..Default::default()
+        };
         if cfg.bottom_up {
             return self.vm_unmapped_area(&bottom_up);
         }
@@ -582,7 +644,8 @@ impl MmWriteGuard<'_> {
             topdown: true,
             ..Default::default()
         };
-        self.vm_unmapped_area(&top_down).or_else(|_| self.vm_unmapped_area(&bottom_up))
+        self.vm_unmapped_area(&top_down)
+            .or_else(|_| self.vm_unmapped_area(&bottom_up))
     }
 
     /// `mmap`: maps `len` bytes (rounded up to pages) with protection `prot`.
@@ -597,7 +660,14 @@ impl MmWriteGuard<'_> {
     /// `EINVAL`; a file offset that is not page aligned: `EINVAL`, or that overflows with the
     /// length: `EOVERFLOW`; a shared writable mapping of a file not open for writing: `EACCES`;
     /// too many maps: `ENOMEM`. The new VMA merges with compatible neighbours. Returns the address.
-    pub fn mmap(&mut self, addr: u64, len: u64, prot: Prot, flags: MapFlags, src: MapSource) -> Result<u64, MmError> {
+    pub fn mmap(
+        &mut self,
+        addr: u64,
+        len: u64,
+        prot: Prot,
+        flags: MapFlags,
+        src: MapSource,
+    ) -> Result<u64, MmError> {
         let cfg = self.mm.cfg.clone();
         let prot_flags = prot.vm_flags()?;
         if flags.bits() & !MapFlags::KNOWN != 0 {
@@ -675,14 +745,21 @@ impl MmWriteGuard<'_> {
             if addr < cfg.mmap_min_addr {
                 return Err(MmError::Perm);
             }
-            if flags.contains(MapFlags::FIXED_NOREPLACE) && self.vmas_in(addr, addr + len).next().is_some() {
+            if flags.contains(MapFlags::FIXED_NOREPLACE)
+                && self.vmas_in(addr, addr + len).next().is_some()
+            {
                 return Err(MmError::Exist);
             }
             addr
         } else {
             self.get_unmapped_area(addr, len)?
         };
-        let desc = VmaDesc { flags: vm_flags, kind, pgoff: pgoff.unwrap_or(addr >> PAGE_SHIFT), uffd: None };
+        let desc = VmaDesc {
+            flags: vm_flags,
+            kind,
+            pgoff: pgoff.unwrap_or(addr >> PAGE_SHIFT),
+            uffd: None,
+        };
         let removed = self.apply(addr, addr + len, Some(desc), |_| Change::Keep)?;
         self.zap(&removed);
         Ok(addr)
@@ -692,7 +769,11 @@ impl MmWriteGuard<'_> {
     /// layouts). `EINVAL` for an empty, unaligned or out-of-range span, `EEXIST` if it overlaps
     /// a VMA, `ENOMEM` at `max_map_count`.
     pub fn insert_vma(&mut self, start: u64, end: u64, desc: VmaDesc) -> Result<(), MmError> {
-        if start >= end || !is_page_aligned(start) || !is_page_aligned(end) || end > self.mm.cfg.task_size {
+        if start >= end
+            || !is_page_aligned(start)
+            || !is_page_aligned(end)
+            || end > self.mm.cfg.task_size
+        {
             return Err(MmError::Inval);
         }
         if desc.flags.intersects(VmFlags::UFFD_FLAGS) != desc.uffd.is_some() {
@@ -705,7 +786,11 @@ impl MmWriteGuard<'_> {
             return Err(MmError::NoMem);
         }
         let vma = Arc::new(Vma::new(start, end, desc, self.mm.locks.seq()));
-        self.mm.tree.lock().insert_range(start, end - 1, vma).map_err(|_| MmError::Exist)?;
+        self.mm
+            .tree
+            .lock()
+            .insert_range(start, end - 1, vma)
+            .map_err(|_| MmError::Exist)?;
         self.state.map_count += 1;
         Ok(())
     }
@@ -773,7 +858,10 @@ impl MmWriteGuard<'_> {
             return Err(MmError::NoMem);
         }
         let may = |f: VmFlags| VmFlags::from_bits((f.bits() >> 4) & 0x7);
-        if self.vmas_in(addr, end).any(|v| !may(v.flags()).contains(newprot)) {
+        if self
+            .vmas_in(addr, end)
+            .any(|v| !may(v.flags()).contains(newprot))
+        {
             return Err(MmError::Access);
         }
         self.apply(addr, end, None, |v| {
@@ -805,7 +893,10 @@ impl MmWriteGuard<'_> {
         }
         let (set, clear) = match advice {
             Advice::DontNeed => {
-                if self.vmas_in(addr, end).any(|v| v.flags().intersects(VmFlags::LOCKED | VmFlags::PFNMAP)) {
+                if self
+                    .vmas_in(addr, end)
+                    .any(|v| v.flags().intersects(VmFlags::LOCKED | VmFlags::PFNMAP))
+                {
                     return Err(MmError::Inval);
                 }
                 self.mm.pages.lock().zap(addr, end);
@@ -814,7 +905,10 @@ impl MmWriteGuard<'_> {
             Advice::DontFork => (VmFlags::DONTCOPY, VmFlags::NONE),
             Advice::DoFork => (VmFlags::NONE, VmFlags::DONTCOPY),
             Advice::WipeOnFork => {
-                if self.vmas_in(addr, end).any(|v| !v.kind().is_anon() || v.flags().contains(VmFlags::MAYSHARE)) {
+                if self
+                    .vmas_in(addr, end)
+                    .any(|v| !v.kind().is_anon() || v.flags().contains(VmFlags::MAYSHARE))
+                {
                     return Err(MmError::Inval);
                 }
                 (VmFlags::WIPEONFORK, VmFlags::NONE)
@@ -849,7 +943,9 @@ impl MmWriteGuard<'_> {
         new_addr: u64,
     ) -> Result<u64, MmError> {
         let cfg = self.mm.cfg.clone();
-        if flags.0 & !3 != 0 || (flags.contains(MremapFlags::FIXED) && !flags.contains(MremapFlags::MAYMOVE)) {
+        if flags.0 & !3 != 0
+            || (flags.contains(MremapFlags::FIXED) && !flags.contains(MremapFlags::MAYMOVE))
+        {
             return Err(MmError::Inval);
         }
         if !is_page_aligned(old_addr) {
@@ -860,20 +956,31 @@ impl MmWriteGuard<'_> {
         if new_len == 0 || old_len == 0 {
             return Err(MmError::Inval);
         }
-        let old_end = old_addr.checked_add(old_len).filter(|&e| e <= cfg.task_size).ok_or(MmError::Inval)?;
+        let old_end = old_addr
+            .checked_add(old_len)
+            .filter(|&e| e <= cfg.task_size)
+            .ok_or(MmError::Inval)?;
         let fixed = flags.contains(MremapFlags::FIXED);
         if fixed {
             if !is_page_aligned(new_addr) {
                 return Err(MmError::Inval);
             }
-            let ne = new_addr.checked_add(new_len).filter(|&e| e <= cfg.task_size).ok_or(MmError::Inval)?;
+            let ne = new_addr
+                .checked_add(new_len)
+                .filter(|&e| e <= cfg.task_size)
+                .ok_or(MmError::Inval)?;
             if new_addr < old_end && old_addr < ne {
                 return Err(MmError::Inval);
             }
         }
         let (vstart, vend, special, desc) = {
             let v = self.vma_lookup(old_addr).ok_or(MmError::Fault)?;
-            (v.start(), v.end(), v.flags().intersects(VmFlags::DONTEXPAND | VmFlags::PFNMAP), v.desc())
+            (
+                v.start(),
+                v.end(),
+                v.flags().intersects(VmFlags::DONTEXPAND | VmFlags::PFNMAP),
+                v.desc(),
+            )
         };
         if old_end > vend {
             return Err(MmError::Fault);
@@ -890,7 +997,9 @@ impl MmWriteGuard<'_> {
                 return Ok(old_addr);
             }
             // Grow in place if the VMA ends here and the space after it is free.
-            let want = old_addr.checked_add(new_len).filter(|&e| e <= cfg.task_size);
+            let want = old_addr
+                .checked_add(new_len)
+                .filter(|&e| e <= cfg.task_size);
             if let Some(new_end) = want {
                 if old_end == vend && self.vmas_in(old_end, new_end).next().is_none() {
                     let fill = desc.advanced(old_end - vstart);
@@ -925,6 +1034,10 @@ impl MmWriteGuard<'_> {
 
 impl fmt::Debug for Seg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{:#x},{:#x}) {:?} touched={}", self.start, self.end, self.desc.flags, self.touched)
+        write!(
+            f,
+            "[{:#x},{:#x}) {:?} touched={}",
+            self.start, self.end, self.desc.flags, self.touched
+        )
     }
 }

@@ -166,7 +166,10 @@ impl Default for Mm {
 
 impl std::fmt::Debug for Mm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mm").field("id", &self.id).field("map_count", &self.map_count()).finish()
+        f.debug_struct("Mm")
+            .field("id", &self.id)
+            .field("map_count", &self.map_count())
+            .finish()
     }
 }
 
@@ -212,13 +215,21 @@ impl Mm {
 
     /// `mmap_read_lock`.
     pub fn read(&self) -> MmReadGuard<'_> {
-        MmReadGuard { mm: self, state: self.mmap_lock.read(), guard: self.tree.pin() }
+        MmReadGuard {
+            mm: self,
+            state: self.mmap_lock.read(),
+            guard: self.tree.pin(),
+        }
     }
 
     /// `mmap_write_lock`. Dropping the guard is `mmap_write_unlock`: it ends the write lock of
     /// every VMA locked under it.
     pub fn write(&self) -> MmWriteGuard<'_> {
-        MmWriteGuard { mm: self, state: self.mmap_lock.write(), guard: self.tree.pin() }
+        MmWriteGuard {
+            mm: self,
+            state: self.mmap_lock.write(),
+            guard: self.tree.pin(),
+        }
     }
 
     /// Pins an epoch guard for [`Mm::lock_vma_under_rcu`].
@@ -245,7 +256,9 @@ impl Mm {
     /// VMA in the tree is detached, and that the map count matches.
     pub fn validate(&self) -> Result<(), String> {
         let r = self.read();
-        self.tree.validate().map_err(|e: ValidateError| format!("tree: {e:?}"))?;
+        self.tree
+            .validate()
+            .map_err(|e: ValidateError| format!("tree: {e:?}"))?;
         let mut n = 0usize;
         let mut last_end = 0u64;
         for (first, last, v) in self.tree.iter(&r.guard) {
@@ -264,12 +277,17 @@ impl Mm {
             }
             let uffd_flags = v.flags().intersects(VmFlags::UFFD_FLAGS);
             if uffd_flags != v.has_uffd() {
-                return Err(format!("invariant I1 (context iff uffd flags) broken: {v:?}"));
+                return Err(format!(
+                    "invariant I1 (context iff uffd flags) broken: {v:?}"
+                ));
             }
             last_end = v.end();
         }
         if n != r.state.map_count {
-            return Err(format!("map_count {} but {} VMAs in the tree", r.state.map_count, n));
+            return Err(format!(
+                "map_count {} but {} VMAs in the tree",
+                r.state.map_count, n
+            ));
         }
         Ok(())
     }
@@ -297,7 +315,11 @@ impl Mm {
     /// drop(w);
     /// assert!(mm.lock_vma_under_rcu(a, &guard).is_ok());
     /// ```
-    pub fn lock_vma_under_rcu<'g>(&'g self, addr: u64, guard: &'g Guard) -> Result<VmaReadGuard<'g>, VmaLockMiss> {
+    pub fn lock_vma_under_rcu<'g>(
+        &'g self,
+        addr: u64,
+        guard: &'g Guard,
+    ) -> Result<VmaReadGuard<'g>, VmaLockMiss> {
         let Some(vma) = self.tree.load(addr, guard) else {
             return Err(VmaLockMiss::NoVma);
         };
@@ -354,7 +376,14 @@ impl Mm {
     // ----- one-call façade (each takes the mmap write lock) ----------------------------------
 
     /// [`MmWriteGuard::mmap`] under its own write lock.
-    pub fn mmap(&self, addr: u64, len: u64, prot: Prot, flags: MapFlags, src: MapSource) -> Result<u64, MmError> {
+    pub fn mmap(
+        &self,
+        addr: u64,
+        len: u64,
+        prot: Prot,
+        flags: MapFlags,
+        src: MapSource,
+    ) -> Result<u64, MmError> {
         self.write().mmap(addr, len, prot, flags, src)
     }
 
@@ -382,7 +411,8 @@ impl Mm {
         flags: MremapFlags,
         new_addr: u64,
     ) -> Result<u64, MmError> {
-        self.write().mremap(old_addr, old_len, new_len, flags, new_addr)
+        self.write()
+            .mremap(old_addr, old_len, new_len, flags, new_addr)
     }
 
     /// [`MmReadGuard::find_vma`] as a snapshot.
@@ -464,7 +494,11 @@ macro_rules! vma_reads {
         pub fn vmas_in(&self, start: u64, end: u64) -> impl DoubleEndedIterator<Item = &Vma> + '_ {
             let last = end.saturating_sub(1);
             let empty = start >= end;
-            self.mm.tree.range(start, last, &self.guard).filter(move |_| !empty).map(|(_, _, v)| v)
+            self.mm
+                .tree
+                .range(start, last, &self.guard)
+                .filter(move |_| !empty)
+                .map(|(_, _, v)| v)
         }
 
         /// Number of VMAs.

@@ -25,7 +25,9 @@ impl std::fmt::Debug for PageFrame {
 impl PageFrame {
     /// A zero-filled page.
     pub fn zeroed() -> Arc<Self> {
-        Arc::new(PageFrame { data: Mutex::new(Box::new([0u8; PAGE_SIZE as usize])) })
+        Arc::new(PageFrame {
+            data: Mutex::new(Box::new([0u8; PAGE_SIZE as usize])),
+        })
     }
 
     /// A page holding `bytes` (zero-padded; at most one page is used).
@@ -33,7 +35,9 @@ impl PageFrame {
         let mut b = Box::new([0u8; PAGE_SIZE as usize]);
         let n = bytes.len().min(PAGE_SIZE as usize);
         b[..n].copy_from_slice(&bytes[..n]);
-        Arc::new(PageFrame { data: Mutex::new(b) })
+        Arc::new(PageFrame {
+            data: Mutex::new(b),
+        })
     }
 
     /// Copies `out.len()` bytes from offset `off`.
@@ -47,7 +51,9 @@ impl PageFrame {
     }
 
     fn duplicate(&self) -> Arc<Self> {
-        Arc::new(PageFrame { data: Mutex::new(self.data.lock().clone()) })
+        Arc::new(PageFrame {
+            data: Mutex::new(self.data.lock().clone()),
+        })
     }
 }
 
@@ -94,7 +100,11 @@ impl PageTable {
 
     /// Moves the entries of `[lo, hi)` to start at `to` (`move_page_tables`).
     pub(crate) fn move_range(&mut self, lo: u64, hi: u64, to: u64) {
-        let moved: Vec<(u64, Arc<PageFrame>)> = self.map.range(lo..hi).map(|(&k, f)| (k, Arc::clone(f))).collect();
+        let moved: Vec<(u64, Arc<PageFrame>)> = self
+            .map
+            .range(lo..hi)
+            .map(|(&k, f)| (k, Arc::clone(f)))
+            .collect();
         self.zap(lo, hi);
         for (k, f) in moved {
             self.map.insert(k - lo + to, f);

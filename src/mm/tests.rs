@@ -37,7 +37,10 @@ fn top_down_placement_below_mmap_base() {
 
 #[test]
 fn bottom_up_placement() {
-    let cfg = MmConfig { bottom_up: true, ..MmConfig::default() };
+    let cfg = MmConfig {
+        bottom_up: true,
+        ..MmConfig::default()
+    };
     let mm = Mm::with_config(cfg.clone());
     let a = mm.mmap(0, 2 * P, RW, PRIV, MapSource::Anon).unwrap();
     assert_eq!(a, cfg.unmapped_base);
@@ -51,7 +54,9 @@ fn hint_is_used_when_free_and_ignored_when_not() {
     let mm = Mm::new();
     let a = mm.mmap(0x4000_0000, P, RW, PRIV, MapSource::Anon).unwrap();
     assert_eq!(a, 0x4000_0000);
-    let b = mm.mmap(0x4000_0000, P, Prot::READ, PRIV, MapSource::Anon).unwrap();
+    let b = mm
+        .mmap(0x4000_0000, P, Prot::READ, PRIV, MapSource::Anon)
+        .unwrap();
     assert_ne!(b, a);
     // An unaligned hint is rounded up.
     let c = mm.mmap(0x5000_0001, P, RW, PRIV, MapSource::Anon).unwrap();
@@ -63,13 +68,26 @@ fn stack_guard_gap_is_respected() {
     let mm = Mm::new();
     let gap = mm.config().stack_guard_gap;
     let stack = 0x7000_0000_0000u64;
-    mm.mmap(stack, 8 * P, RW, fixed() | MapFlags::GROWSDOWN, MapSource::Anon).unwrap();
+    mm.mmap(
+        stack,
+        8 * P,
+        RW,
+        fixed() | MapFlags::GROWSDOWN,
+        MapSource::Anon,
+    )
+    .unwrap();
     // A hint right below the stack is refused (it would sit in the guard gap)...
     let a = mm.mmap(stack - P, P, RW, PRIV, MapSource::Anon).unwrap();
     assert_ne!(a, stack - P);
     // ...and a top-down search whose only room is just below the stack leaves the gap free.
     let w = mm.write();
-    let info = UnmappedAreaInfo { length: P, low_limit: 0, high_limit: stack, topdown: true, ..Default::default() };
+    let info = UnmappedAreaInfo {
+        length: P,
+        low_limit: 0,
+        high_limit: stack,
+        topdown: true,
+        ..Default::default()
+    };
     let found = w.vm_unmapped_area(&info).unwrap();
     assert!(found + P <= stack - gap, "{found:#x} inside the guard gap");
     assert_eq!(found, stack - gap - P);
@@ -78,7 +96,8 @@ fn stack_guard_gap_is_respected() {
 #[test]
 fn alignment_of_vm_unmapped_area() {
     let mm = Mm::new();
-    mm.mmap(0x20_0000 + P, P, RW, fixed(), MapSource::Anon).unwrap();
+    mm.mmap(0x20_0000 + P, P, RW, fixed(), MapSource::Anon)
+        .unwrap();
     let w = mm.write();
     for topdown in [false, true] {
         let info = UnmappedAreaInfo {
@@ -94,7 +113,12 @@ fn alignment_of_vm_unmapped_area() {
         assert!(w.vmas_in(a, a + 5 * P).next().is_none());
         assert_eq!(a, if topdown { 0xe0_0000 } else { 0x40_0000 });
     }
-    let too_big = UnmappedAreaInfo { length: 1 << 30, low_limit: 0, high_limit: 1 << 20, ..Default::default() };
+    let too_big = UnmappedAreaInfo {
+        length: 1 << 30,
+        low_limit: 0,
+        high_limit: 1 << 20,
+        ..Default::default()
+    };
     assert_eq!(w.vm_unmapped_area(&too_big), Err(MmError::NoMem));
 }
 
@@ -106,12 +130,22 @@ fn fixed_replaces_and_noreplace_refuses() {
     mm.write_bytes(a + P, b"x").unwrap();
     let before = mm.render_maps();
     assert_eq!(
-        mm.mmap(a + 3 * P, 2 * P, RW, PRIV | MapFlags::FIXED_NOREPLACE, MapSource::Anon),
+        mm.mmap(
+            a + 3 * P,
+            2 * P,
+            RW,
+            PRIV | MapFlags::FIXED_NOREPLACE,
+            MapSource::Anon
+        ),
         Err(MmError::Exist)
     );
     assert_eq!(mm.render_maps(), before);
-    mm.mmap(a + P, P, Prot::READ, fixed(), MapSource::Anon).unwrap();
-    assert_eq!(spans(&mm), vec![(a, a + P), (a + P, a + 2 * P), (a + 2 * P, a + 4 * P)]);
+    mm.mmap(a + P, P, Prot::READ, fixed(), MapSource::Anon)
+        .unwrap();
+    assert_eq!(
+        spans(&mm),
+        vec![(a, a + P), (a + P, a + 2 * P), (a + 2 * P, a + 4 * P)]
+    );
     assert!(!mm.is_populated(a + P), "the replaced page is dropped");
     mm.validate().unwrap();
 }
@@ -123,43 +157,135 @@ fn bad_arguments_are_typed_errors_and_change_nothing() {
     let before = mm.render_maps();
     let cases: Vec<(MmError, Result<u64, MmError>)> = vec![
         (MmError::Inval, mm.mmap(0, 0, RW, PRIV, MapSource::Anon)),
-        (MmError::Inval, mm.mmap(0, P, Prot::from_bits(8), PRIV, MapSource::Anon)),
-        (MmError::Inval, mm.mmap(0, P, RW, MapFlags::from_bits(0), MapSource::Anon)),
-        (MmError::Inval, mm.mmap(0, P, RW, MapFlags::from_bits(0x2 | 0x40), MapSource::Anon)),
-        (MmError::Inval, mm.mmap(a + 1, P, RW, fixed(), MapSource::Anon)),
-        (MmError::NoMem, mm.mmap(0, u64::MAX, RW, PRIV, MapSource::Anon)),
-        (MmError::NoMem, mm.mmap(mm.config().task_size - P, 2 * P, RW, fixed(), MapSource::Anon)),
+        (
+            MmError::Inval,
+            mm.mmap(0, P, Prot::from_bits(8), PRIV, MapSource::Anon),
+        ),
+        (
+            MmError::Inval,
+            mm.mmap(0, P, RW, MapFlags::from_bits(0), MapSource::Anon),
+        ),
+        (
+            MmError::Inval,
+            mm.mmap(0, P, RW, MapFlags::from_bits(0x2 | 0x40), MapSource::Anon),
+        ),
+        (
+            MmError::Inval,
+            mm.mmap(a + 1, P, RW, fixed(), MapSource::Anon),
+        ),
+        (
+            MmError::NoMem,
+            mm.mmap(0, u64::MAX, RW, PRIV, MapSource::Anon),
+        ),
+        (
+            MmError::NoMem,
+            mm.mmap(
+                mm.config().task_size - P,
+                2 * P,
+                RW,
+                fixed(),
+                MapSource::Anon,
+            ),
+        ),
         (MmError::Perm, mm.mmap(P, P, RW, fixed(), MapSource::Anon)),
         (
             MmError::Inval,
-            mm.mmap(0, P, RW, PRIV, MapSource::File { file: file(FileKind::Regular, true), offset: 7 }),
+            mm.mmap(
+                0,
+                P,
+                RW,
+                PRIV,
+                MapSource::File {
+                    file: file(FileKind::Regular, true),
+                    offset: 7,
+                },
+            ),
         ),
         (
             MmError::Overflow,
-            mm.mmap(0, 2 * P, RW, PRIV, MapSource::File { file: file(FileKind::Regular, true), offset: u64::MAX & !(P - 1) }),
+            mm.mmap(
+                0,
+                2 * P,
+                RW,
+                PRIV,
+                MapSource::File {
+                    file: file(FileKind::Regular, true),
+                    offset: !(P - 1),
+                },
+            ),
         ),
         (
             MmError::Access,
-            mm.mmap(0, P, RW, MapFlags::SHARED, MapSource::File { file: file(FileKind::Regular, false), offset: 0 }),
+            mm.mmap(
+                0,
+                P,
+                RW,
+                MapFlags::SHARED,
+                MapSource::File {
+                    file: file(FileKind::Regular, false),
+                    offset: 0,
+                },
+            ),
         ),
-        (MmError::Inval, mm.mmap(0, P, RW, PRIV | MapFlags::GROWSDOWN, MapSource::File { file: file(FileKind::Regular, true), offset: 0 })),
+        (
+            MmError::Inval,
+            mm.mmap(
+                0,
+                P,
+                RW,
+                PRIV | MapFlags::GROWSDOWN,
+                MapSource::File {
+                    file: file(FileKind::Regular, true),
+                    offset: 0,
+                },
+            ),
+        ),
     ];
     for (want, got) in cases {
         assert_eq!(got, Err(want));
     }
     assert_eq!(mm.munmap(a + 1, P).err(), Some(MmError::Inval));
     assert_eq!(mm.munmap(a, 0).err(), Some(MmError::Inval));
-    assert_eq!(mm.munmap(u64::MAX & !(P - 1), 2 * P).err(), Some(MmError::Inval));
+    assert_eq!(mm.munmap(!(P - 1), 2 * P).err(), Some(MmError::Inval));
     assert_eq!(mm.mprotect(a + 1, P, Prot::READ), Err(MmError::Inval));
-    assert_eq!(mm.mprotect(a, P, Prot::from_bits(0x10)), Err(MmError::Inval));
-    assert_eq!(mm.mprotect(a, 5 * P, Prot::READ), Err(MmError::NoMem), "hole after the VMA");
-    assert_eq!(mm.mprotect(a - P, 2 * P, Prot::READ), Err(MmError::NoMem), "hole before");
+    assert_eq!(
+        mm.mprotect(a, P, Prot::from_bits(0x10)),
+        Err(MmError::Inval)
+    );
+    assert_eq!(
+        mm.mprotect(a, 5 * P, Prot::READ),
+        Err(MmError::NoMem),
+        "hole after the VMA"
+    );
+    assert_eq!(
+        mm.mprotect(a - P, 2 * P, Prot::READ),
+        Err(MmError::NoMem),
+        "hole before"
+    );
     assert_eq!(mm.mprotect(a, 0, Prot::READ), Ok(()));
     assert_eq!(mm.madvise(a, 5 * P, Advice::DontFork), Err(MmError::NoMem));
-    assert_eq!(mm.mremap(a + P, 4 * P, 8 * P, MremapFlags::MAYMOVE, 0), Err(MmError::Fault));
-    assert_eq!(mm.mremap(a, P, 0, MremapFlags::MAYMOVE, 0), Err(MmError::Inval));
-    assert_eq!(mm.mremap(a, P, 2 * P, MremapFlags::FIXED, a + 8 * P), Err(MmError::Inval));
-    assert_eq!(mm.mremap(a, 2 * P, 2 * P, MremapFlags::MAYMOVE | MremapFlags::FIXED, a + P), Err(MmError::Inval));
+    assert_eq!(
+        mm.mremap(a + P, 4 * P, 8 * P, MremapFlags::MAYMOVE, 0),
+        Err(MmError::Fault)
+    );
+    assert_eq!(
+        mm.mremap(a, P, 0, MremapFlags::MAYMOVE, 0),
+        Err(MmError::Inval)
+    );
+    assert_eq!(
+        mm.mremap(a, P, 2 * P, MremapFlags::FIXED, a + 8 * P),
+        Err(MmError::Inval)
+    );
+    assert_eq!(
+        mm.mremap(
+            a,
+            2 * P,
+            2 * P,
+            MremapFlags::MAYMOVE | MremapFlags::FIXED,
+            a + P
+        ),
+        Err(MmError::Inval)
+    );
     assert_eq!(mm.render_maps(), before);
     mm.validate().unwrap();
 }
@@ -168,7 +294,15 @@ fn bad_arguments_are_typed_errors_and_change_nothing() {
 fn shared_file_mapping_without_write_access() {
     let mm = Mm::new();
     let f = file(FileKind::Regular, false);
-    let a = mm.mmap(0, 2 * P, Prot::READ, MapFlags::SHARED, MapSource::File { file: f, offset: 0 }).unwrap();
+    let a = mm
+        .mmap(
+            0,
+            2 * P,
+            Prot::READ,
+            MapFlags::SHARED,
+            MapSource::File { file: f, offset: 0 },
+        )
+        .unwrap();
     let v = mm.vma_lookup(a).unwrap();
     assert!(v.desc.flags.contains(VmFlags::MAYSHARE));
     assert!(!v.desc.flags.intersects(VmFlags::MAYWRITE | VmFlags::SHARED));
@@ -181,14 +315,27 @@ fn munmap_splits_and_returns_pieces() {
     let mm = Mm::new();
     let a = 0x1000_0000;
     mm.mmap(a, 10 * P, RW, fixed(), MapSource::Anon).unwrap();
-    mm.mmap(a + 10 * P, 2 * P, Prot::READ, fixed(), MapSource::Anon).unwrap();
+    mm.mmap(a + 10 * P, 2 * P, Prot::READ, fixed(), MapSource::Anon)
+        .unwrap();
     let removed = mm.munmap(a + 3 * P, 8 * P).unwrap();
-    let r: Vec<(u64, u64, u64)> = removed.iter().map(|v| (v.start, v.end, v.desc.pgoff)).collect();
-    assert_eq!(r, vec![(a + 3 * P, a + 10 * P, (a >> 12) + 3), (a + 10 * P, a + 11 * P, (a >> 12) + 10)]);
+    let r: Vec<(u64, u64, u64)> = removed
+        .iter()
+        .map(|v| (v.start, v.end, v.desc.pgoff))
+        .collect();
+    assert_eq!(
+        r,
+        vec![
+            (a + 3 * P, a + 10 * P, (a >> 12) + 3),
+            (a + 10 * P, a + 11 * P, (a >> 12) + 10)
+        ]
+    );
     assert_eq!(spans(&mm), vec![(a, a + 3 * P), (a + 11 * P, a + 12 * P)]);
     // Punch a hole in the middle: one VMA becomes two.
     mm.munmap(a + P, P).unwrap();
-    assert_eq!(spans(&mm), vec![(a, a + P), (a + 2 * P, a + 3 * P), (a + 11 * P, a + 12 * P)]);
+    assert_eq!(
+        spans(&mm),
+        vec![(a, a + P), (a + 2 * P, a + 3 * P), (a + 11 * P, a + 12 * P)]
+    );
     // Unmapping nothing is fine.
     assert_eq!(mm.munmap(a + 5 * P, P).unwrap().len(), 0);
     mm.validate().unwrap();
@@ -199,20 +346,38 @@ fn file_offsets_decide_merging() {
     let mm = Mm::new();
     let f = file(FileKind::Regular, true);
     let a = 0x2000_0000;
-    let src = |off| MapSource::File { file: Arc::clone(&f), offset: off };
+    let src = |off| MapSource::File {
+        file: Arc::clone(&f),
+        offset: off,
+    };
     mm.mmap(a, 2 * P, Prot::READ, fixed(), src(0)).unwrap();
-    mm.mmap(a + 2 * P, P, Prot::READ, fixed(), src(2 * P)).unwrap(); // contiguous: merges
+    mm.mmap(a + 2 * P, P, Prot::READ, fixed(), src(2 * P))
+        .unwrap(); // contiguous: merges
     assert_eq!(mm.map_count(), 1);
-    mm.mmap(a + 3 * P, P, Prot::READ, fixed(), src(7 * P)).unwrap(); // not contiguous
+    mm.mmap(a + 3 * P, P, Prot::READ, fixed(), src(7 * P))
+        .unwrap(); // not contiguous
     assert_eq!(mm.map_count(), 2);
     // Another open of the same path is another file: no merge.
     let g = file(FileKind::Regular, true);
-    mm.mmap(a + 4 * P, P, Prot::READ, fixed(), MapSource::File { file: g, offset: 8 * P }).unwrap();
+    mm.mmap(
+        a + 4 * P,
+        P,
+        Prot::READ,
+        fixed(),
+        MapSource::File {
+            file: g,
+            offset: 8 * P,
+        },
+    )
+    .unwrap();
     assert_eq!(mm.map_count(), 3);
     // mprotect of the middle of the first VMA: split, pgoffs follow.
     mm.mprotect(a + P, P, RW).unwrap();
     let s = mm.snapshot();
-    assert_eq!(s.iter().map(|v| v.desc.pgoff).collect::<Vec<_>>(), vec![0, 1, 2, 7, 8]);
+    assert_eq!(
+        s.iter().map(|v| v.desc.pgoff).collect::<Vec<_>>(),
+        vec![0, 1, 2, 7, 8]
+    );
     mm.mprotect(a + P, P, Prot::READ).unwrap();
     assert_eq!(mm.map_count(), 3);
     mm.validate().unwrap();
@@ -224,7 +389,8 @@ fn mprotect_merges_across_several_vmas() {
     let a = 0x3000_0000;
     for i in 0..6u64 {
         let prot = if i % 2 == 0 { RW } else { Prot::READ };
-        mm.mmap(a + i * P, P, prot, fixed(), MapSource::Anon).unwrap();
+        mm.mmap(a + i * P, P, prot, fixed(), MapSource::Anon)
+            .unwrap();
     }
     assert_eq!(mm.map_count(), 6);
     mm.mprotect(a + P, 4 * P, Prot::READ).unwrap();
@@ -251,7 +417,10 @@ fn in_place_flag_change_keeps_the_vma_object() {
 
 #[test]
 fn max_map_count_is_enforced_without_side_effects() {
-    let cfg = MmConfig { max_map_count: 3, ..MmConfig::default() };
+    let cfg = MmConfig {
+        max_map_count: 3,
+        ..MmConfig::default()
+    };
     let mm = Mm::with_config(cfg);
     let a = 0x1000_0000;
     mm.mmap(a, 10 * P, RW, fixed(), MapSource::Anon).unwrap();
@@ -259,7 +428,10 @@ fn max_map_count_is_enforced_without_side_effects() {
     let before = mm.render_maps();
     assert_eq!(mm.munmap(a + 5 * P, P).err(), Some(MmError::NoMem));
     assert_eq!(mm.mprotect(a + 5 * P, P, Prot::READ), Err(MmError::NoMem));
-    assert_eq!(mm.mmap(a + 20 * P, P, Prot::READ, fixed(), MapSource::Anon), Err(MmError::NoMem));
+    assert_eq!(
+        mm.mmap(a + 20 * P, P, Prot::READ, fixed(), MapSource::Anon),
+        Err(MmError::NoMem)
+    );
     assert_eq!(mm.render_maps(), before);
     // Operations that do not add VMAs still work at the limit.
     mm.mprotect(a + P, P, RW).unwrap();
@@ -272,7 +444,8 @@ fn find_vma_and_friends() {
     let mm = Mm::new();
     let (a, b) = (0x1000_0000, 0x2000_0000);
     mm.mmap(a, P, RW, fixed(), MapSource::Anon).unwrap();
-    mm.mmap(b, 2 * P, Prot::READ, fixed(), MapSource::Anon).unwrap();
+    mm.mmap(b, 2 * P, Prot::READ, fixed(), MapSource::Anon)
+        .unwrap();
     let r = mm.read();
     assert_eq!(r.find_vma(0).map(Vma::start), Some(a));
     assert_eq!(r.find_vma(a + P).map(Vma::start), Some(b));
@@ -291,7 +464,10 @@ fn find_vma_and_friends() {
     assert_eq!(r.vmas_in(a + P, b).count(), 0);
     assert_eq!(r.vmas_in(a, b + 1).count(), 2);
     assert_eq!(r.vmas_in(b, b).count(), 0);
-    assert_eq!(r.vmas().rev().map(Vma::start).collect::<Vec<_>>(), vec![b, a]);
+    assert_eq!(
+        r.vmas().rev().map(Vma::start).collect::<Vec<_>>(),
+        vec![b, a]
+    );
 }
 
 #[test]
@@ -309,23 +485,44 @@ fn mremap_shrink_grow_move() {
     assert_eq!(mm.mremap(a, 2 * P, 6 * P, MremapFlags::NONE, 0), Ok(a));
     assert_eq!(spans(&mm), vec![(a, a + 6 * P)]);
     // Blocked: cannot grow without moving.
-    mm.mmap(a + 6 * P, P, Prot::READ, fixed(), MapSource::Anon).unwrap();
-    assert_eq!(mm.mremap(a, 6 * P, 8 * P, MremapFlags::NONE, 0), Err(MmError::NoMem));
+    mm.mmap(a + 6 * P, P, Prot::READ, fixed(), MapSource::Anon)
+        .unwrap();
+    assert_eq!(
+        mm.mremap(a, 6 * P, 8 * P, MremapFlags::NONE, 0),
+        Err(MmError::NoMem)
+    );
     // Move.
     let b = mm.mremap(a, 6 * P, 8 * P, MremapFlags::MAYMOVE, 0).unwrap();
     assert_ne!(b, a);
     let mut buf = [0u8; 5];
     mm.read_bytes(b, &mut buf).unwrap();
     assert_eq!(&buf, b"page0");
-    assert_eq!(mm.vma_lookup(b).unwrap().desc.pgoff, a >> PAGE_SHIFT, "anon pgoff moves with the VMA");
+    assert_eq!(
+        mm.vma_lookup(b).unwrap().desc.pgoff,
+        a >> PAGE_SHIFT,
+        "anon pgoff moves with the VMA"
+    );
     assert!(mm.vma_lookup(a).is_none());
     // Fixed move over an existing mapping.
     let c = 0x5000_0000;
-    mm.mmap(c, 3 * P, Prot::READ, fixed(), MapSource::Anon).unwrap();
-    assert_eq!(mm.mremap(b, 2 * P, 2 * P, MremapFlags::MAYMOVE | MremapFlags::FIXED, c), Ok(c));
+    mm.mmap(c, 3 * P, Prot::READ, fixed(), MapSource::Anon)
+        .unwrap();
+    assert_eq!(
+        mm.mremap(
+            b,
+            2 * P,
+            2 * P,
+            MremapFlags::MAYMOVE | MremapFlags::FIXED,
+            c
+        ),
+        Ok(c)
+    );
     mm.read_bytes(c, &mut buf).unwrap();
     assert_eq!(&buf, b"page0");
-    assert_eq!(mm.vma_lookup(c + 2 * P).unwrap().desc.flags & VmFlags::PROT_MASK, VmFlags::READ);
+    assert_eq!(
+        mm.vma_lookup(c + 2 * P).unwrap().desc.flags & VmFlags::PROT_MASK,
+        VmFlags::READ
+    );
     mm.validate().unwrap();
 }
 
@@ -353,14 +550,18 @@ fn madvise_fork_flags_and_dontneed() {
     mm.read_bytes(a, &mut buf).unwrap();
     assert_eq!(&buf, &[0; 4]);
     let f = file(FileKind::Regular, true);
-    let b = mm.mmap(0, P, RW, PRIV, MapSource::File { file: f, offset: 0 }).unwrap();
+    let b = mm
+        .mmap(0, P, RW, PRIV, MapSource::File { file: f, offset: 0 })
+        .unwrap();
     assert_eq!(mm.madvise(b, P, Advice::WipeOnFork), Err(MmError::Inval));
 }
 
 #[test]
 fn shared_pages_stay_shared_after_fork() {
     let mm = Mm::new();
-    let a = mm.mmap(0, P, RW, MapFlags::SHARED, MapSource::Anon).unwrap();
+    let a = mm
+        .mmap(0, P, RW, MapFlags::SHARED, MapSource::Anon)
+        .unwrap();
     let p = mm.mmap(0, P, RW, PRIV, MapSource::Anon).unwrap();
     mm.write_bytes(a, b"one").unwrap();
     mm.write_bytes(p, b"one").unwrap();
@@ -369,11 +570,22 @@ fn shared_pages_stay_shared_after_fork() {
     child.write_bytes(p, b"two").unwrap();
     let mut buf = [0u8; 3];
     mm.read_bytes(a, &mut buf).unwrap();
-    assert_eq!(&buf, b"two", "MAP_SHARED: the parent sees the child's write");
+    assert_eq!(
+        &buf, b"two",
+        "MAP_SHARED: the parent sees the child's write"
+    );
     mm.read_bytes(p, &mut buf).unwrap();
     assert_eq!(&buf, b"one", "MAP_PRIVATE: copy-on-write");
     // Shared anonymous mappings are shmem files that never merge with each other.
-    let b = mm.mmap(a - P, P, RW, MapFlags::SHARED | MapFlags::FIXED, MapSource::Anon).unwrap();
+    let b = mm
+        .mmap(
+            a - P,
+            P,
+            RW,
+            MapFlags::SHARED | MapFlags::FIXED,
+            MapSource::Anon,
+        )
+        .unwrap();
     assert_eq!(b, a - P);
     assert!(mm.render_maps().contains("/dev/zero (deleted)"));
     assert_eq!(mm.read().vmas_in(b, a + P).count(), 2);
@@ -382,7 +594,9 @@ fn shared_pages_stay_shared_after_fork() {
 #[test]
 fn access_faults() {
     let mm = Mm::new();
-    let a = mm.mmap(0, 2 * P, Prot::READ, PRIV, MapSource::Anon).unwrap();
+    let a = mm
+        .mmap(0, 2 * P, Prot::READ, PRIV, MapSource::Anon)
+        .unwrap();
     let mut buf = [1u8; 8];
     mm.read_bytes(a + P - 4, &mut buf).unwrap();
     assert_eq!(buf, [0; 8]);
@@ -410,9 +624,15 @@ fn vma_write_lock_lasts_until_mmap_write_unlock() {
         let w = mm.write();
         let v = w.vma_lookup(a).unwrap();
         assert!(v.start_write(mm.lock_state()));
-        assert!(!v.start_write(mm.lock_state()), "second call only compares the stamp");
+        assert!(
+            !v.start_write(mm.lock_state()),
+            "second call only compares the stamp"
+        );
         assert!(v.is_write_locked(mm.lock_state()));
-        assert_eq!(mm.lock_vma_under_rcu(a, &g).err(), Some(VmaLockMiss::Locked));
+        assert_eq!(
+            mm.lock_vma_under_rcu(a, &g).err(),
+            Some(VmaLockMiss::Locked)
+        );
     }
     assert_eq!(mm.lock_state().start_write_calls() - calls, 2);
     assert_eq!(mm.lock_state().lock_acquisitions() - acq, 1);
@@ -423,7 +643,10 @@ fn vma_write_lock_lasts_until_mmap_write_unlock() {
     assert!(!old.is_detached());
     mm.munmap(a, P).unwrap();
     assert!(old.is_detached());
-    assert!(old.start_read(mm.lock_state()), "unlocked again after the writer is done");
+    assert!(
+        old.start_read(mm.lock_state()),
+        "unlocked again after the writer is done"
+    );
     old.end_read();
     assert_eq!(mm.lock_vma_under_rcu(a, &g).err(), Some(VmaLockMiss::NoVma));
 }
@@ -443,19 +666,42 @@ fn fork_both_ways_equal_and_independent() {
     let mm = Mm::new();
     for i in 0..200u64 {
         let prot = if i % 3 == 0 { Prot::READ } else { RW };
-        mm.mmap(0x1000_0000 + i * 2 * P, P, prot, fixed(), MapSource::Anon).unwrap();
+        mm.mmap(0x1000_0000 + i * 2 * P, P, prot, fixed(), MapSource::Anon)
+            .unwrap();
     }
-    mm.madvise(0x1000_0000 + 10 * P, P, Advice::DontFork).unwrap();
-    mm.mmap(0x2000_0000, P, RW, fixed() | MapFlags::LOCKED, MapSource::Anon).unwrap();
+    mm.madvise(0x1000_0000 + 10 * P, P, Advice::DontFork)
+        .unwrap();
+    mm.mmap(
+        0x2000_0000,
+        P,
+        RW,
+        fixed() | MapFlags::LOCKED,
+        MapSource::Anon,
+    )
+    .unwrap();
     let parent_text = mm.render_maps();
-    let expect: String = parent_text.lines().filter(|l| !l.starts_with("1000a000")).map(|l| format!("{l}\n")).collect();
+    let expect: String = parent_text
+        .lines()
+        .filter(|l| !l.starts_with("1000a000"))
+        .map(|l| format!("{l}\n"))
+        .collect();
     for mode in [DupMode::Append, DupMode::Dup] {
         let child = mm.fork_with(mode, &mut NoHook).unwrap();
         child.validate().unwrap();
         assert_eq!(child.render_maps(), expect, "{mode:?}");
         assert_eq!(child.map_count(), 200);
-        assert!(!child.vma_lookup(0x2000_0000).unwrap().desc.flags.contains(VmFlags::LOCKED));
-        assert!(mm.vma_lookup(0x2000_0000).unwrap().desc.flags.contains(VmFlags::LOCKED));
+        assert!(!child
+            .vma_lookup(0x2000_0000)
+            .unwrap()
+            .desc
+            .flags
+            .contains(VmFlags::LOCKED));
+        assert!(mm
+            .vma_lookup(0x2000_0000)
+            .unwrap()
+            .desc
+            .flags
+            .contains(VmFlags::LOCKED));
         child.munmap(0x1000_0000, 0x1000_0000).unwrap();
         assert_eq!(child.map_count(), 1);
         assert_eq!(mm.render_maps(), parent_text);
@@ -482,7 +728,8 @@ impl ForkHook for FailAt {
 fn failed_fork_leaves_the_parent_intact() {
     let mm = Mm::new();
     for i in 0..50u64 {
-        mm.mmap(0x1000_0000 + i * 2 * P, P, RW, fixed(), MapSource::Anon).unwrap();
+        mm.mmap(0x1000_0000 + i * 2 * P, P, RW, fixed(), MapSource::Anon)
+            .unwrap();
     }
     let text = mm.render_maps();
     for mode in [DupMode::Append, DupMode::Dup] {
@@ -500,12 +747,24 @@ fn maps_parse_errors() {
     let cfg = MmConfig::default;
     let bad = [
         ("1000-0 r--p 00000000 00:00 0\n", "empty or unaligned range"),
-        ("1000-2001 r--p 00000000 00:00 0\n", "empty or unaligned range"),
+        (
+            "1000-2001 r--p 00000000 00:00 0\n",
+            "empty or unaligned range",
+        ),
         ("zz-2000 r--p 00000000 00:00 0\n", "bad start address"),
         ("1000-2000 r--q 00000000 00:00 0\n", "bad permissions"),
-        ("1000-2000 r--p 00000010 00:00 0\n", "anonymous mapping with an offset"),
-        ("1000-2000 r--p 00000010 08:01 5 /x\n", "unaligned file offset"),
-        ("1000-3000 r--p 00000000 00:00 0\n2000-4000 r--p 00000000 00:00 0\n", "ranges overlap or are not sorted"),
+        (
+            "1000-2000 r--p 00000010 00:00 0\n",
+            "anonymous mapping with an offset",
+        ),
+        (
+            "1000-2000 r--p 00000010 08:01 5 /x\n",
+            "unaligned file offset",
+        ),
+        (
+            "1000-3000 r--p 00000000 00:00 0\n2000-4000 r--p 00000000 00:00 0\n",
+            "ranges overlap or are not sorted",
+        ),
         ("1000-2000 r--p\n", "missing offset"),
         ("1000-2000 r--p 0 00 0\n", "bad device"),
     ];

@@ -15,7 +15,9 @@ pub struct UffdCtx {
 impl UffdCtx {
     /// A context whose API handshake installed `features`.
     pub fn with_features(features: u32) -> Self {
-        UffdCtx { features: AtomicU32::new(features) }
+        UffdCtx {
+            features: AtomicU32::new(features),
+        }
     }
 
     /// The installed features (0 before the API handshake).

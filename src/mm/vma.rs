@@ -241,8 +241,20 @@ pub struct MappedFile {
 impl MappedFile {
     /// A file at `path` on device `dev` (major, minor) with inode number `inode`; `writable`
     /// says whether it was opened for writing (a shared writable mapping needs it).
-    pub fn new(path: &str, dev: (u32, u32), inode: u64, kind: FileKind, writable: bool) -> Arc<Self> {
-        Arc::new(MappedFile { path: path.to_owned(), dev, inode, kind, writable })
+    pub fn new(
+        path: &str,
+        dev: (u32, u32),
+        inode: u64,
+        kind: FileKind,
+        writable: bool,
+    ) -> Arc<Self> {
+        Arc::new(MappedFile {
+            path: path.to_owned(),
+            dev,
+            inode,
+            kind,
+            writable,
+        })
     }
 
     /// The path shown in `/proc/PID/maps`.
@@ -353,7 +365,12 @@ pub struct VmaDesc {
 impl VmaDesc {
     /// An anonymous descriptor for a VMA starting at `start`.
     pub fn anon(flags: VmFlags, start: u64) -> Self {
-        VmaDesc { flags, kind: VmaKind::anon(), pgoff: start >> PAGE_SHIFT, uffd: None }
+        VmaDesc {
+            flags,
+            kind: VmaKind::anon(),
+            pgoff: start >> PAGE_SHIFT,
+            uffd: None,
+        }
     }
 
     /// The same descriptor for a piece starting `delta` bytes (page aligned) further in.
@@ -386,7 +403,11 @@ pub struct MmLockState {
 
 impl MmLockState {
     pub(crate) fn new() -> Self {
-        MmLockState { seq: AtomicI64::new(0), start_write_calls: AtomicU64::new(0), lock_acquisitions: AtomicU64::new(0) }
+        MmLockState {
+            seq: AtomicI64::new(0),
+            start_write_calls: AtomicU64::new(0),
+            lock_acquisitions: AtomicU64::new(0),
+        }
     }
 
     /// The current `mm_lock_seq`.
@@ -535,12 +556,21 @@ impl Vma {
 
     /// The descriptor (flags, kind, pgoff, context).
     pub fn desc(&self) -> VmaDesc {
-        VmaDesc { flags: self.flags(), kind: self.kind.clone(), pgoff: self.pgoff, uffd: self.uffd() }
+        VmaDesc {
+            flags: self.flags(),
+            kind: self.kind.clone(),
+            pgoff: self.pgoff,
+            uffd: self.uffd(),
+        }
     }
 
     /// An owned copy of everything visible.
     pub fn snapshot(&self) -> VmaSnapshot {
-        VmaSnapshot { start: self.start, end: self.end, desc: self.desc() }
+        VmaSnapshot {
+            start: self.start,
+            end: self.end,
+            desc: self.desc(),
+        }
     }
 
     /// Whether the VMA has been removed from its mm (unmapped, replaced, or its mm torn down).
@@ -589,7 +619,10 @@ impl Vma {
         loop {
             let s = self.lock.load(Ordering::Relaxed);
             if s & WRITER == 0
-                && self.lock.compare_exchange_weak(s, s | WRITER, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                && self
+                    .lock
+                    .compare_exchange_weak(s, s | WRITER, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
             {
                 break;
             }
@@ -618,7 +651,10 @@ impl Vma {
             if s & WRITER != 0 {
                 return false;
             }
-            match self.lock.compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed) {
+            match self
+                .lock
+                .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
                 Ok(_) => break,
                 Err(now) => s = now,
             }
