@@ -34,8 +34,10 @@ pub enum MmError {
     Fault,
     /// `-EOVERFLOW`: a file offset plus the length overflows.
     Overflow,
-    /// `-ESRCH`: the target (a userfaultfd context's mm) is gone.
+    /// `-ESRCH`: the address space is not the one a userfaultfd context serves.
     Srch,
+    /// `-ENOENT`: a userfaultfd fill outside a VMA registered to that context.
+    NoEnt,
 }
 
 impl MmError {
@@ -43,6 +45,7 @@ impl MmError {
     pub const fn errno(self) -> i32 {
         match self {
             MmError::Perm => -1,
+            MmError::NoEnt => -2,
             MmError::Srch => -3,
             MmError::Again => -11,
             MmError::NoMem => -12,
@@ -68,7 +71,8 @@ impl fmt::Display for MmError {
             MmError::Again => "EAGAIN: try again",
             MmError::Fault => "EFAULT: bad address",
             MmError::Overflow => "EOVERFLOW: offset overflows",
-            MmError::Srch => "ESRCH: no such address space",
+            MmError::Srch => "ESRCH: not this context's address space",
+            MmError::NoEnt => "ENOENT: not a registered VMA",
         })
     }
 }

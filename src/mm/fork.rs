@@ -48,6 +48,13 @@ pub trait ForkHook {
     /// An error aborts the fork: the child is torn down, [`ForkHook::fail`] runs.
     fn dup_vma(&mut self, env: &ForkEnv<'_>, child: &Vma) -> Result<(), MmError>;
 
+    /// Whether the `VM_LOCKED_MASK` clear after the hook write-locks the child VMA, as the
+    /// kernel's `vm_flags_clear` does (the faithful cost setting). `false` models the
+    /// "amplified" setting of uffd-poll.md §A.13.
+    fn locked_clear_write_locks(&self) -> bool {
+        true
+    }
+
     /// After a successful fork, with both mmap locks released (`dup_userfaultfd_complete`).
     fn complete(&mut self, _child: &Mm) {}
 
@@ -135,7 +142,9 @@ fn dup_one<H: ForkHook>(
     };
     hook.dup_vma(&env, &tmp)?;
     // vm_flags_clear(tmp, VM_LOCKED_MASK): always write-locks the child VMA first.
-    tmp.start_write(child_locks);
+    if hook.locked_clear_write_locks() {
+        tmp.start_write(child_locks);
+    }
     tmp.set_flags(tmp.flags().without(VmFlags::LOCKED_MASK));
     Ok(tmp)
 }

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use crossbeam_epoch::Guard;
 
+use super::uffd::{feature, UffdCtx, UffdMsg};
 use super::vma::same_ctx;
 use super::{
     is_page_aligned, page_align, FileKind, MappedFile, Mm, MmError, MmWriteGuard, VmFlags, Vma,
@@ -762,6 +763,7 @@ impl MmWriteGuard<'_> {
         };
         let removed = self.apply(addr, addr + len, Some(desc), |_| Change::Keep)?;
         self.zap(&removed);
+        self.unmap_events(&removed, addr, addr + len);
         Ok(addr)
     }
 
@@ -820,6 +822,65 @@ impl MmWriteGuard<'_> {
         pos >= end
     }
 
+    /// `userfaultfd_unmap_prep` for every context of the removed pieces that wants UNMAP
+    /// events: one event per context for the whole unmapped range, completed after unlock.
+    fn unmap_events(&mut self, removed: &[VmaSnapshot], start: u64, end: u64) {
+        for r in removed {
+            if let Some(ctx) = &r.desc.uffd {
+                self.events
+                    .prep(ctx, feature::EVENT_UNMAP, UffdMsg::Unmap { start, end });
+            }
+        }
+    }
+
+    /// madvise's range rules: page-aligned `addr` (`EINVAL`), no wrap, fully mapped (`ENOMEM`).
+    /// Returns the end (`addr` itself for `len == 0`).
+    pub(crate) fn check_madvise_range(&self, addr: u64, len: u64) -> Result<u64, MmError> {
+        if !is_page_aligned(addr) {
+            return Err(MmError::Inval);
+        }
+        if len == 0 {
+            return Ok(addr);
+        }
+        let end = self.check_range(addr, len, MmError::Inval)?;
+        if !self.fully_mapped(addr, end) {
+            return Err(MmError::NoMem);
+        }
+        Ok(end)
+    }
+
+    /// `MADV_DONTNEED` refuses locked and PFN-mapped VMAs.
+    pub(crate) fn check_dontneed(&self, addr: u64, end: u64) -> Result<(), MmError> {
+        if self
+            .vmas_in(addr, end)
+            .any(|v| v.flags().intersects(VmFlags::LOCKED | VmFlags::PFNMAP))
+        {
+            return Err(MmError::Inval);
+        }
+        Ok(())
+    }
+
+    /// `userfaultfd_remove` for each registered VMA in the range whose context wants REMOVE
+    /// events (the range clipped to the VMA).
+    pub(crate) fn remove_events(&mut self, addr: u64, end: u64) {
+        let ctxs: Vec<(Arc<UffdCtx>, u64, u64)> = self
+            .vmas_in(addr, end)
+            .filter_map(|v| v.uffd().map(|c| (c, v.start().max(addr), v.end().min(end))))
+            .collect();
+        for (c, s, e) in ctxs {
+            self.events.prep(
+                &c,
+                feature::EVENT_REMOVE,
+                UffdMsg::Remove { start: s, end: e },
+            );
+        }
+    }
+
+    /// Takes the userfaultfd events prepared so far (to complete them once the lock is gone).
+    pub(crate) fn take_events(&mut self) -> Vec<(Arc<UffdCtx>, UffdMsg)> {
+        self.events.take()
+    }
+
     fn zap(&self, removed: &[VmaSnapshot]) {
         if removed.is_empty() {
             return;
@@ -838,6 +899,7 @@ impl MmWriteGuard<'_> {
         let end = self.check_range(addr, len, MmError::Inval)?;
         let removed = self.apply(addr, end, None, |_| Change::Remove)?;
         self.zap(&removed);
+        self.unmap_events(&removed, addr, end);
         Ok(removed)
     }
 
@@ -881,24 +943,14 @@ impl MmWriteGuard<'_> {
     /// with holes: `ENOMEM` (nothing changed); `WIPEONFORK` on anything but private anonymous
     /// memory, or `DONTNEED` on locked/PFN-mapped VMAs: `EINVAL`.
     pub fn madvise(&mut self, addr: u64, len: u64, advice: Advice) -> Result<(), MmError> {
-        if !is_page_aligned(addr) {
-            return Err(MmError::Inval);
-        }
-        if len == 0 {
+        let end = self.check_madvise_range(addr, len)?;
+        if end == addr {
             return Ok(());
-        }
-        let end = self.check_range(addr, len, MmError::Inval)?;
-        if !self.fully_mapped(addr, end) {
-            return Err(MmError::NoMem);
         }
         let (set, clear) = match advice {
             Advice::DontNeed => {
-                if self
-                    .vmas_in(addr, end)
-                    .any(|v| v.flags().intersects(VmFlags::LOCKED | VmFlags::PFNMAP))
-                {
-                    return Err(MmError::Inval);
-                }
+                self.check_dontneed(addr, end)?;
+                self.remove_events(addr, end);
                 self.mm.pages.lock().zap(addr, end);
                 return Ok(());
             }
@@ -988,7 +1040,7 @@ impl MmWriteGuard<'_> {
         if special && new_len > old_len {
             return Err(MmError::Fault);
         }
-        let piece = desc.advanced(old_addr - vstart);
+        let mut piece = desc.advanced(old_addr - vstart);
         if !fixed {
             if new_len <= old_len {
                 if new_len < old_len {
@@ -1021,13 +1073,27 @@ impl MmWriteGuard<'_> {
         } else {
             self.get_unmapped_area(0, new_len)?
         };
+        // mremap_userfaultfd_prep: with EVENT_REMAP the moved mapping stays registered and a
+        // REMAP event follows; without it the moved mapping is reset.
+        if let Some(ctx) = piece.uffd.clone() {
+            let msg = UffdMsg::Remap {
+                from: old_addr,
+                to: dest,
+                len: old_len,
+            };
+            if !self.events.prep(&ctx, feature::EVENT_REMAP, msg) {
+                piece.uffd = None;
+                piece.flags = piece.flags.without(VmFlags::UFFD_FLAGS);
+            }
+        }
         self.apply(dest, dest + new_len, Some(piece), |_| Change::Keep)?;
         {
             let mut pt = self.mm.pages.lock();
             pt.move_range(old_addr, old_addr + old_len.min(new_len), dest);
             pt.zap(old_addr, old_end);
         }
-        self.apply(old_addr, old_end, None, |_| Change::Remove)?;
+        let removed = self.apply(old_addr, old_end, None, |_| Change::Remove)?;
+        self.unmap_events(&removed, old_addr, old_end);
         Ok(dest)
     }
 }

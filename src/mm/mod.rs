@@ -229,6 +229,7 @@ impl Mm {
             mm: self,
             state: self.mmap_lock.write(),
             guard: self.tree.pin(),
+            events: uffd::PendingEvents::default(),
         }
     }
 
@@ -397,9 +398,31 @@ impl Mm {
         self.write().mprotect(addr, len, prot)
     }
 
-    /// [`MmWriteGuard::madvise`] under its own write lock.
+    /// [`MmWriteGuard::madvise`] under its own write lock. For `MADV_DONTNEED` on VMAs whose
+    /// userfaultfd context wants REMOVE events, the events are delivered (and waited for) with
+    /// the lock dropped *before* the pages go, as `userfaultfd_remove` does; the range is then
+    /// zapped under a new lock.
     pub fn madvise(&self, addr: u64, len: u64, advice: Advice) -> Result<(), MmError> {
-        self.write().madvise(addr, len, advice)
+        if advice != Advice::DontNeed {
+            return self.write().madvise(addr, len, advice);
+        }
+        let events = {
+            let mut w = self.write();
+            let end = w.check_madvise_range(addr, len)?;
+            w.check_dontneed(addr, end)?;
+            w.remove_events(addr, end);
+            w.take_events()
+        };
+        if events.is_empty() {
+            return self.write().madvise(addr, len, advice);
+        }
+        uffd::PendingEvents::complete_all(events);
+        // The lock was dropped: check the range again, then zap without new events.
+        let w = self.write();
+        let end = w.check_madvise_range(addr, len)?;
+        w.check_dontneed(addr, end)?;
+        self.pages.lock().zap(addr, end);
+        Ok(())
     }
 
     /// [`MmWriteGuard::mremap`] under its own write lock.
@@ -535,6 +558,9 @@ pub struct MmWriteGuard<'a> {
     mm: &'a Mm,
     state: RwLockWriteGuard<'a, MmState>,
     guard: Guard,
+    /// userfaultfd events prepared under the lock. Declared after `state`, so they complete
+    /// (each waiting for its monitor) after the mmap lock has been released.
+    events: uffd::PendingEvents,
 }
 
 impl MmWriteGuard<'_> {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::uffd::{FaultWaiterHandle, UffdCtx};
 use super::{is_page_aligned, Mm, MmError, VmFlags, Vma, PAGE_SIZE};
 
 /// One page of memory.
@@ -55,6 +56,13 @@ impl PageFrame {
             data: Mutex::new(self.data.lock().clone()),
         })
     }
+}
+
+/// What a page access does next.
+enum Step {
+    Done,
+    Wait(Arc<UffdCtx>, FaultWaiterHandle),
+    Retry,
 }
 
 /// Page-aligned address → frame.
@@ -172,22 +180,37 @@ impl Mm {
             let chunk_end = (page + PAGE_SIZE).min(end);
             let off = (pos - page) as usize;
             let range = (pos - addr) as usize..(chunk_end - addr) as usize;
-            self.with_vma(pos, |vma| -> Result<(), MmError> {
+            let step = self.with_vma(pos, |vma| -> Result<Step, MmError> {
                 let vma = vma.ok_or(MmError::Fault)?;
                 let need = if write { VmFlags::WRITE } else { VmFlags::READ };
                 if !vma.flags().contains(need) {
                     return Err(MmError::Fault);
                 }
                 let mut pt = self.pages.lock();
+                if pt.get(page).is_none() && vma.flags().contains(VmFlags::UFFD_MISSING) {
+                    // handle_userfault: queue the fault while the VMA is still locked, sleep
+                    // after it is released.
+                    if let Some(ctx) = vma.uffd() {
+                        return Ok(match ctx.queue_fault(pos, write)? {
+                            Some(h) => Step::Wait(ctx, h),
+                            None => Step::Retry,
+                        });
+                    }
+                }
                 if write {
                     let frame = self.frame_for_write(&mut pt, vma, page);
                     f(Some(&frame), off, range.clone());
                 } else {
                     f(pt.get(page), off, range.clone());
                 }
-                Ok(())
+                Ok(Step::Done)
             })?;
-            pos = chunk_end;
+            match step {
+                Step::Done => pos = chunk_end,
+                // VM_FAULT_RETRY: the fault starts over once resolved (or released).
+                Step::Wait(ctx, h) => ctx.wait_fault(&h),
+                Step::Retry => std::thread::yield_now(),
+            }
         }
         Ok(())
     }
