@@ -3,18 +3,21 @@
 //! The model is a `BTreeMap<page, attributes>` (flags, backing, file page offset) plus the first
 //! byte of every written page. Every operation — mmap (fixed, fixed-noreplace, hinted; anonymous,
 //! shared anonymous, private and shared file), munmap, mprotect, madvise, mremap, writes and fork
-//! (both ways, continuing with the parent or the child) — is applied to both, with the model
-//! predicting errors (`EEXIST`, `ENOMEM` for holes and for `max_map_count`, `EINVAL`, `EFAULT`).
+//! (both ways, with the userfaultfd hook, seed patch on or off, continuing with the parent or the
+//! child), and userfaultfd register/unregister/release/copy on two contexts — is applied to both,
+//! with the model (which also keeps a per-page context id) predicting errors (`EEXIST`, `ENOMEM`
+//! for holes and for `max_map_count`, `EINVAL`, `EBUSY`, `ENOENT`, `EFAULT`).
 //! After every step: the tree validates, the VMAs expand to exactly the model's pages, the number
 //! of VMAs equals the number of maximal runs of the model (merging is maximal), and the populated
 //! pages hold the model's bytes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use maple_tree::mm::uffd::{feature, CostSetting, DupUffd, UffdCtx};
 use maple_tree::mm::{
     Advice, DupMode, FileKind, MapFlags, MapSource, MappedFile, Mm, MmConfig, MmError, MremapFlags,
-    NoHook, Prot, VmFlags, VmaKind, PAGE_SHIFT, PAGE_SIZE,
+    Prot, VmFlags, VmaKind, PAGE_SHIFT, PAGE_SIZE,
 };
 use proptest::prelude::*;
 
@@ -27,6 +30,8 @@ struct Attr {
     /// 0: anonymous; otherwise the file's inode.
     backing: u64,
     pgoff: u64,
+    /// 0: not registered; otherwise the userfaultfd context's id.
+    ctx: u64,
 }
 
 #[derive(Clone, Default, Debug)]
@@ -141,6 +146,26 @@ enum Op {
     Fork {
         dup: bool,
         keep_child: bool,
+        seed: bool,
+    },
+    Register {
+        page: u64,
+        n: u64,
+        mode: u64,
+        which: usize,
+    },
+    Unregister {
+        page: u64,
+        n: u64,
+        which: usize,
+    },
+    Release {
+        which: usize,
+    },
+    Copy {
+        page: u64,
+        which: usize,
+        byte: u8,
     },
 }
 
@@ -164,8 +189,14 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (page.clone(), n.clone(), 0..5u8).prop_map(|(page, n, advice)| Op::Advise { page, n, advice }),
         2 => (page.clone(), 1..6u64, 1..10u64, 0..3u8, page.clone())
             .prop_map(|(page, old, new, how, to)| Op::Remap { page, old, new, how, to }),
-        3 => (page, any::<u8>()).prop_map(|(page, byte)| Op::Write { page, byte }),
-        1 => (any::<bool>(), any::<bool>()).prop_map(|(dup, keep_child)| Op::Fork { dup, keep_child }),
+        3 => (page.clone(), any::<u8>()).prop_map(|(page, byte)| Op::Write { page, byte }),
+        1 => (any::<bool>(), any::<bool>(), any::<bool>())
+            .prop_map(|(dup, keep_child, seed)| Op::Fork { dup, keep_child, seed }),
+        6 => (page.clone(), n.clone(), 1..8u64, 0..2usize)
+            .prop_map(|(page, n, mode, which)| Op::Register { page, n, mode, which }),
+        2 => (page.clone(), n, 0..2usize).prop_map(|(page, n, which)| Op::Unregister { page, n, which }),
+        1 => (0..2usize).prop_map(|which| Op::Release { which }),
+        4 => (page, 0..2usize, any::<u8>()).prop_map(|(page, which, byte)| Op::Copy { page, which, byte }),
     ]
 }
 
@@ -182,6 +213,158 @@ struct World {
     model: Model,
     files: Vec<Arc<MappedFile>>,
     max: usize,
+    /// Two userfaultfd contexts of `mm` (no EVENT_* features; SIGBUS, so that nothing blocks).
+    ctxs: Vec<Arc<UffdCtx>>,
+    /// Inodes of the shmem objects (shared anonymous mappings).
+    shmem: BTreeSet<u64>,
+}
+
+const UFFD_BITS: u64 = VmFlags::UFFD_FLAGS.bits();
+
+fn new_ctx(mm: &Mm) -> Arc<UffdCtx> {
+    UffdCtx::with_features(mm, feature::SIGBUS)
+}
+
+fn mode_flags(mode: u64) -> u64 {
+    let mut f = 0;
+    if mode & 1 != 0 {
+        f |= VmFlags::UFFD_MISSING.bits();
+    }
+    if mode & 2 != 0 {
+        f |= VmFlags::UFFD_WP.bits();
+    }
+    if mode & 4 != 0 {
+        f |= VmFlags::UFFD_MINOR.bits();
+    }
+    f
+}
+
+impl World {
+    fn new(max: usize, files: Vec<Arc<MappedFile>>) -> Self {
+        let cfg = MmConfig {
+            max_map_count: max,
+            ..MmConfig::default()
+        };
+        let mm = Mm::with_config(cfg);
+        let ctxs = (0..2).map(|_| new_ctx(&mm)).collect();
+        World {
+            mm,
+            model: Model::default(),
+            files,
+            max,
+            ctxs,
+            shmem: BTreeSet::new(),
+        }
+    }
+
+    /// `vma_can_userfault` on the model's backing kinds (anonymous, shmem, regular files).
+    fn can_userfault(&self, a: &Attr, wanted: u64) -> bool {
+        let shmem = a.backing != 0 && self.shmem.contains(&a.backing);
+        if wanted & VmFlags::UFFD_MINOR.bits() != 0 && !shmem {
+            return false;
+        }
+        a.backing == 0 || shmem
+    }
+
+    /// UFFDIO_REGISTER / UNREGISTER against the model.
+    fn uffd_step(&mut self, op: &Op) {
+        match *op {
+            Op::Register {
+                page,
+                n,
+                mode,
+                which,
+            } => {
+                let p = wpage(page);
+                let c = Arc::clone(&self.ctxs[which]);
+                let got = c.register(&self.mm, addr(p), addr(n), mode);
+                if !self.model.any_mapped(p, n) {
+                    return self.expect(got, MmError::Inval, "register without a VMA");
+                }
+                let wanted = mode_flags(mode);
+                for (_, a) in self.model.pages.range(p..p + n) {
+                    if !self.can_userfault(a, wanted) {
+                        return self.expect(got, MmError::Inval, "register: cannot userfault");
+                    }
+                    if a.ctx != 0 && a.ctx != c.id() {
+                        return self.expect(got, MmError::Busy, "register: another context");
+                    }
+                }
+                let mut next = self.model.clone();
+                for (_, a) in next.pages.range_mut(p..p + n) {
+                    if a.ctx == c.id() && a.flags & wanted == wanted {
+                        continue;
+                    }
+                    a.flags = (a.flags & !UFFD_BITS) | wanted;
+                    a.ctx = c.id();
+                }
+                match self.within_limit(&next) {
+                    Ok(()) => {
+                        got.expect("register");
+                        self.model = next;
+                    }
+                    Err(e) => self.expect(got, e, "register beyond the limit"),
+                }
+            }
+            Op::Unregister { page, n, which } => {
+                let p = wpage(page);
+                let c = Arc::clone(&self.ctxs[which]);
+                let got = c.unregister(&self.mm, addr(p), addr(n));
+                if !self.model.any_mapped(p, n) {
+                    return self.expect(got, MmError::Inval, "unregister without a VMA");
+                }
+                for (_, a) in self.model.pages.range(p..p + n) {
+                    if a.ctx != 0 && a.ctx != c.id() {
+                        return self.expect(got, MmError::Inval, "unregister: another context");
+                    }
+                    if !self.can_userfault(a, a.flags & UFFD_BITS) {
+                        return self.expect(got, MmError::Inval, "unregister: cannot userfault");
+                    }
+                }
+                let mut next = self.model.clone();
+                for (_, a) in next.pages.range_mut(p..p + n) {
+                    if a.ctx == c.id() {
+                        a.flags &= !UFFD_BITS;
+                        a.ctx = 0;
+                    }
+                }
+                match self.within_limit(&next) {
+                    Ok(()) => {
+                        got.expect("unregister");
+                        self.model = next;
+                    }
+                    Err(e) => self.expect(got, e, "unregister beyond the limit"),
+                }
+            }
+            Op::Release { which } => {
+                let c = std::mem::replace(&mut self.ctxs[which], new_ctx(&self.mm));
+                c.release(Some(&self.mm));
+                for a in self.model.pages.values_mut() {
+                    if a.ctx == c.id() {
+                        a.flags &= !UFFD_BITS;
+                        a.ctx = 0;
+                    }
+                }
+            }
+            Op::Copy { page, which, byte } => {
+                let p = wpage(page);
+                let c = Arc::clone(&self.ctxs[which]);
+                let got = c.copy(&self.mm, addr(p), &[byte], false);
+                match self.model.pages.get(&p) {
+                    Some(a) if a.ctx == c.id() => {
+                        if self.model.data.contains_key(&p) {
+                            self.expect(got, MmError::Exist, "copy over a populated page");
+                        } else {
+                            assert_eq!(got, Ok(1));
+                            self.model.data.insert(p, byte);
+                        }
+                    }
+                    _ => self.expect(got, MmError::NoEnt, "copy outside the registration"),
+                }
+            }
+            _ => unreachable!("not a userfaultfd op"),
+        }
+    }
 }
 
 impl World {
@@ -201,6 +384,9 @@ impl World {
     fn step(&mut self, op: &Op) {
         let m = &self.mm;
         match op.clone() {
+            Op::Register { .. } | Op::Unregister { .. } | Op::Release { .. } | Op::Copy { .. } => {
+                self.uffd_step(op)
+            }
             Op::Map {
                 page,
                 n,
@@ -223,6 +409,7 @@ impl World {
                             flags: vm_prot,
                             backing: 0,
                             pgoff: p,
+                            ctx: 0,
                         },
                     ),
                     Src::SharedAnon => (
@@ -232,6 +419,7 @@ impl World {
                             flags: vm_prot | 0x88,
                             backing: u64::MAX,
                             pgoff: 0,
+                            ctx: 0,
                         },
                     ),
                     Src::File { id, off, shared } => {
@@ -252,6 +440,7 @@ impl World {
                                 flags: vm_prot | extra,
                                 backing: f.inode(),
                                 pgoff: off,
+                                ctx: 0,
                             },
                         )
                     }
@@ -272,7 +461,10 @@ impl World {
                     // A fresh shmem object: learn its inode from the result (if any).
                     match &got {
                         Ok(a) => match m.vma_lookup(*a).expect("mapped").desc.kind {
-                            VmaKind::File(f) => f.inode(),
+                            VmaKind::File(f) => {
+                                self.shmem.insert(f.inode());
+                                f.inode()
+                            }
                             VmaKind::Anon(_) => panic!("shared anonymous memory must be shmem"),
                         },
                         Err(_) => 1 << 62,
@@ -323,6 +515,7 @@ impl World {
                                     flags: prot as u64 | 0x70,
                                     backing: 0,
                                     pgoff: p + i,
+                                    ctx: 0,
                                 },
                             );
                         }
@@ -436,6 +629,14 @@ impl World {
                 let p = wpage(page);
                 let got = m.write_bytes(addr(p), &[byte]);
                 match self.model.pages.get(&p) {
+                    Some(a)
+                        if a.flags & 2 != 0
+                            && a.flags & VmFlags::UFFD_MISSING.bits() != 0
+                            && !self.model.data.contains_key(&p) =>
+                    {
+                        // The contexts have UFFD_FEATURE_SIGBUS: the fault fails at once.
+                        self.expect(got, MmError::Fault, "missing fault with SIGBUS")
+                    }
                     Some(a) if a.flags & 2 != 0 => {
                         got.expect("write");
                         self.model.data.insert(p, byte);
@@ -443,10 +644,21 @@ impl World {
                     _ => self.expect(got, MmError::Fault, "write to an unwritable page"),
                 }
             }
-            Op::Fork { dup, keep_child } => {
+            Op::Fork {
+                dup,
+                keep_child,
+                seed,
+            } => {
                 let mode = if dup { DupMode::Dup } else { DupMode::Append };
-                let child = m.fork_with(mode, &mut NoHook).expect("fork");
+                let mut hook = DupUffd::new(seed, CostSetting::Faithful);
+                let child = m.fork_with(mode, &mut hook).expect("fork");
+                let registered = self.model.pages.values().any(|a| a.ctx != 0);
                 let mut cm = self.model.clone();
+                // (b): contexts without EVENT_FORK do not follow the child.
+                for a in cm.pages.values_mut() {
+                    a.flags &= !UFFD_BITS;
+                    a.ctx = 0;
+                }
                 let gone: Vec<u64> = cm
                     .pages
                     .iter()
@@ -475,12 +687,24 @@ impl World {
                 let child_vmas = child.snapshot();
                 assert_eq!(parent_vmas.len(), child_vmas.len());
                 for (a, b) in parent_vmas.iter().zip(&child_vmas) {
-                    assert!(a.same_as(b), "{a:?} vs {b:?}");
+                    assert_eq!(
+                        (a.start, a.end, a.desc.pgoff),
+                        (b.start, b.end, b.desc.pgoff)
+                    );
+                    assert_eq!(a.desc.flags.without(VmFlags::UFFD_FLAGS), b.desc.flags);
+                    assert!(b.desc.uffd.is_none());
+                    assert!(a.desc.kind.same(&b.desc.kind));
+                    if a.desc.uffd.is_none() {
+                        assert!(a.same_as(b), "{a:?} vs {b:?}");
+                    }
                 }
-                check(&child, &cm, self.max);
-                if keep_child {
+                // Fork never merges: after a reset the child's VMAs need not be maximal.
+                check_with(&child, &cm, self.max, !registered);
+                if keep_child && !registered {
                     self.mm = child;
                     self.model = cm;
+                    let mm = &self.mm;
+                    self.ctxs = (0..2).map(|_| new_ctx(mm)).collect();
                 } else {
                     // The parent is untouched by the child's teardown.
                     drop(child);
@@ -565,12 +789,18 @@ impl World {
             fixed || !self.model.any_mapped(dest, new),
             "mremap moved onto a mapping"
         );
+        // No EVENT_REMAP: the moved mapping loses its registration.
+        let moved_attr = Attr {
+            flags: base.flags & !UFFD_BITS,
+            ctx: 0,
+            ..base
+        };
         for i in 0..new {
             next.pages.insert(
                 dest + i,
                 Attr {
                     pgoff: base.pgoff + i,
-                    ..base
+                    ..moved_attr
                 },
             );
         }
@@ -582,6 +812,10 @@ impl World {
 }
 
 fn check(mm: &Mm, model: &Model, max: usize) {
+    check_with(mm, model, max, true)
+}
+
+fn check_with(mm: &Mm, model: &Model, max: usize, maximal: bool) {
     mm.validate().unwrap();
     let mut pages = BTreeMap::new();
     for v in mm.snapshot() {
@@ -596,17 +830,20 @@ fn check(mm: &Mm, model: &Model, max: usize) {
                     flags: v.desc.flags.bits(),
                     backing,
                     pgoff: v.desc.pgoff + i,
+                    ctx: v.desc.uffd.as_ref().map_or(0, |c| c.id()),
                 },
             );
         }
     }
     assert_eq!(pages, model.pages);
-    assert_eq!(
-        mm.map_count(),
-        model.runs(),
-        "VMAs are not the maximal runs:\n{}",
-        mm.render_maps()
-    );
+    if maximal {
+        assert_eq!(
+            mm.map_count(),
+            model.runs(),
+            "VMAs are not the maximal runs:\n{}",
+            mm.render_maps()
+        );
+    }
     assert!(mm.map_count() <= max);
     assert_eq!(mm.resident_pages(), model.data.len());
     for (&p, &b) in &model.data {
@@ -635,12 +872,8 @@ fn run(ops: Vec<Op>, max: usize) {
             )
         })
         .collect();
-    let mut w = World {
-        mm: Mm::with_config(cfg),
-        model: Model::default(),
-        files,
-        max,
-    };
+    let _ = cfg;
+    let mut w = World::new(max, files);
     for op in &ops {
         w.step(op);
         check(&w.mm, &w.model, max);
@@ -704,12 +937,8 @@ fn model_runs_agree_on_a_hand_made_case() {
     let files = (0..3u64)
         .map(|i| MappedFile::new("/f", (8, 1), (1 << 40) + i, FileKind::Regular, true))
         .collect();
-    let mut w = World {
-        mm: Mm::with_config(cfg),
-        model: Model::default(),
-        files,
-        max: 65530,
-    };
+    let _ = cfg;
+    let mut w = World::new(65530, files);
     for op in &ops {
         w.step(op);
     }
