@@ -184,7 +184,7 @@ fn register_rules_and_errors() {
         "empty"
     );
     assert_eq!(
-        u.register(&mm, u64::MAX & !(P - 1), P, mode::MISSING),
+        u.register(&mm, !(P - 1), P, mode::MISSING),
         Err(MmError::Inval),
         "beyond TASK_SIZE"
     );
