@@ -352,11 +352,13 @@ impl World {
                 let got = c.copy(&self.mm, addr(p), &[byte], false);
                 match self.model.pages.get(&p) {
                     Some(a) if a.ctx == c.id() => {
-                        if self.model.data.contains_key(&p) {
-                            self.expect(got, MmError::Exist, "copy over a populated page");
-                        } else {
+                        if let std::collections::btree_map::Entry::Vacant(e) =
+                            self.model.data.entry(p)
+                        {
                             assert_eq!(got, Ok(1));
-                            self.model.data.insert(p, byte);
+                            e.insert(byte);
+                        } else {
+                            self.expect(got, MmError::Exist, "copy over a populated page");
                         }
                     }
                     _ => self.expect(got, MmError::NoEnt, "copy outside the registration"),
