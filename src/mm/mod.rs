@@ -40,6 +40,8 @@ mod fork;
 mod maps;
 mod mmap;
 mod pages;
+#[cfg(target_os = "linux")]
+pub mod real;
 pub mod uffd;
 mod vma;
 
