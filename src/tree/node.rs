@@ -3,8 +3,11 @@
 //!
 //! # Layout (as the kernel's, K§1.2)
 //!
-//! Every node is 256 bytes, 64-byte aligned (four cache lines; the kernel's 256-byte alignment only
-//! serves its pointer tags): a parent word and 31 data words.
+//! Every node is 256 bytes: a parent word and 31 data words. The kernel aligns nodes to 256 bytes
+//! only to keep tags in the low pointer bits; here a node needs just the allocator's natural
+//! alignment (bit 0 is the only low tag), which keeps node allocation on glibc's fast path and
+//! costs no padding (a 64-byte-aligned 256-byte block goes through `memalign`, several times
+//! slower and larger in RSS).
 //!
 //! | kind | pivots | slots | gaps |
 //! |---|---|---|---|
@@ -19,9 +22,13 @@
 //! `pivot[end] == max` whenever `end` is below the pivot count. This is what makes the in-place
 //! appends safe for readers (SPEC §1.3): the kernel's race came from a separately stored end.
 //!
+//! Words beyond the end are unspecified: zero in fresh nodes, stale after an append split has
+//! truncated the node (see `append`). Nobody reads them.
+//!
 //! The kind of a node is not stored in it either: a child word carries a leaf tag in bit 0, and
 //! internal nodes are `Range` or `ARange` according to the tree. The parent word holds the parent's
-//! address, this node's offset in the parent (bits 1..5) and the dead bit (bit 0).
+//! address, this node's offset in the parent (bits 59..63, above any user-space address, even
+//! with 57-bit virtual addresses) and the dead bit (bit 0).
 //!
 //! # Publication protocol
 //!
@@ -60,7 +67,6 @@ compile_error!("maple-tree stores pointers in u64 words and needs a 64-bit targe
 /// Slots of a leaf or of an internal node of a range tree (`MAPLE_RANGE64_SLOTS`).
 pub(crate) const RANGE_SLOTS: usize = 16;
 /// Pivots of a leaf or range node.
-#[allow(dead_code)]
 pub(crate) const RANGE_PIVOTS: usize = 15;
 /// Slots of an internal node of an allocation tree (`MAPLE_ARANGE64_SLOTS`).
 pub(crate) const ARANGE_SLOTS: usize = 10;
@@ -75,10 +81,10 @@ const WORDS: usize = 31;
 const LEAF_TAG: usize = 1;
 /// Dead bit in a parent word.
 const DEAD: usize = 1;
-/// Offset field in a parent word.
-const OFFSET_SHIFT: u32 = 1;
+/// Offset field in a parent word (above the 57 bits a user-space address may use).
+const OFFSET_SHIFT: u32 = 59;
 const OFFSET_MASK: usize = 0x1f << OFFSET_SHIFT;
-const ADDR_MASK: usize = !63;
+const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 
 /// The three node kinds a port needs (`maple_dense` is never created by the kernel and is left out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +138,7 @@ impl Kind {
 }
 
 /// A 256-byte maple node. Only [`NodeRef`] touches it.
-#[repr(C, align(64))]
+#[repr(C)]
 pub(crate) struct Node {
     parent: AtomicUsize,
     words: [AtomicU64; WORDS],
@@ -219,15 +225,6 @@ impl<'g> NodeRef<'g> {
         NodeRef {
             ptr,
             kind,
-            _guard: PhantomData,
-        }
-    }
-
-    /// A placeholder that is never dereferenced (fills unused path levels).
-    pub(crate) const fn dangling() -> Self {
-        NodeRef {
-            ptr: NonNull::dangling(),
-            kind: Kind::Leaf,
             _guard: PhantomData,
         }
     }
@@ -327,6 +324,27 @@ impl<'g> NodeRef<'g> {
         self.node().words[i].store(v, ord);
     }
 
+    /// Pivot `i` of a leaf or range node (layout shared by both; no kind dispatch). Acquire, as
+    /// [`pivot`](Self::pivot).
+    #[inline]
+    pub(crate) fn range_pivot(&self, i: usize) -> u64 {
+        debug_assert!(self.kind != Kind::ARange && i < RANGE_PIVOTS);
+        self.node().words[i].load(Ordering::Acquire)
+    }
+
+    /// Slot `i` of a leaf or range node. Acquire, as [`slot`](Self::slot).
+    #[inline]
+    pub(crate) fn range_slot(&self, i: usize) -> usize {
+        debug_assert!(self.kind != Kind::ARange && i < RANGE_SLOTS);
+        self.node().words[RANGE_PIVOTS + i].load(Ordering::Acquire) as usize
+    }
+
+    /// The pivots of this node, for scans without per-element bounds checks (Acquire loads).
+    #[inline]
+    pub(crate) fn pivot_words(&self) -> &'g [AtomicU64] {
+        &self.node().words[..self.kind.pivots()]
+    }
+
     // ----- slots ------------------------------------------------------------------------------
 
     /// Reader load of slot `i` (Acquire: pairs with in-place Release stores of entries/children).
@@ -372,7 +390,11 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn set_parent(&self, parent: Option<NodeRef<'_>>, offset: usize) {
         let w = match parent {
-            Some(p) => p.ptr.as_ptr().expose_provenance() | (offset << OFFSET_SHIFT),
+            Some(p) => {
+                let addr = p.ptr.as_ptr().expose_provenance();
+                debug_assert_eq!(addr & !ADDR_MASK, 0, "node address uses tag bits");
+                addr | (offset << OFFSET_SHIFT)
+            }
             None => 0,
         };
         self.node().parent.store(w, Ordering::Relaxed);
