@@ -121,7 +121,6 @@ fn fork_of_real_layouts_new_way() {
 }
 
 #[test]
-#[ignore = "core bug: NULL store into two full leaves overflows a leaf (tests/mm_core_bugs.rs)"]
 fn fork_of_real_layouts_new_way_minus_dontcopy() {
     fork_real_layouts(DupMode::Dup, 7);
 }
