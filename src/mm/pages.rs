@@ -62,7 +62,6 @@ impl PageFrame {
 enum Step {
     Done,
     Wait(Arc<UffdCtx>, FaultWaiterHandle),
-    Retry,
 }
 
 /// Page-aligned address → frame.
@@ -190,11 +189,13 @@ impl Mm {
                 if pt.get(page).is_none() && vma.flags().contains(VmFlags::UFFD_MISSING) {
                     // handle_userfault: queue the fault while the VMA is still locked, sleep
                     // after it is released.
+                    // A released context (its VMAs about to be cleared) no longer takes faults:
+                    // the kernel retries until the VMA is cleared, which ends as the normal fault
+                    // below.
                     if let Some(ctx) = vma.uffd() {
-                        return Ok(match ctx.queue_fault(pos, write)? {
-                            Some(h) => Step::Wait(ctx, h),
-                            None => Step::Retry,
-                        });
+                        if let Some(h) = ctx.queue_fault(pos, write)? {
+                            return Ok(Step::Wait(ctx, h));
+                        }
                     }
                 }
                 if write {
@@ -209,7 +210,6 @@ impl Mm {
                 Step::Done => pos = chunk_end,
                 // VM_FAULT_RETRY: the fault starts over once resolved (or released).
                 Step::Wait(ctx, h) => ctx.wait_fault(&h),
-                Step::Retry => std::thread::yield_now(),
             }
         }
         Ok(())

@@ -761,7 +761,7 @@ impl UffdCtx {
     // ----- faults ---------------------------------------------------------------------------
 
     /// `handle_userfault` up to the sleep: decides, and queues the fault (called with the VMA
-    /// locked and the page table checked). `Ok(None)`: retry at once (released).
+    /// locked and the page table checked). `Ok(None)`: released; handle it as a normal fault.
     pub(crate) fn queue_fault(
         &self,
         address: u64,
