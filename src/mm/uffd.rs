@@ -1058,3 +1058,59 @@ impl ForkHook for DupUffd {
         }
     }
 }
+
+/// One measured configuration of seed 000's workload (fork+exit through [`DupUffd`]), for demos
+/// and reports: timing next to the deterministic counters.
+#[derive(Clone, Copy, Debug)]
+pub struct ForkExitRun {
+    /// Mean wall-clock time of one fork+exit.
+    pub mean: std::time::Duration,
+    /// The hook's counters for one fork.
+    pub counters: ForkCounters,
+    /// Real per-VMA lock acquisitions in the child, for one fork.
+    pub child_lock_acquisitions: u64,
+    /// `vma_start_write` calls on the child's VMAs, for one fork.
+    pub child_start_write_calls: u64,
+}
+
+/// Times `reps` fork+exit of `mm` (the new `dup_mmap`) with the seed patch on or off under
+/// `cost`, after one untimed fork that provides the counters.
+///
+/// ```
+/// use maple_tree::mm::uffd::{fork_exit_run, CostSetting};
+/// use maple_tree::mm::{MapFlags, MapSource, Mm, Prot, PAGE_SIZE};
+/// let mm = Mm::new();
+/// for i in 0..8u64 {
+///     let prot = if i % 2 == 0 { Prot::READ } else { Prot::READ | Prot::WRITE };
+///     mm.mmap(0x1000_0000 + i * PAGE_SIZE, PAGE_SIZE, prot, MapFlags::PRIVATE | MapFlags::FIXED, MapSource::Anon).unwrap();
+/// }
+/// let before = fork_exit_run(&mm, false, CostSetting::Faithful, 3).unwrap();
+/// let after = fork_exit_run(&mm, true, CostSetting::Faithful, 3).unwrap();
+/// assert_eq!((before.counters.dup_uffd_start_write_calls, after.counters.dup_uffd_start_write_calls), (8, 0));
+/// assert_eq!((before.child_lock_acquisitions, after.child_lock_acquisitions), (8, 8));
+/// ```
+pub fn fork_exit_run(
+    mm: &Mm,
+    seed_patch: bool,
+    cost: CostSetting,
+    reps: u32,
+) -> Result<ForkExitRun, MmError> {
+    let mut hook = DupUffd::new(seed_patch, cost);
+    let child = mm.fork_with(crate::mm::DupMode::Dup, &mut hook)?;
+    let counters = hook.counters();
+    let child_lock_acquisitions = child.lock_state().lock_acquisitions();
+    let child_start_write_calls = child.lock_state().start_write_calls();
+    drop(child);
+    let reps = reps.max(1);
+    let t = std::time::Instant::now();
+    for _ in 0..reps {
+        let mut hook = DupUffd::new(seed_patch, cost);
+        mm.fork_with(crate::mm::DupMode::Dup, &mut hook)?.exit();
+    }
+    Ok(ForkExitRun {
+        mean: t.elapsed() / reps,
+        counters,
+        child_lock_acquisitions,
+        child_start_write_calls,
+    })
+}
