@@ -590,7 +590,13 @@ impl Vma {
     }
 
     /// Replaces the userfaultfd context in place. The VMA must be write-locked (or unpublished).
+    /// Storing "none" over "none" is a load: the kernel's store of a NULL context is one plain
+    /// word store, while an `ArcSwap` store also waits out its readers' debts, a cost that
+    /// belongs to this data structure, not to the modelled code path.
     pub(crate) fn set_uffd(&self, ctx: Option<Arc<UffdCtx>>) {
+        if ctx.is_none() && !self.has_uffd() {
+            return;
+        }
         self.uffd.store(ctx);
     }
 
