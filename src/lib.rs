@@ -51,6 +51,8 @@ mod error;
 pub mod loom_knobs;
 #[cfg(not(loom))]
 pub mod mm;
+#[cfg(target_os = "linux")]
+pub mod poll;
 mod sync;
 pub mod tree;
 

@@ -258,7 +258,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let kind = n.kind();
         let p = kind.pivots();
         let len = items.len();
-        debug_assert!(len >= 1 && len <= kind.slots());
+        assert!(
+            len >= 1 && len <= kind.slots(),
+            "maple tree: {len} items for one node"
+        );
         debug_assert_eq!(items[len - 1].hi, max);
         for j in 0..kind.slots() {
             if j < len {
