@@ -41,7 +41,7 @@ struct Model {
 }
 
 fn compatible(a: &Attr, b: &Attr) -> bool {
-    a.flags == b.flags && a.backing == b.backing && a.pgoff + 1 == b.pgoff
+    a.flags == b.flags && a.backing == b.backing && a.pgoff + 1 == b.pgoff && a.ctx == b.ctx
 }
 
 impl Model {
