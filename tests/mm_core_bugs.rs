@@ -8,7 +8,7 @@ use maple_tree::{MapleTree, Value};
 /// split the 32 resulting leaf items as 16 + 16, see the left part end on the new NULL, move the
 /// boundary one to the left and give the right leaf 17 items for 16 slots, losing the trailing
 /// NULL range (entry 30 then covered `[30, MAX]`; `validate()` did not notice). Found through
-/// fork's `DONTCOPY` clearing of a real layout; fixed in the core by main 0a0bbfe (kept as a
+/// fork's `DONTCOPY` clearing of a real layout; passes since main 0a0bbfe (kept as a
 /// regression test).
 #[test]
 fn null_store_in_full_leaves_keeps_every_range() {
