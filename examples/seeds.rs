@@ -115,18 +115,18 @@ fn parse_maps_ranges(text: &str) -> Vec<(u64, u64)> {
     v
 }
 
-/// The VMA layout: a file given on the command line, this process's own maps, or the bundled
-/// capture when `/proc` is unavailable.
-fn layout(opts: &Opts) -> Result<(String, Vec<(u64, u64)>), String> {
+/// The VMA layout (its maps text): a file given on the command line, this process's own maps, or
+/// the bundled capture when `/proc` is unavailable.
+fn layout(opts: &Opts) -> Result<(String, String), String> {
     if let Some(p) = &opts.maps {
         let t = std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"))?;
-        return Ok((p.clone(), parse_maps_ranges(&t)));
+        return Ok((p.clone(), t));
     }
     match std::fs::read_to_string("/proc/self/maps") {
-        Ok(t) => Ok(("/proc/self/maps".into(), parse_maps_ranges(&t))),
+        Ok(t) => Ok(("/proc/self/maps".into(), t)),
         Err(_) => Ok((
             "bundled capture (data/maps/rust-program.maps)".into(),
-            parse_maps_ranges(include_str!("../data/maps/rust-program.maps")),
+            include_str!("../data/maps/rust-program.maps").to_string(),
         )),
     }
 }
@@ -253,6 +253,68 @@ fn seed_001(opts: &Opts, rows: &mut Vec<Row>, name: &str, ranges: &[(u64, u64)])
             s_dup.nodes_allocated, s_dup.exact_fit, s_dup.split
         ),
     });
+}
+
+/// Seed 000: fork+exit of the layout with and without `dup_userfaultfd`'s early return, in both
+/// cost settings (the faithful one, where the VMA lock only moves, and the amplified one).
+fn seed_000(opts: &Opts, rows: &mut Vec<Row>, maps_text: &str, name: &str) {
+    use maple_tree::mm::uffd::{fork_exit_run, CostSetting};
+    use maple_tree::mm::{Mm, MmConfig};
+    let mm = match Mm::from_maps(maps_text, MmConfig::default()) {
+        Ok(mm) => mm,
+        Err(e) => {
+            eprintln!("\nseed 000: cannot replay the maps: {e:?}");
+            return;
+        }
+    };
+    let vmas = mm.read().vmas().count();
+    let reps: u32 = if opts.quick {
+        20
+    } else {
+        400 * opts.reps as u32
+    };
+    for (label, cost) in [
+        ("faithful", CostSetting::Faithful),
+        ("amplified", CostSetting::Amplified),
+    ] {
+        progress(&format!("seed 000: fork+exit, {label}"));
+        // Alternate before/after a few times and keep the best of each (noisy machines).
+        let (mut off_best, mut on_best) = (f64::MAX, f64::MAX);
+        let (mut off_c, mut on_c) = (None, None);
+        for _ in 0..if opts.quick { 1 } else { opts.reps } {
+            let (Ok(off), Ok(on)) = (
+                fork_exit_run(&mm, false, cost, reps),
+                fork_exit_run(&mm, true, cost, reps),
+            ) else {
+                eprintln!("\nseed 000: fork failed");
+                return;
+            };
+            off_best = off_best.min(off.mean.as_nanos() as f64);
+            on_best = on_best.min(on.mean.as_nanos() as f64);
+            off_c = Some(off);
+            on_c = Some(on);
+        }
+        let (Some(off), Some(on)) = (off_c, on_c) else {
+            return;
+        };
+        rows.push(Row {
+            seed: "000",
+            workload: format!("fork+exit, {name} ({vmas} VMAs, no uffd), {label} cost"),
+            reported: "no figure; saves a lock+store per VMA".into(),
+            before: off_best,
+            after: on_best,
+            unit: "ns/fork",
+            counters: format!(
+                "dup_userfaultfd start-write calls {} -> {}, flag writes {} -> {}, child VMA lock acquisitions {} -> {}",
+                off.counters.dup_uffd_start_write_calls,
+                on.counters.dup_uffd_start_write_calls,
+                off.counters.uffd_flag_writes,
+                on.counters.uffd_flag_writes,
+                off.child_lock_acquisitions,
+                on.child_lock_acquisitions
+            ),
+        });
+    }
 }
 
 /// Seed 002: poll2 (128 descriptors, POLLOUT, timeout 0) per-descriptor vs per-chunk vs one
@@ -386,17 +448,19 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let (source, ranges) = match layout(&opts) {
+    let (source, maps_text) = match layout(&opts) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("seeds: {e}");
             std::process::exit(2);
         }
     };
+    let ranges = parse_maps_ranges(&maps_text);
     let mut rows = Vec::new();
     seed_001(&opts, &mut rows, "this layout", &ranges);
     let bench_forking: Vec<(u64, u64)> = (0..=134u64).map(|i| (i * 10, i * 10 + 5)).collect();
     seed_001(&opts, &mut rows, "bench_forking shape", &bench_forking);
+    seed_000(&opts, &mut rows, &maps_text, "this layout");
     seed_002(&opts, &mut rows);
     progress("");
     eprintln!();

@@ -39,7 +39,6 @@ fn xorshift(s: &mut u64) -> u64 {
 /// iteration order (lookups lock the VMA and check its bounds), but `/proc/PID/maps`-style
 /// lock-free walks would.
 #[test]
-#[ignore = "core bug: lock-free iteration during RCU stores yields overlapping ranges"]
 fn lockless_iteration_is_strictly_increasing_during_stores() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
