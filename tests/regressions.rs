@@ -334,3 +334,21 @@ fn erase_keeps_other_entries_range_tree() {
 fn erase_keeps_other_entries_alloc_tree() {
     replay_2(&maple_tree::MapleTree::new_alloc());
 }
+
+/// A same-range store over an entry covering the whole space is an exact fit (found by the
+/// `dup_ops` fuzz target): no node allocated.
+#[test]
+fn whole_space_replacement_is_exact_fit() {
+    use maple_tree::{MapleTree, Value};
+    let t = MapleTree::<Value>::new();
+    t.store_range(0, u64::MAX, Value::new(1)).unwrap();
+    let d = t.dup();
+    let before = d.stats();
+    d.store_range(0, u64::MAX, Value::new(2)).unwrap();
+    let after = d.stats();
+    assert_eq!(d.get(7), Some(Value::new(2)));
+    assert_eq!(after.exact_fit - before.exact_fit, 1, "{after:?}");
+    assert_eq!(after.nodes_allocated, before.nodes_allocated, "{after:?}");
+    assert_eq!(d.erase(5), Some((0, u64::MAX)));
+    assert!(d.is_empty());
+}

@@ -377,7 +377,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             self.new_leaf_root(first, last, entry);
             return (first, last);
         }
-        if first == 0 && last == u64::MAX {
+        // A whole-space store is a new root (K§3.4 step 5), unless one slot already covers the
+        // whole space: then it is an exact fit (step 4 comes first).
+        if first == 0
+            && last == u64::MAX
+            && !(lw.walk(0).is_some() && lw.lo == 0 && lw.hi == u64::MAX)
+        {
             let old = self.node_from_item(root);
             let mut retired = Vec::new();
             self.remove_subtree(old, 0, u64::MAX, &mut retired);
