@@ -549,7 +549,7 @@ pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
 /// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
 #[cfg(loom)]
 pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
-    a.with_mut(|v| core::mem::take(v))
+    a.with_mut(core::mem::take)
 }
 
 /// Borrows the entry behind a slot word (`None` for nothing and the zero entry).
