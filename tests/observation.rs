@@ -169,14 +169,12 @@ fn copy_on_write_paths() {
 /// and yields `(62, 82, 100)`, which starts before its position and overlaps `(70, 74)`; backward,
 /// symmetrically, `(62, 82, 100)` after `(80, 84, 9)`.
 #[test]
-#[ignore = "core bug: an iterator restarting in a new tree yields a range overlapping one it already yielded (iter.rs)"]
 fn spanning_store_iteration() {
     assert_clean(&spaced(12), (62, 82, Some(100)));
 }
 
 /// Single-step reproducer of the same bug, forward.
 #[test]
-#[ignore = "core bug: an iterator restarting in a new tree yields a range overlapping one it already yielded (iter.rs)"]
 fn spanning_store_iteration_minimal() {
     let tree = MapleTree::<Value>::new();
     for i in 0..12u64 {

@@ -598,7 +598,6 @@ fn stress_alloc_tree() {
 /// Both trees with every observation rule enforced, iteration order included.
 #[test]
 #[cfg_attr(miri, ignore)]
-#[ignore = "core bug: an iterator restarting in a new tree yields a range overlapping one it already yielded (iter.rs)"]
 fn stress_strict() {
     let (seed, secs) = params();
     let (s, _) = stress(false, seed, secs, true);

@@ -299,7 +299,6 @@ fn spanning_store() {
 /// (forward; backward symmetrically after `(80, 84)`). See `tests/observation.rs` in the main
 /// crate for the single-threaded reproducer.
 #[test]
-#[ignore = "core bug: an iterator restarting in a new tree yields a range overlapping one it already yielded (iter.rs)"]
 fn spanning_store_iteration() {
     let s = spanning();
     s.check_timed(Reads::Forward);
