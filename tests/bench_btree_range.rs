@@ -97,8 +97,16 @@ fn random_ops_match_model_and_maple_tree() {
             let hi = lo + rng.below(U);
             let size = 1 + rng.below(6);
             let g = b.empty_area_rev(lo, hi, size);
-            assert_eq!(g, model_gap_rev(&m, lo, hi, size), "seed {seed} [{lo},{hi}] {size}");
-            assert_eq!(g, t.empty_area_rev(lo, hi, size).ok(), "seed {seed}: maple gap");
+            assert_eq!(
+                g,
+                model_gap_rev(&m, lo, hi, size),
+                "seed {seed} [{lo},{hi}] {size}"
+            );
+            assert_eq!(
+                g,
+                t.empty_area_rev(lo, hi, size).ok(),
+                "seed {seed}: maple gap"
+            );
         }
     }
 }
