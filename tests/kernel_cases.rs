@@ -679,6 +679,30 @@ fn write_paths_are_taken() {
     }
     let s = t.stats();
     assert!(s.split >= 1 && s.grow >= 1 && t.height() == 2, "{s:?}");
+    assert!(
+        s.append_split >= 1,
+        "in-order appends split by truncation: {s:?}"
+    );
+    t.validate().unwrap();
+    // Keep appending until the root itself is truncated and a third level grows.
+    for i in 40..2000u64 {
+        t.store_range(100 + i * 10, 105 + i * 10, v(i)).unwrap();
+    }
+    assert!(t.height() >= 3);
+    t.validate().unwrap();
+    let g = t.pin();
+    let starts: Vec<u64> = t.iter(&g).map(|(a, _, _)| a).collect();
+    assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
+    // Each new range sits inside the [30, MAX] entry stored above, whose pieces remain between.
+    assert_eq!(
+        starts.iter().filter(|&&a| a >= 500 && a % 10 == 0).count(),
+        1960
+    );
+    assert_eq!(
+        starts.iter().filter(|&&a| a >= 500 && a % 10 == 6).count(),
+        1960
+    );
+    drop(g);
     // Rebalance after erases.
     for i in 0..12u64 {
         t.erase(100 + i * 10);
@@ -713,7 +737,9 @@ fn send_sync_and_threads() {
             let stop = stop.clone();
             std::thread::spawn(move || {
                 let mut n = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut first = true;
+                while first || !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    first = false;
                     for i in (0..10_000u64).step_by(7) {
                         let g = t.pin();
                         if let Some(x) = t.load(i, &g) {

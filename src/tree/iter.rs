@@ -6,7 +6,7 @@
 
 use core::marker::PhantomData;
 
-use crate::entry::Entry;
+use crate::entry::{Entry, ZERO_WORD};
 use crate::sync::AtomicUsize;
 
 use super::node::Kind;
@@ -49,43 +49,38 @@ impl<'g, E: Entry> Iter<'g, E> {
 impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
     type Item = (u64, u64, E::Borrowed<'g>);
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;
         }
         let step = if self.front_started {
-            self.front.next_slot()
+            self.front.next_entry()
         } else {
             self.front_started = true;
-            self.front.walk(self.front_pos)
+            self.front.walk(self.front_pos).and_then(|()| {
+                let w = self.front.word;
+                if w != 0 && w != ZERO_WORD {
+                    Some(())
+                } else {
+                    self.front.next_entry()
+                }
+            })
         };
-        if step.is_none() {
+        if step.is_none() || self.front.lo > self.back_pos {
             self.done = true;
             return None;
         }
-        loop {
-            if self.front.lo > self.back_pos || self.front.hi < self.front_pos {
-                if self.front.lo > self.back_pos {
-                    self.done = true;
-                    return None;
-                }
-            } else {
-                // SAFETY: the word was read under the guard of 'g that created this iterator.
-                if let Some(b) = unsafe { borrow_word::<E>(self.front.word) } {
-                    let (lo, hi) = (self.front.lo, self.front.hi);
-                    if hi >= self.back_pos || hi == u64::MAX {
-                        self.done = true;
-                    } else {
-                        self.front_pos = hi + 1;
-                    }
-                    return Some((lo, hi, b));
-                }
-            }
-            if self.front.next_slot().is_none() {
-                self.done = true;
-                return None;
-            }
+        let (lo, hi) = (self.front.lo, self.front.hi);
+        if hi >= self.back_pos || hi == u64::MAX {
+            self.done = true;
+        } else {
+            self.front_pos = hi + 1;
         }
+        // SAFETY: the word was read under the guard of 'g that created this iterator, and it is
+        // an entry (next_entry skips empty and zero slots).
+        let b = unsafe { borrow_word::<E>(self.front.word) }?;
+        Some((lo, hi, b))
     }
 }
 

@@ -11,6 +11,7 @@
 //! - `iter`, `cursor`: iteration and the kernel's `ma_state`;
 //! - `dup`, `validate`, `dump`.
 
+mod append;
 mod cursor;
 mod dump;
 mod dup;
@@ -56,6 +57,9 @@ pub struct Stats {
     pub node_store: u64,
     /// A node split (`wr_split_store`), counted per write.
     pub split: u64,
+    /// Splits of the full rightmost leaf by truncation during in-order appends (no copy-on-write;
+    /// see the `append` module). Also counted in `split`.
+    pub append_split: u64,
     /// The root split, growing the tree by one level.
     pub grow: u64,
     /// A node fell below minimum occupancy and was merged/redistributed (`wr_rebalance`).

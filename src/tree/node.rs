@@ -19,6 +19,9 @@
 //! `pivot[end] == max` whenever `end` is below the pivot count. This is what makes the in-place
 //! appends safe for readers (SPEC §1.3): the kernel's race came from a separately stored end.
 //!
+//! Words beyond the end are unspecified: zero in fresh nodes, stale after an append split has
+//! truncated the node (see `append`). Nobody reads them.
+//!
 //! The kind of a node is not stored in it either: a child word carries a leaf tag in bit 0, and
 //! internal nodes are `Range` or `ARange` according to the tree. The parent word holds the parent's
 //! address, this node's offset in the parent (bits 1..5) and the dead bit (bit 0).
@@ -60,7 +63,6 @@ compile_error!("maple-tree stores pointers in u64 words and needs a 64-bit targe
 /// Slots of a leaf or of an internal node of a range tree (`MAPLE_RANGE64_SLOTS`).
 pub(crate) const RANGE_SLOTS: usize = 16;
 /// Pivots of a leaf or range node.
-#[allow(dead_code)]
 pub(crate) const RANGE_PIVOTS: usize = 15;
 /// Slots of an internal node of an allocation tree (`MAPLE_ARANGE64_SLOTS`).
 pub(crate) const ARANGE_SLOTS: usize = 10;
@@ -325,6 +327,27 @@ impl<'g> NodeRef<'g> {
         #[cfg(not(loom))]
         let ord = Ordering::Release;
         self.node().words[i].store(v, ord);
+    }
+
+    /// Pivot `i` of a leaf or range node (layout shared by both; no kind dispatch). Acquire, as
+    /// [`pivot`](Self::pivot).
+    #[inline]
+    pub(crate) fn range_pivot(&self, i: usize) -> u64 {
+        debug_assert!(self.kind != Kind::ARange && i < RANGE_PIVOTS);
+        self.node().words[i].load(Ordering::Acquire)
+    }
+
+    /// Slot `i` of a leaf or range node. Acquire, as [`slot`](Self::slot).
+    #[inline]
+    pub(crate) fn range_slot(&self, i: usize) -> usize {
+        debug_assert!(self.kind != Kind::ARange && i < RANGE_SLOTS);
+        self.node().words[RANGE_PIVOTS + i].load(Ordering::Acquire) as usize
+    }
+
+    /// The pivots of this node, for scans without per-element bounds checks (Acquire loads).
+    #[inline]
+    pub(crate) fn pivot_words(&self) -> &'g [AtomicU64] {
+        &self.node().words[..self.kind.pivots()]
     }
 
     // ----- slots ------------------------------------------------------------------------------

@@ -236,11 +236,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             if single && items.len() <= kind.slots() {
                 let x = consumed[0];
                 let new = if self.exclusive {
-                    self.write_items(x.node, &items, x.min, x.max);
+                    self.write_items(x.node, items.as_slice(), x.max);
                     x.node
                 } else {
                     let n = self.alloc_node(kind);
-                    self.write_items(n, &items, x.min, x.max);
+                    self.write_items(n, items.as_slice(), x.max);
                     retired.push(x.node);
                     n
                 };
@@ -280,8 +280,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             for &(a, b) in &parts {
                 let hi = items.get(b - 1).hi;
                 let n = self.alloc_node(kind);
-                let sub = items.slice(a, b);
-                self.write_items(n, &sub, lo, hi);
+                self.write_items(n, &items.as_slice()[a..b], hi);
                 let g = self.node_max_gap(n, lo, hi);
                 new_items.push(Item {
                     hi,
@@ -295,7 +294,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 // Grow: a new root above the parts.
                 let root_kind = internal;
                 let r = self.alloc_node(root_kind);
-                self.write_items(r, &new_items, 0, u64::MAX);
+                self.write_items(r, new_items.as_slice(), u64::MAX);
                 r.set_parent(None, 0);
                 self.publish_root(node_word(r));
                 self.st.height += 1;
@@ -318,7 +317,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                     } else if clo > run_max {
                         if !placed {
                             entry_pos = pitems.len();
-                            pitems.extend(&new_items);
+                            pitems.extend(new_items.as_slice());
                             placed = true;
                         }
                         pitems.push(Item {
@@ -329,7 +328,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                     } else {
                         if !placed {
                             entry_pos = pitems.len();
-                            pitems.extend(&new_items);
+                            pitems.extend(new_items.as_slice());
                             placed = true;
                         }
                         let child = self.node_from_item(w);

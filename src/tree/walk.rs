@@ -3,10 +3,10 @@
 //! scan is the value used as the slot's bound), so a concurrent in-place append can never make a
 //! walk report a range that does not contain the index it was looking for.
 
-use crate::entry::Entry;
+use crate::entry::{Entry, ZERO_WORD};
 use crate::sync::{AtomicUsize, Ordering};
 
-use super::node::{Kind, NodeRef};
+use super::node::{Kind, NodeRef, RANGE_PIVOTS};
 use super::MapleTree;
 
 /// Deepest tree the walkers can follow (the kernel's `MAPLE_HEIGHT_MAX` is 31).
@@ -28,11 +28,10 @@ pub(crate) fn root_node<'g>(root: &AtomicUsize, internal: Kind) -> Option<NodeRe
 /// Finds the slot of `n` (covering `[min, max]`) that contains `index`: `(offset, lo, hi)`.
 #[inline]
 pub(crate) fn find_slot(n: NodeRef<'_>, index: u64, min: u64, max: u64) -> (usize, u64, u64) {
-    let p = n.kind().pivots();
+    let pivots = n.pivot_words();
     let mut lo = min;
-    let mut i = 0;
-    while i < p {
-        let piv = n.pivot(i);
+    for (i, p) in pivots.iter().enumerate() {
+        let piv = p.load(Ordering::Acquire);
         if piv >= max {
             return (i, lo, max);
         }
@@ -40,9 +39,8 @@ pub(crate) fn find_slot(n: NodeRef<'_>, index: u64, min: u64, max: u64) -> (usiz
             return (i, lo, piv);
         }
         lo = piv + 1;
-        i += 1;
     }
-    (p, lo, max)
+    (pivots.len(), lo, max)
 }
 
 /// `mtree_load`'s walk: the slot word at `index` (0 if nothing).
@@ -186,22 +184,89 @@ impl<'g> Walker<'g> {
     }
 
     /// Moves to the next slot (NULL ranges included). `None` past `u64::MAX`.
+    #[inline]
     pub(crate) fn next_slot(&mut self) -> Option<()> {
         if self.depth == 0 || self.hi == u64::MAX {
             return None;
         }
         let target = self.hi + 1;
-        let leaf = self.path[self.depth - 1];
-        if self.hi < leaf.max {
-            let i = leaf.offset + 1;
-            let hi = leaf.node.slot_max(i, leaf.max);
-            let s = leaf.node.slot(i);
-            self.path[self.depth - 1].offset = i;
+        let lvl = &mut self.path[self.depth - 1];
+        if self.hi < lvl.max {
+            // Same leaf: the next slot's bound is its pivot, read once (clamped to the max).
+            let i = lvl.offset + 1;
+            lvl.offset = i;
+            let n = lvl.node;
+            let hi = if i < RANGE_PIVOTS {
+                let p = n.range_pivot(i);
+                if p < lvl.max {
+                    p
+                } else {
+                    lvl.max
+                }
+            } else {
+                lvl.max
+            };
+            self.word = n.range_slot(i);
             self.lo = target;
             self.hi = hi;
-            self.word = s;
             return Some(());
         }
+        self.next_leaf()
+    }
+
+    /// Moves to the next slot holding an entry (not empty, not the zero entry): a tight loop
+    /// within the leaf, [`next_leaf`](Self::next_leaf) across leaves.
+    #[inline]
+    pub(crate) fn next_entry(&mut self) -> Option<()> {
+        loop {
+            if self.depth == 0 || self.hi == u64::MAX {
+                return None;
+            }
+            let lvl = &mut self.path[self.depth - 1];
+            let (n, max) = (lvl.node, lvl.max);
+            let mut i = lvl.offset;
+            let mut hi = self.hi;
+            while hi < max {
+                i += 1;
+                let lo = hi + 1;
+                hi = if i < RANGE_PIVOTS {
+                    let p = n.range_pivot(i);
+                    if p < max {
+                        p
+                    } else {
+                        max
+                    }
+                } else {
+                    max
+                };
+                let w = n.range_slot(i);
+                if w != 0 && w != ZERO_WORD {
+                    lvl.offset = i;
+                    self.lo = lo;
+                    self.hi = hi;
+                    self.word = w;
+                    return Some(());
+                }
+            }
+            lvl.offset = i;
+            self.hi = hi;
+            if hi == u64::MAX {
+                return None;
+            }
+            self.next_leaf()?;
+            if self.word != 0 && self.word != ZERO_WORD {
+                return Some(());
+            }
+        }
+    }
+
+    /// `next_slot` across a leaf boundary: climb to the first ancestor with a later child and
+    /// descend to that child's leftmost leaf (or restart from the root past a dead node).
+    #[inline(never)]
+    fn next_leaf(&mut self) -> Option<()> {
+        debug_assert!(self.hi < u64::MAX);
+        let target = self.hi.checked_add(1)?;
+        let leaf = self.path[self.depth - 1];
         if leaf.node.is_dead() {
             return self.walk(target);
         }

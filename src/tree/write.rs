@@ -24,6 +24,7 @@ use crate::entry::{Entry, ZERO_WORD};
 use crate::error::Error;
 use crate::sync::{AtomicUsize, MutexGuard, Ordering};
 
+use super::append::LastSlot;
 use super::node::{node_word, Kind, NodeRef, RANGE_SLOTS};
 use super::rebuild::{node_slots, Path};
 use super::walk::{Level, Walker};
@@ -38,56 +39,41 @@ pub(crate) struct Item {
     pub(crate) gap: u64,
 }
 
-const ITEMS_CAP: usize = 80;
-
-/// A fixed-capacity list of items (no allocation on the write path's common cases).
-#[derive(Clone)]
-pub(crate) struct Items {
-    len: usize,
-    buf: [Item; ITEMS_CAP],
-}
+/// The items of a level being rebuilt.
+#[derive(Clone, Default)]
+pub(crate) struct Items(Vec<Item>);
 
 impl Items {
     pub(crate) fn new() -> Self {
-        Items {
-            len: 0,
-            buf: [Item::default(); ITEMS_CAP],
-        }
+        Items(Vec::with_capacity(40))
     }
     #[inline]
     pub(crate) fn push(&mut self, it: Item) {
-        self.buf[self.len] = it;
-        self.len += 1;
+        self.0.push(it);
     }
-    pub(crate) fn extend(&mut self, other: &Items) {
-        for i in 0..other.len {
-            self.push(other.buf[i]);
-        }
+    pub(crate) fn extend(&mut self, other: &[Item]) {
+        self.0.extend_from_slice(other);
     }
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.0.len()
     }
     #[inline]
     pub(crate) fn get(&self, i: usize) -> Item {
-        debug_assert!(i < self.len);
-        self.buf[i]
+        self.0[i]
     }
     #[inline]
     pub(crate) fn set(&mut self, i: usize, it: Item) {
-        self.buf[i] = it;
+        self.0[i] = it;
     }
     pub(crate) fn last(&self) -> Item {
-        self.buf[self.len - 1]
+        self.0[self.0.len() - 1]
     }
     pub(crate) fn truncate(&mut self, n: usize) {
-        self.len = n;
+        self.0.truncate(n);
     }
-    pub(crate) fn slice(&self, a: usize, b: usize) -> Items {
-        let mut s = Items::new();
-        s.buf[..b - a].copy_from_slice(&self.buf[a..b]);
-        s.len = b - a;
-        s
+    pub(crate) fn as_slice(&self) -> &[Item] {
+        &self.0
     }
 }
 
@@ -240,14 +226,15 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         if w == 0 || w == ZERO_WORD {
             return;
         }
-        if core::mem::needs_drop::<E>() {
-            if let Some(c) = self.st.multi.get_mut(&w) {
-                *c -= 1;
-                if *c == 0 {
-                    self.st.multi.remove(&w);
-                }
-                return;
+        if !core::mem::needs_drop::<E>() {
+            return;
+        }
+        if let Some(c) = self.st.multi.get_mut(&w) {
+            *c -= 1;
+            if *c == 0 {
+                self.st.multi.remove(&w);
             }
+            return;
         }
         // SAFETY: `w` is a live entry word that no slot references any more (shared words were
         // handled above). In RCU mode the drop waits for every guard that could still read it.
@@ -266,16 +253,16 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Writes `items` into node `n` covering `[min, max]`: slots, pivots (with `pivot[end] =
     /// max` when there is room), zeroes beyond, gaps, and re-parents children.
-    pub(crate) fn write_items(&self, n: NodeRef<'_>, items: &Items, min: u64, max: u64) {
+    #[allow(clippy::needless_range_loop)] // `j` indexes the node's slots, past `items` too
+    pub(crate) fn write_items(&self, n: NodeRef<'_>, items: &[Item], max: u64) {
         let kind = n.kind();
         let p = kind.pivots();
         let len = items.len();
         debug_assert!(len >= 1 && len <= kind.slots());
-        debug_assert_eq!(items.last().hi, max);
-        let _ = min;
+        debug_assert_eq!(items[len - 1].hi, max);
         for j in 0..kind.slots() {
             if j < len {
-                let it = items.get(j);
+                let it = items[j];
                 n.init_slot(j, it.word);
                 if j < p {
                     n.init_pivot(j, it.hi);
@@ -440,7 +427,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             });
         }
         let n = self.alloc_node(Kind::Leaf);
-        self.write_items(n, &items, 0, u64::MAX);
+        self.write_items(n, items.as_slice(), u64::MAX);
         n.set_parent(None, 0);
         self.publish_root(node_word(n));
         self.st.height = 1;
@@ -451,7 +438,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// rebalance) with the NULL-widened range.
     fn leaf_store(
         &mut self,
-        lw: &Walker<'_>,
+        lw: &Walker<'t>,
         mut first: u64,
         mut last: u64,
         entry: usize,
@@ -508,6 +495,19 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 self.after_leaf_change(lw, (old == 0) != (entry == 0));
             }
             self.st.stats.exact_fit += 1;
+            return Leafed::Done(first, last);
+        }
+        if new_end >= RANGE_SLOTS && self.st.append && off == end && max == u64::MAX && end >= 2 {
+            // In-order append into the full rightmost leaf: split by truncation (append.rs).
+            let ls = LastSlot {
+                end,
+                r_min,
+                content: ws[end],
+                prev_hi: his[end - 1],
+                prev_word: ws[end - 1],
+                prev2_hi: his[end - 2],
+            };
+            self.append_split(lw, first, last, entry, ls);
             return Leafed::Done(first, last);
         }
         if new_end >= RANGE_SLOTS || (new_end < Kind::Leaf.min_end() && !is_root && max != u64::MAX)
@@ -585,7 +585,87 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 return Leafed::Done(first, last);
             }
         }
-        Leafed::Rebuild(first, last)
+        // Node store: the leaf rebuilt as one node (fresh in RCU mode, in place otherwise).
+        let mut items = [Item::default(); RANGE_SLOTS];
+        let mut len = 0;
+        let mut push = |it: Item| {
+            items[len] = it;
+            len += 1;
+        };
+        for i in 0..off {
+            push(Item {
+                hi: his[i],
+                word: ws[i],
+                gap: 0,
+            });
+        }
+        let left = r_min < first;
+        let right = last < end_piv;
+        if left {
+            push(Item {
+                hi: first - 1,
+                word: ws[off],
+                gap: 0,
+            });
+        }
+        push(Item {
+            hi: last,
+            word: entry,
+            gap: 0,
+        });
+        if right {
+            push(Item {
+                hi: end_piv,
+                word: ws[off_end],
+                gap: 0,
+            });
+        }
+        for i in off_end + 1..=end {
+            push(Item {
+                hi: his[i],
+                word: ws[i],
+                gap: 0,
+            });
+        }
+        debug_assert_eq!(len, new_end + 1);
+        for (i, &w) in ws.iter().enumerate().take(off_end + 1).skip(off) {
+            let kept = (left && i == off) || (right && i == off_end);
+            if !kept {
+                self.release_entry(w);
+            }
+        }
+        if left && right && off == off_end {
+            self.share_entry(ws[off]);
+        }
+        self.node_store(lw, &items[..len]);
+        Leafed::Done(first, last)
+    }
+
+    /// Replaces the leaf of `lw` with `items` (`wr_node_store`).
+    fn node_store(&mut self, lw: &Walker<'t>, items: &[Item]) {
+        let leaf = *lw.leaf();
+        let n = if self.exclusive {
+            self.write_items(leaf.node, items, leaf.max);
+            leaf.node
+        } else {
+            let n = self.alloc_node(Kind::Leaf);
+            self.write_items(n, items, leaf.max);
+            if lw.depth == 1 {
+                n.set_parent(None, 0);
+                self.publish_root(node_word(n));
+            } else {
+                let p = lw.path()[lw.depth - 2];
+                n.set_parent(Some(p.node), p.offset);
+                p.node.publish_slot(p.offset, node_word(n));
+            }
+            self.retire_node(leaf.node);
+            n
+        };
+        self.st.stats.node_store += 1;
+        if self.is_alloc() && lw.depth > 1 {
+            let g = super::gap::leaf_max_gap(n, leaf.min, leaf.max);
+            self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+        }
     }
 
     /// Gap maintenance after an in-place leaf change.

@@ -1,0 +1,177 @@
+//! The append split: in-order appends that fill the rightmost leaf, without copy-on-write.
+//!
+//! When a write lands in the last slot of a full leaf on the tree's right edge (the in-order build
+//! of a VMA tree at fork, of an id table, of a log), the kernel splits the leaf into two new
+//! nodes and rebuilds the parent. Here the leaf is split by **truncation**: it keeps its first
+//! slots untouched and simply gets a smaller max (the parent's pivot), and only the tail plus the
+//! new entry go into one fresh node appended after it. The parent gains that child by the same
+//! in-place `+1` append the leaves use: the new slot and its pivot are written beyond the parent's
+//! end, then the old end pivot is lowered by one Release store. If the parent is full it is
+//! truncated the same way and the new node climbs; a full root grows a new root above.
+//!
+//! Readers stay correct without any node being replaced: a reader that read the parent's old end
+//! pivot sees the old leaf whole (its max is still the old one in that reader's view); one that
+//! reads the lowered pivot sees the truncated leaf and the new node, already written. Nodes keep
+//! stale words beyond their end, which nobody reads (the end is derived from the pivots).
+
+use crate::entry::Entry;
+
+use super::node::{node_word, Kind};
+use super::walk::Walker;
+use super::write::{Item, WriteGuard};
+
+/// The last slot of the full leaf, as the leaf store saw it.
+pub(crate) struct LastSlot {
+    pub(crate) end: usize,
+    /// Start of the last slot.
+    pub(crate) r_min: u64,
+    /// The last slot's content.
+    pub(crate) content: usize,
+    /// Upper bound and word of the slot before it.
+    pub(crate) prev_hi: u64,
+    pub(crate) prev_word: usize,
+    /// Upper bound of the slot before that (for when the previous slot is empty).
+    pub(crate) prev2_hi: u64,
+}
+
+impl<'t, E: Entry> WriteGuard<'t, E> {
+    /// Appends `[first, last] = entry` into the last slot of the full rightmost leaf `lw` by
+    /// truncation (see the module docs). The caller checked: the leaf's max is `u64::MAX`, the
+    /// write starts in the last slot, and the leaf has no room.
+    pub(crate) fn append_split(
+        &mut self,
+        lw: &Walker<'t>,
+        first: u64,
+        last: u64,
+        entry: usize,
+        ls: LastSlot,
+    ) {
+        let leaf = *lw.leaf();
+        debug_assert_eq!(leaf.max, u64::MAX);
+        // The leaf keeps slots 0..k; it must not end in NULL.
+        let (k, kept_max) = if ls.prev_word == 0 {
+            (ls.end - 1, ls.prev2_hi)
+        } else {
+            (ls.end, ls.prev_hi)
+        };
+        let mut items: Vec<Item> = Vec::with_capacity(5);
+        if k < ls.end {
+            items.push(Item {
+                hi: ls.prev_hi,
+                word: 0,
+                gap: 0,
+            });
+        }
+        let left = ls.r_min < first;
+        let right = last < u64::MAX;
+        if left {
+            items.push(Item {
+                hi: first - 1,
+                word: ls.content,
+                gap: 0,
+            });
+        }
+        items.push(Item {
+            hi: last,
+            word: entry,
+            gap: 0,
+        });
+        if right {
+            items.push(Item {
+                hi: u64::MAX,
+                word: ls.content,
+                gap: 0,
+            });
+        }
+        if left && right {
+            self.share_entry(ls.content);
+        }
+        let new_leaf = self.alloc_node(Kind::Leaf);
+        self.write_items(new_leaf, &items, u64::MAX);
+        let mut new_gap = self.node_max_gap(new_leaf, kept_max + 1, u64::MAX);
+        let mut kept_gap = if self.is_alloc() {
+            super::gap::leaf_max_gap(leaf.node, leaf.min, kept_max)
+        } else {
+            0
+        };
+        let mut new_node = new_leaf;
+        let mut kept_node = leaf.node;
+        let mut kept_max = kept_max;
+        self.st.stats.split += 1;
+        self.st.stats.append_split += 1;
+
+        let path = lw.path();
+        let mut d = path.len() - 1;
+        loop {
+            if d == 0 {
+                // The truncated node was the root: grow a new root above both.
+                let root = self.alloc_node(self.internal);
+                let items = [
+                    Item {
+                        hi: kept_max,
+                        word: node_word(kept_node),
+                        gap: kept_gap,
+                    },
+                    Item {
+                        hi: u64::MAX,
+                        word: node_word(new_node),
+                        gap: new_gap,
+                    },
+                ];
+                self.write_items(root, &items, u64::MAX);
+                root.set_parent(None, 0);
+                self.publish_root(node_word(root));
+                self.st.height += 1;
+                self.st.stats.grow += 1;
+                return;
+            }
+            d -= 1;
+            let p = path[d];
+            let pn = p.node;
+            let kind = pn.kind();
+            let o = p.offset;
+            debug_assert_eq!(pn.end(p.max), o, "the rightmost child is the last one");
+            if o + 1 < kind.slots() {
+                // Room: the in-place +1 append on the parent.
+                pn.init_slot(o + 1, node_word(new_node));
+                if o + 1 < kind.pivots() {
+                    pn.init_pivot(o + 1, u64::MAX);
+                }
+                new_node.set_parent(Some(pn), o + 1);
+                if kind == Kind::ARange {
+                    pn.set_gap(o + 1, new_gap);
+                    pn.set_gap(o, kept_gap);
+                }
+                pn.publish_pivot(o, kept_max);
+                if kind == Kind::ARange {
+                    let g = (0..=o + 1).map(|i| pn.gap(i)).max().unwrap_or(0);
+                    self.propagate_gap(&path[..d], g);
+                }
+                return;
+            }
+            // Full: truncate the parent too; its last child moves into a new node with the new one.
+            let s = self.alloc_node(kind);
+            let items = [
+                Item {
+                    hi: kept_max,
+                    word: node_word(kept_node),
+                    gap: kept_gap,
+                },
+                Item {
+                    hi: u64::MAX,
+                    word: node_word(new_node),
+                    gap: new_gap,
+                },
+            ];
+            self.write_items(s, &items, u64::MAX);
+            let p_kept_max = pn.pivot(o - 1);
+            if kind == Kind::ARange {
+                kept_gap = (0..o).map(|i| pn.gap(i)).max().unwrap_or(0);
+                new_gap = items[0].gap.max(items[1].gap);
+            }
+            kept_node = pn;
+            kept_max = p_kept_max;
+            new_node = s;
+        }
+    }
+}
