@@ -43,15 +43,15 @@ fn pick(x: u64, n: u64) -> u64 {
 
 /// The maps under test, behind one interface.
 enum Map {
-    Maple(MapleTree<Value>, bool),
+    Maple(Box<MapleTree<Value>>, bool),
     Btree(BTreeRangeMap),
 }
 
 impl Map {
     fn new(name: &str) -> Map {
         match name {
-            "maple" => Map::Maple(MapleTree::new_alloc(), false),
-            "maple-rcu" => Map::Maple(MapleTree::new_alloc(), true),
+            "maple" => Map::Maple(Box::new(MapleTree::new_alloc()), false),
+            "maple-rcu" => Map::Maple(Box::new(MapleTree::new_alloc()), true),
             "btreemap" => Map::Btree(BTreeRangeMap::new()),
             _ => panic!("unknown map {name}"),
         }
