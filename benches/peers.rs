@@ -372,137 +372,125 @@ fn timed_batches<S, T>(
     total
 }
 
-fn lookup<P: Peer>(c: &mut Criterion) {
-    for &n in sizes() {
-        let p: P = build(n);
-        check_built(&p, n);
-        for hit in [true, false] {
-            let mut g = c.benchmark_group(if hit {
-                "peers/lookup_hit"
-            } else {
-                "peers/lookup_miss"
-            });
-            g.throughput(Throughput::Elements(1));
-            let r = p.reader();
-            let mut rng = XorShift64::new();
-            let (mut found, mut calls) = (0u64, 0u64);
-            g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, &n| {
-                b.iter(|| {
-                    let x = rng.next_u64();
-                    let i = pick(x, n);
-                    let k = ((x & 0xffff) * if hit { 6 } else { 4 }) >> 16;
-                    let got = if hit {
-                        r.get(10 * i + k)
-                    } else {
-                        r.get(10 * i + 6 + k)
-                    };
-                    found += got.is_some() as u64;
-                    calls += 1;
-                    debug_assert_eq!(got, hit.then_some(i));
-                    got
-                })
-            });
-            // Cheap correctness: every hit found, every miss missed.
-            assert_eq!(found, if hit { calls } else { 0 }, "{} lookups", P::NAME);
-            g.finish();
-        }
-    }
-}
-
-fn build_in_order<P: Peer>(c: &mut Criterion) {
-    let mut g = c.benchmark_group("peers/build");
-    for &n in sizes() {
-        check_built(&build::<P>(n), n);
-        heavy(&mut g, n);
-        g.throughput(Throughput::Elements(n));
-        g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, &n| {
-            b.iter_custom(|iters| timed_batches(iters, || (), |_| build::<P>(n)))
+fn lookup<P: Peer>(c: &mut Criterion, n: u64) {
+    let p: P = build(n);
+    check_built(&p, n);
+    for hit in [true, false] {
+        let mut g = c.benchmark_group(if hit {
+            "peers/lookup_hit"
+        } else {
+            "peers/lookup_miss"
         });
-    }
-    g.finish();
-}
-
-fn iterate<P: Peer>(c: &mut Criterion) {
-    let mut g = c.benchmark_group("peers/iterate");
-    for &n in sizes() {
-        let p: P = build(n);
-        heavy(&mut g, n);
-        g.throughput(Throughput::Elements(n));
-        g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, &n| {
-            b.iter(|| assert_eq!(p.sum(), (n, n * (n - 1) / 2)))
-        });
-    }
-    g.finish();
-}
-
-fn random_store<P: RangePeer>(c: &mut Criterion) {
-    let mut g = c.benchmark_group("peers/random_store");
-    for &n in sizes() {
-        let ranges = support::random_ranges(n as usize);
-        let run = || {
-            let mut p = P::empty();
-            for (i, &(a, b)) in ranges.iter().enumerate() {
-                p.store(a, b, i as u64);
-            }
-            p
-        };
-        // The last range stored is intact.
-        let (a, b) = *ranges.last().unwrap();
-        let r = run();
-        assert_eq!(r.reader().get(a), Some(n - 1));
-        assert_eq!(r.reader().get(b), Some(n - 1));
-        drop(r);
-        heavy(&mut g, n);
-        g.throughput(Throughput::Elements(n));
-        g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, _| {
-            b.iter_custom(|iters| timed_batches(iters, || (), |_| run()))
-        });
-    }
-    g.finish();
-}
-
-fn erase_half<P: RangePeer>(c: &mut Criterion) {
-    let mut g = c.benchmark_group("peers/erase_half");
-    for &n in sizes() {
-        let run = |mut p: P| {
-            for i in (0..n).step_by(2) {
-                let (a, b) = shape(i);
-                p.erase(a, b);
-            }
-            p
-        };
-        let p = run(build(n));
-        assert_eq!(p.sum().0, n / 2, "{}", P::NAME);
-        assert_eq!(p.reader().get(15), Some(1));
-        assert_eq!(p.reader().get(5), None);
-        drop(p);
-        heavy(&mut g, n);
-        g.throughput(Throughput::Elements(n / 2));
-        g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, &n| {
-            b.iter_custom(|iters| timed_batches(iters, || build::<P>(n), run))
-        });
-    }
-    g.finish();
-}
-
-fn gap_search<P: RangePeer>(c: &mut Criterion) {
-    let mut g = c.benchmark_group("peers/gap_rev");
-    g.throughput(Throughput::Elements(1));
-    for &n in sizes() {
-        let p: P = build(n);
+        g.throughput(Throughput::Elements(1));
+        let r = p.reader();
         let mut rng = XorShift64::new();
-        let span = 10 * n - 10_000;
-        g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, _| {
+        let (mut found, mut calls) = (0u64, 0u64);
+        g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, &n| {
             b.iter(|| {
-                let lo = pick(rng.next_u64(), span + 1);
-                let hi = lo + 9_999;
-                let r = p.gap_rev(lo, hi, 3).unwrap();
-                // The free stretches are [10i+6, 10i+9]: the highest fit of 3 is within 13 of hi.
-                assert!((6..=7).contains(&(r % 10)) && r + 2 <= hi && r + 13 > hi);
-                r
+                let x = rng.next_u64();
+                let i = pick(x, n);
+                let k = ((x & 0xffff) * if hit { 6 } else { 4 }) >> 16;
+                let got = if hit {
+                    r.get(10 * i + k)
+                } else {
+                    r.get(10 * i + 6 + k)
+                };
+                found += got.is_some() as u64;
+                calls += 1;
+                debug_assert_eq!(got, hit.then_some(i));
+                got
             })
         });
+        // Cheap correctness: every hit found, every miss missed.
+        assert_eq!(found, if hit { calls } else { 0 }, "{} lookups", P::NAME);
+        g.finish();
     }
+}
+
+fn build_in_order<P: Peer>(c: &mut Criterion, n: u64) {
+    let mut g = c.benchmark_group("peers/build");
+    check_built(&build::<P>(n), n);
+    heavy(&mut g, n);
+    g.throughput(Throughput::Elements(n));
+    g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, &n| {
+        b.iter_custom(|iters| timed_batches(iters, || (), |_| build::<P>(n)))
+    });
+    g.finish();
+}
+
+fn iterate<P: Peer>(c: &mut Criterion, n: u64) {
+    let mut g = c.benchmark_group("peers/iterate");
+    let p: P = build(n);
+    heavy(&mut g, n);
+    g.throughput(Throughput::Elements(n));
+    g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, &n| {
+        b.iter(|| assert_eq!(p.sum(), (n, n * (n - 1) / 2)))
+    });
+    g.finish();
+}
+
+fn random_store<P: RangePeer>(c: &mut Criterion, n: u64) {
+    let mut g = c.benchmark_group("peers/random_store");
+    let ranges = support::random_ranges(n as usize);
+    let run = || {
+        let mut p = P::empty();
+        for (i, &(a, b)) in ranges.iter().enumerate() {
+            p.store(a, b, i as u64);
+        }
+        p
+    };
+    // The last range stored is intact.
+    let (a, b) = *ranges.last().unwrap();
+    let r = run();
+    assert_eq!(r.reader().get(a), Some(n - 1));
+    assert_eq!(r.reader().get(b), Some(n - 1));
+    drop(r);
+    heavy(&mut g, n);
+    g.throughput(Throughput::Elements(n));
+    g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, _| {
+        b.iter_custom(|iters| timed_batches(iters, || (), |_| run()))
+    });
+    g.finish();
+}
+
+fn erase_half<P: RangePeer>(c: &mut Criterion, n: u64) {
+    let mut g = c.benchmark_group("peers/erase_half");
+    let run = |mut p: P| {
+        for i in (0..n).step_by(2) {
+            let (a, b) = shape(i);
+            p.erase(a, b);
+        }
+        p
+    };
+    let p = run(build(n));
+    assert_eq!(p.sum().0, n / 2, "{}", P::NAME);
+    assert_eq!(p.reader().get(15), Some(1));
+    assert_eq!(p.reader().get(5), None);
+    drop(p);
+    heavy(&mut g, n);
+    g.throughput(Throughput::Elements(n / 2));
+    g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, &n| {
+        b.iter_custom(|iters| timed_batches(iters, || build::<P>(n), run))
+    });
+    g.finish();
+}
+
+fn gap_search<P: RangePeer>(c: &mut Criterion, n: u64) {
+    let mut g = c.benchmark_group("peers/gap_rev");
+    g.throughput(Throughput::Elements(1));
+    let p: P = build(n);
+    let mut rng = XorShift64::new();
+    let span = 10 * n - 10_000;
+    g.bench_with_input(BenchmarkId::new(P::NAME, n), &n, |b, _| {
+        b.iter(|| {
+            let lo = pick(rng.next_u64(), span + 1);
+            let hi = lo + 9_999;
+            let r = p.gap_rev(lo, hi, 3).unwrap();
+            // The free stretches are [10i+6, 10i+9]: the highest fit of 3 is within 13 of hi.
+            assert!((6..=7).contains(&(r % 10)) && r + 2 <= hi && r + 13 > hi);
+            r
+        })
+    });
     g.finish();
 }
 
@@ -525,35 +513,36 @@ fn fork135<P: Peer>(c: &mut Criterion) {
     g.finish();
 }
 
-fn all_range<P: RangePeer>(c: &mut Criterion) {
-    lookup::<P>(c);
-    build_in_order::<P>(c);
-    iterate::<P>(c);
-    random_store::<P>(c);
-    erase_half::<P>(c);
-    gap_search::<P>(c);
-    fork135::<P>(c);
+/// Runs `$f::<P>(c, n)` for each peer listed.
+macro_rules! each {
+    ($f:ident, $c:expr, $n:expr; $($p:ty),*) => { $( $f::<$p>($c, $n); )* };
 }
 
-fn all_point<P: Peer>(c: &mut Criterion) {
-    lookup::<P>(c);
-    build_in_order::<P>(c);
-    iterate::<P>(c);
-}
-
+/// Every workload, each size, every peer one after the other, so that drifts in the machine's
+/// load hit the rows of one table alike.
 fn peers(c: &mut Criterion) {
-    all_range::<MapleAlloc>(c);
-    all_range::<Btree>(c);
-    all_range::<RangeMap>(c);
-    all_point::<Scc>(c);
-    all_point::<Skip>(c);
-    // The maple variants: RCU-mode writes, and the plain range tree.
-    build_in_order::<MapleRcu>(c);
-    random_store::<MapleRcu>(c);
-    erase_half::<MapleRcu>(c);
+    for &n in sizes() {
+        each!(lookup, c, n; MapleAlloc, MapleRange, Btree, RangeMap, Scc, Skip);
+    }
+    for &n in sizes() {
+        each!(build_in_order, c, n; MapleAlloc, MapleRcu, MapleRange, Btree, RangeMap, Scc, Skip);
+    }
+    for &n in sizes() {
+        each!(iterate, c, n; MapleAlloc, Btree, RangeMap, Scc, Skip);
+    }
+    for &n in sizes() {
+        each!(random_store, c, n; MapleAlloc, MapleRcu, Btree, RangeMap);
+    }
+    for &n in sizes() {
+        each!(erase_half, c, n; MapleAlloc, MapleRcu, Btree, RangeMap);
+    }
+    for &n in sizes() {
+        each!(gap_search, c, n; MapleAlloc, Btree, RangeMap);
+    }
+    fork135::<MapleAlloc>(c);
     fork135::<MapleRcu>(c);
-    lookup::<MapleRange>(c);
-    build_in_order::<MapleRange>(c);
+    fork135::<Btree>(c);
+    fork135::<RangeMap>(c);
 }
 
 criterion_group! {

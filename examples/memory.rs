@@ -64,7 +64,10 @@ fn rss_bytes() -> i64 {
 
 const MAPS: &[(&str, &str)] = &[
     ("maple", "allocation tree (gap tracking), exclusive writer"),
-    ("maple-rcu", "allocation tree, writes through the lock (RCU mode)"),
+    (
+        "maple-rcu",
+        "allocation tree, writes through the lock (RCU mode)",
+    ),
     ("maple-range", "plain range tree (16-way internal nodes)"),
     ("btreemap", "std BTreeMap<u64, (u64, u64)> as a range map"),
     ("rangemap", "rangemap::RangeInclusiveMap<u64, u64>"),
@@ -163,7 +166,11 @@ fn main() {
             .args(["--child", name, &n.to_string()])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: Vec<f64> = String::from_utf8_lossy(&out.stdout)
             .split_whitespace()
             .map(|x| x.parse().unwrap())

@@ -106,7 +106,11 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
                     for _ in 0..count {
                         let x = rng.next();
                         let i = pick(x, n);
-                        let k = if hit { 10 * i + (x & 3) } else { 10 * i + 6 + (x & 3) };
+                        let k = if hit {
+                            10 * i + (x & 3)
+                        } else {
+                            10 * i + 6 + (x & 3)
+                        };
                         found += t.load(k, &g).is_some() as u64;
                     }
                 }
@@ -114,7 +118,11 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
                     for _ in 0..count {
                         let x = rng.next();
                         let i = pick(x, n);
-                        let k = if hit { 10 * i + (x & 3) } else { 10 * i + 6 + (x & 3) };
+                        let k = if hit {
+                            10 * i + (x & 3)
+                        } else {
+                            10 * i + 6 + (x & 3)
+                        };
                         found += b.get(k).is_some() as u64;
                     }
                 }
