@@ -21,6 +21,13 @@ if [ -d loom-tests ]; then
     cargo test --release -- --test-threads=1)
 fi
 
+step "seeds demo (quick mode): the table must be there"
+out=$(cargo run --release --quiet --example seeds -- --quick 2>/dev/null)
+printf '%s\n' "$out"
+for seed in 001; do
+  printf '%s\n' "$out" | grep -Eq "^$seed +\|" || { echo "seeds: no row for seed $seed"; exit 1; }
+done
+
 if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
   step "benchmarks compile"
   cargo bench --no-run

@@ -40,6 +40,10 @@
 
 #![warn(missing_docs)]
 
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 pub mod entry;
 mod error;
 #[cfg(loom)]

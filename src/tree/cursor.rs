@@ -193,7 +193,7 @@ impl<'g> Core<'g> {
 
     fn find_rev(&mut self, min: u64) -> usize {
         match self.status {
-            Status::Start | Status::None | Status::Pause | Status::Overflow => {
+            Status::Start | Status::None | Status::Pause => {
                 let from = if self.status == Status::Pause {
                     if self.index == 0 {
                         return 0;
@@ -214,7 +214,9 @@ impl<'g> Core<'g> {
                 }
                 self.scan_prev(min)
             }
-            Status::Active | Status::Underflow => {
+            // From overflow (as the kernel's find_rev setup) the cursor is active again and moves
+            // to the previous entry.
+            Status::Active | Status::Underflow | Status::Overflow => {
                 if !self.ensure() {
                     return 0;
                 }
@@ -229,6 +231,17 @@ impl<'g> Core<'g> {
                 let i = self.index;
                 if !self.walk_to(i) {
                     return 0;
+                }
+                self.scan_next(max, Status::Overflow)
+            }
+            // After underflow the entry at the current position comes first (kernel `mas_next`).
+            Status::Underflow => {
+                if !self.ensure() {
+                    return 0;
+                }
+                if Self::is_entry(self.w.word) && self.w.lo <= max {
+                    self.status = Status::Active;
+                    return self.w.word;
                 }
                 self.scan_next(max, Status::Overflow)
             }
