@@ -14,7 +14,8 @@
 //! Usage: `profile WORKLOAD MAP [N]`; WORKLOAD is one of build, lookup_hit, lookup_miss,
 //! random_store, erase_half, iterate, gap_rev, fork_old, fork_new, slot_store, node_store,
 //! rewrite; MAP is maple (allocation tree, exclusive writer), maple-rcu (writes through the lock)
-//! or btreemap. Prints the number of operations measured.
+//! or btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new, the
+//! source's entries, default 135). Prints the number of operations measured.
 
 #[path = "../benches/support/btree_range.rs"]
 #[allow(dead_code)]
@@ -176,7 +177,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             *ops = count;
         }
         "fork_old" | "fork_new" => {
-            let count = 2_000;
+            let count = (270_000 / n).max(2);
             let Map::Maple(src, rcu) = m else {
                 panic!("forks are for the maple tree")
             };
@@ -255,11 +256,13 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let work = args.get(1).map(String::as_str).unwrap_or("lookup_hit");
     let map = args.get(2).map(String::as_str).unwrap_or("maple");
-    let mut n: u64 = args.get(3).map(|s| s.parse().unwrap()).unwrap_or(1_000_000);
+    let given: Option<u64> = args.get(3).map(|s| s.parse().unwrap());
+    let mut n = given.unwrap_or(1_000_000);
     let mut m = match work {
         "build" | "random_store" => Map::new(map),
         "fork_old" | "fork_new" => {
-            n = 135;
+            // The source's entry count: bench_forking's 135 unless given.
+            n = given.unwrap_or(135);
             Map::built(map, n)
         }
         "slot_store" => {

@@ -49,6 +49,17 @@ SPEC = [
 ]
 
 # The kernel's fork() gains from __mt_dup (kernel-maple.md §6.5), by VMA count.
+# Short workload names for the chart.
+SHORT = {
+    "lookup_hit": "lookup, stored index",
+    "lookup_miss": "lookup, gap index",
+    "build": "in-order build",
+    "iterate": "full iteration, per range",
+    "random_store": "random range stores",
+    "erase_half": "erase every second range",
+    "gap_rev": "empty_area_rev (size 3)",
+}
+
 KERNEL_FORK_GAIN = {21: 2.19, 121: 8.92, 1621: 44.64, 25621: 53.74}
 
 
@@ -85,6 +96,11 @@ def fmt_ns(x):
     if x >= 100:
         return f"{x:.0f}"
     return f"{x:.1f}"
+
+
+def with_unit(x):
+    f = fmt_ns(x)
+    return f if f.endswith("s") else f + " ns"
 
 
 def fmt_ratio(x):
@@ -206,15 +222,15 @@ def svg_chart(res, path):
             v = res.get(f"peers/{key}/{p}/{big}")
             if v:
                 bars.append((p, v[3] / m[3]))
-        rows.append((f"{label}", m[3], bars))
+        rows.append((SHORT.get(key, label), m[3], bars))
     for form in ["old", "new"]:
         m = res.get(f"peers/fork135/{form}/maple")
         if m:
             bars = [(p, res[f"peers/fork135/{form}/{p}"][3] / m[3]) for p in peers
                     if f"peers/fork135/{form}/{p}" in res]
-            rows.append((f"fork, {form} form (135 entries), per fork", m[3], bars))
-    lo, hi = 0.1, 100.0
-    W, left, right = 900, 330, 40
+            rows.append((f"fork, {form} form, 135 entries", m[3], bars))
+    lo, hi = 0.03, 30.0
+    W, left, right = 980, 250, 50
     plot_w = W - left - right
     bar_h, gap = 11, 14
     y = 70
@@ -228,7 +244,7 @@ def svg_chart(res, path):
         h = bar_h * max(len(bars), 1)
         parts.append(f'<text x="{left - 8}" y="{y + h / 2 - 2}" text-anchor="end" font-size="12">{esc(label)}</text>')
         parts.append(f'<text x="{left - 8}" y="{y + h / 2 + 11}" text-anchor="end" font-size="10" '
-                     f'fill="#555">maple: {esc(fmt_ns(mns))} ns</text>')
+                     f'fill="#555">maple: {esc(with_unit(mns))}</text>')
         for i, (p, r) in enumerate(bars):
             x0, x1 = xpos(1.0), xpos(r)
             xa, xb = min(x0, x1), max(x0, x1)
@@ -242,7 +258,7 @@ def svg_chart(res, path):
         y += h + gap
     height = y + 40
     axis = []
-    for t in [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100]:
+    for t in [0.03, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30]:
         x = xpos(t)
         axis.append(f'<line x1="{x:.1f}" y1="60" x2="{x:.1f}" y2="{y}" stroke="{"#000" if t == 1 else "#ddd"}" '
                     f'stroke-width="{1.5 if t == 1 else 1}"/>')
@@ -253,14 +269,14 @@ def svg_chart(res, path):
         legend.append(f'<rect x="{lx}" y="{height - 18}" width="12" height="10" fill="{colors[p]}"/>'
                       f'<text x="{lx + 16}" y="{height - 9}" font-size="11">{p}</text>')
         lx += 100
-    title = (f"Time per operation relative to the maple tree (allocation tree, exclusive writer), "
-             f"n = {big:,} ranges [10i, 10i+5]")
+    title = f"Peers' time per operation ÷ the maple tree's, {big:,} ranges [10i, 10i+5]"
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" '
            f'font-family="sans-serif" viewBox="0 0 {W} {height}">',
            f'<rect width="{W}" height="{height}" fill="white"/>',
            f'<text x="{W / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">{esc(title)}</text>',
-           f'<text x="{W / 2}" y="42" text-anchor="middle" font-size="11">bars right of 1x: the peer is slower '
-           f'than the maple tree; left: faster (log scale; one criterion run on a shared 2-core machine)</text>']
+           f'<text x="{W / 2}" y="42" text-anchor="middle" font-size="11">right of 1x: the peer is slower than '
+           f'the maple tree (allocation tree, exclusive writer); left: faster. Log scale; one run on a shared '
+           f'2-core machine</text>']
     svg += axis + parts + legend + ["</svg>"]
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -289,7 +305,14 @@ def main():
     mem = os.path.join(a.results, "memory.md")
     if os.path.exists(mem):
         lines.append("### Memory\n")
-        lines.append(open(mem).read())
+        # Only the table and its caption (a run through `cargo run` may have captured cargo's
+        # progress lines too).
+        for l in open(mem):
+            if l[:1].isdigit():
+                lines.append(l.rstrip("\n") + "\n")
+            elif l.startswith("|"):
+                lines.append(l.rstrip("\n"))
+        lines.append("")
     out = a.out or os.path.join(a.results, "report.md")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
