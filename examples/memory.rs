@@ -79,6 +79,7 @@ const MAPS: &[(&str, &str)] = &[
 fn child(name: &str, n: u64) {
     let (h0, r0) = (HEAP.load(Relaxed), rss_bytes());
     let mut nodes = 0u64;
+    let mut height = 0usize;
     let keep: Box<dyn std::any::Any> = match name {
         "maple" | "maple-range" => {
             let mut t = if name == "maple" {
@@ -94,6 +95,7 @@ fn child(name: &str, n: u64) {
             }
             let s = t.stats();
             nodes = s.nodes_allocated - s.nodes_freed;
+            height = t.height();
             assert_eq!(t.get(10 * (n - 1)), Some(Value::new(n - 1)));
             Box::new(t)
         }
@@ -108,6 +110,7 @@ fn child(name: &str, n: u64) {
             }
             let s = t.stats();
             nodes = s.nodes_allocated - s.nodes_freed;
+            height = t.height();
             assert_eq!(t.get(10 * (n - 1)), Some(Value::new(n - 1)));
             Box::new(t)
         }
@@ -146,7 +149,7 @@ fn child(name: &str, n: u64) {
         _ => panic!("unknown map {name}"),
     };
     let (h1, r1) = (HEAP.load(Relaxed), rss_bytes());
-    println!("{} {} {}", h1 - h0, r1 - r0, nodes * 256);
+    println!("{} {} {} {}", h1 - h0, r1 - r0, nodes * 256, height);
     drop(keep);
 }
 
@@ -159,8 +162,8 @@ fn main() {
     let n: u64 = args.get(1).map(|s| s.parse().unwrap()).unwrap_or(1_000_000);
     let exe = std::env::current_exe().unwrap();
     println!("{n} ranges [10i, 10i+5] built in order; bytes per range (kernel: 34.3, goal <= 34, stretch 30)\n");
-    println!("| map | heap B/range | RSS B/range | nodes × 256 B/range | what |");
-    println!("|---|---:|---:|---:|---|");
+    println!("| map | heap B/range | RSS B/range | nodes × 256 B/range | height | what |");
+    println!("|---|---:|---:|---:|---:|---|");
     for &(name, what) in MAPS {
         let out = Command::new(&exe)
             .args(["--child", name, &n.to_string()])
@@ -175,13 +178,13 @@ fn main() {
             .split_whitespace()
             .map(|x| x.parse().unwrap())
             .collect();
-        let nodes = if v[2] > 0.0 {
-            format!("{:.1}", v[2] / n as f64)
+        let (nodes, height) = if v[2] > 0.0 {
+            (format!("{:.1}", v[2] / n as f64), format!("{}", v[3]))
         } else {
-            "".into()
+            ("".into(), "".into())
         };
         println!(
-            "| {name} | {:.1} | {:.1} | {nodes} | {what} |",
+            "| {name} | {:.1} | {:.1} | {nodes} | {height} | {what} |",
             v[0] / n as f64,
             v[1] / n as f64
         );
