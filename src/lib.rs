@@ -49,6 +49,10 @@ mod error;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_knobs;
+#[cfg(not(loom))]
+pub mod mm;
+#[cfg(target_os = "linux")]
+pub mod poll;
 mod sync;
 pub mod tree;
 

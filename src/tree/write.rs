@@ -258,7 +258,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let kind = n.kind();
         let p = kind.pivots();
         let len = items.len();
-        debug_assert!(len >= 1 && len <= kind.slots());
+        assert!(
+            len >= 1 && len <= kind.slots(),
+            "maple tree: {len} items for one node"
+        );
         debug_assert_eq!(items[len - 1].hi, max);
         for j in 0..kind.slots() {
             if j < len {
@@ -374,7 +377,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             self.new_leaf_root(first, last, entry);
             return (first, last);
         }
-        if first == 0 && last == u64::MAX {
+        // A whole-space store is a new root (K§3.4 step 5), unless one slot already covers the
+        // whole space: then it is an exact fit (step 4 comes first).
+        if first == 0
+            && last == u64::MAX
+            && !(lw.walk(0).is_some() && lw.lo == 0 && lw.hi == u64::MAX)
+        {
             let old = self.node_from_item(root);
             let mut retired = Vec::new();
             self.remove_subtree(old, 0, u64::MAX, &mut retired);
