@@ -12,6 +12,21 @@ fn main() {
         s ^= s << 17;
         s
     };
+    if op == "fork" || op == "fork_noval" {
+        for _ in 0..1000 {
+            let mut t = MapleTree::<Value>::new_alloc();
+            {
+                let mut w = t.exclusive();
+                for i in 0..=134u64 {
+                    w.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+                }
+            }
+            if op == "fork" {
+                t.validate().unwrap();
+            }
+        }
+        return;
+    }
     if op == "btree_build" {
         let mut bt = BTreeMap::new();
         for i in 0..n {

@@ -115,18 +115,18 @@ fn parse_maps_ranges(text: &str) -> Vec<(u64, u64)> {
     v
 }
 
-/// The VMA layout: a file given on the command line, this process's own maps, or the bundled
-/// capture when `/proc` is unavailable.
-fn layout(opts: &Opts) -> Result<(String, Vec<(u64, u64)>), String> {
+/// The VMA layout (its maps text): a file given on the command line, this process's own maps, or
+/// the bundled capture when `/proc` is unavailable.
+fn layout(opts: &Opts) -> Result<(String, String), String> {
     if let Some(p) = &opts.maps {
         let t = std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"))?;
-        return Ok((p.clone(), parse_maps_ranges(&t)));
+        return Ok((p.clone(), t));
     }
     match std::fs::read_to_string("/proc/self/maps") {
-        Ok(t) => Ok(("/proc/self/maps".into(), parse_maps_ranges(&t))),
+        Ok(t) => Ok(("/proc/self/maps".into(), t)),
         Err(_) => Ok((
             "bundled capture (data/maps/rust-program.maps)".into(),
-            parse_maps_ranges(include_str!("../data/maps/rust-program.maps")),
+            include_str!("../data/maps/rust-program.maps").to_string(),
         )),
     }
 }
@@ -255,6 +255,126 @@ fn seed_001(opts: &Opts, rows: &mut Vec<Row>, name: &str, ranges: &[(u64, u64)])
     });
 }
 
+/// Seed 000: fork+exit of the layout with and without `dup_userfaultfd`'s early return, in both
+/// cost settings (the faithful one, where the VMA lock only moves, and the amplified one).
+fn seed_000(opts: &Opts, rows: &mut Vec<Row>, maps_text: &str, name: &str) {
+    use maple_tree::mm::uffd::{fork_exit_run, CostSetting};
+    use maple_tree::mm::{Mm, MmConfig};
+    let mm = match Mm::from_maps(maps_text, MmConfig::default()) {
+        Ok(mm) => mm,
+        Err(e) => {
+            eprintln!("\nseed 000: cannot replay the maps: {e:?}");
+            return;
+        }
+    };
+    let vmas = mm.read().vmas().count();
+    let reps: u32 = if opts.quick {
+        20
+    } else {
+        400 * opts.reps as u32
+    };
+    for (label, cost) in [
+        ("faithful", CostSetting::Faithful),
+        ("amplified", CostSetting::Amplified),
+    ] {
+        progress(&format!("seed 000: fork+exit, {label}"));
+        // Alternate before/after a few times and keep the best of each (noisy machines).
+        let (mut off_best, mut on_best) = (f64::MAX, f64::MAX);
+        let (mut off_c, mut on_c) = (None, None);
+        for _ in 0..if opts.quick { 1 } else { opts.reps } {
+            let (Ok(off), Ok(on)) = (
+                fork_exit_run(&mm, false, cost, reps),
+                fork_exit_run(&mm, true, cost, reps),
+            ) else {
+                eprintln!("\nseed 000: fork failed");
+                return;
+            };
+            off_best = off_best.min(off.mean.as_nanos() as f64);
+            on_best = on_best.min(on.mean.as_nanos() as f64);
+            off_c = Some(off);
+            on_c = Some(on);
+        }
+        let (Some(off), Some(on)) = (off_c, on_c) else {
+            return;
+        };
+        rows.push(Row {
+            seed: "000",
+            workload: format!("fork+exit, {name} ({vmas} VMAs, no uffd), {label} cost"),
+            reported: "no figure; saves a lock+store per VMA".into(),
+            before: off_best,
+            after: on_best,
+            unit: "ns/fork",
+            counters: format!(
+                "dup_userfaultfd start-write calls {} -> {}, flag writes {} -> {}, child VMA lock acquisitions {} -> {}",
+                off.counters.dup_uffd_start_write_calls,
+                on.counters.dup_uffd_start_write_calls,
+                off.counters.uffd_flag_writes,
+                on.counters.uffd_flag_writes,
+                off.child_lock_acquisitions,
+                on.child_lock_acquisitions
+            ),
+        });
+    }
+}
+
+/// Seed 002: poll2 (128 descriptors, POLLOUT, timeout 0) per-descriptor vs per-chunk vs one
+/// window, with the SMAP-calibrated window cost; with real protection keys where available.
+fn seed_002(opts: &Opts, rows: &mut Vec<Row>) {
+    use maple_tree::poll::will_it_scale::{per_call_costs, Testcase};
+    use maple_tree::poll::{pkeys_available, CopyOut, WindowCost, WindowMode};
+    let budget = if opts.quick {
+        Duration::from_millis(150)
+    } else {
+        Duration::from_millis(2000)
+    };
+    let mut modes = vec![("SMAP-calibrated model", WindowMode::Model(WindowCost::SMAP))];
+    match pkeys_available() {
+        Ok(_) => modes.push(("real protection keys (WRPKRU)", WindowMode::Pkey)),
+        Err(why) => eprintln!("\nseed 002: protection keys unavailable ({why}); model only"),
+    }
+    for (label, mode) in modes {
+        for tc in [Testcase::Poll2, Testcase::Poll1] {
+            progress(&format!("seed 002: {tc:?}, {label}"));
+            let costs = match per_call_costs(tc, mode, budget) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("\nseed 002: {tc:?} with {label} failed: {e:?}");
+                    continue;
+                }
+            };
+            let get = |s: CopyOut| costs.iter().find(|c| c.copy_out == s);
+            let (Some(before), Some(chunk), Some(single)) = (
+                get(CopyOut::PerFdPutUser),
+                get(CopyOut::PerChunkUnsafe),
+                get(CopyOut::SingleWindowUnsafe),
+            ) else {
+                continue;
+            };
+            for (name, after) in [("per-chunk (seed)", chunk), ("one window (merged)", single)] {
+                rows.push(Row {
+                    seed: "002",
+                    workload: format!("{tc:?} per-fd vs {name}, {label}"),
+                    reported: if tc == Testcase::Poll2 {
+                        "poll2 +25% x86 SMAP, +49% Power9 KUAP".into()
+                    } else {
+                        "poll1: no change expected".into()
+                    },
+                    before: before.ns_per_call,
+                    after: after.ns_per_call,
+                    unit: "ns/call",
+                    counters: format!(
+                        "copy-out windows/call: {:.0} -> {:.0}; bytes out: {:.0} -> {:.0}",
+                        before.write_windows_per_call,
+                        after.write_windows_per_call,
+                        before.bytes_out_per_call,
+                        after.bytes_out_per_call
+                    ),
+                });
+            }
+        }
+    }
+}
+
 fn render(opts: &Opts, rows: &[Row], source: &str) -> String {
     let mut out = String::new();
     match opts.format.as_str() {
@@ -328,17 +448,20 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let (source, ranges) = match layout(&opts) {
+    let (source, maps_text) = match layout(&opts) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("seeds: {e}");
             std::process::exit(2);
         }
     };
+    let ranges = parse_maps_ranges(&maps_text);
     let mut rows = Vec::new();
     seed_001(&opts, &mut rows, "this layout", &ranges);
     let bench_forking: Vec<(u64, u64)> = (0..=134u64).map(|i| (i * 10, i * 10 + 5)).collect();
     seed_001(&opts, &mut rows, "bench_forking shape", &bench_forking);
+    seed_000(&opts, &mut rows, &maps_text, "this layout");
+    seed_002(&opts, &mut rows);
     progress("");
     eprintln!();
     print!("{}", render(&opts, &rows, &source));

@@ -266,7 +266,6 @@ fn kernel_find_rev_after_overflow_moves_back() {
 /// `dup()`, then on the copy `store_range(0, u64::MAX, b)`: expected one exact fit and no node
 /// allocated; actual `new_root` + 1 and one node allocated. (Same without `dup`.)
 #[test]
-#[ignore = "core bug: a same-range store over a whole-space entry is not an exact fit"]
 fn whole_space_replacement_is_exact_fit() {
     use maple_tree::{MapleTree, Value};
     let t = MapleTree::<Value>::new();
@@ -291,7 +290,6 @@ fn whole_space_replacement_is_exact_fit() {
 /// entry at the current position, as `mas_next` does. The crate's `next_range` moves on to the
 /// following (empty) range `[16, 19]` instead.
 #[test]
-#[ignore = "core divergence from the kernel: next_range() after underflow skips the current entry"]
 fn kernel_next_range_after_underflow_returns_current_entry() {
     use maple_tree::Status;
     let t = two_entries();
@@ -311,7 +309,6 @@ fn kernel_next_range_after_underflow_returns_current_entry() {
 /// entry at the current position, as `mas_prev` does. The crate's `prev_range` moves on to the
 /// preceding (empty) range `[16, 19]` instead.
 #[test]
-#[ignore = "core divergence from the kernel: prev_range() after overflow skips the current entry"]
 fn kernel_prev_range_after_overflow_returns_current_entry() {
     use maple_tree::Status;
     let t = two_entries();

@@ -307,6 +307,16 @@ impl MCursor {
     }
 
     fn next_range(&mut self, m: &Model, max: u64) -> Got {
+        if self.status == Status::Underflow {
+            // Kernel `mas_next_range` shares `mas_next_setup`: the current range comes first.
+            let c = self.ensure(m);
+            self.status = Status::Active;
+            return as_got(c);
+        }
+        self.step_next_range(m, max)
+    }
+
+    fn step_next_range(&mut self, m: &Model, max: u64) -> Got {
         if self.fresh() {
             let i = self.index;
             self.walk_to(m, i);
@@ -317,6 +327,16 @@ impl MCursor {
     }
 
     fn prev_range(&mut self, m: &Model, min: u64) -> Got {
+        if self.status == Status::Overflow {
+            // Kernel `mas_prev_range` shares `mas_prev_setup`: the current range comes first.
+            let c = self.ensure(m);
+            self.status = Status::Active;
+            return as_got(c);
+        }
+        self.step_prev_range(m, min)
+    }
+
+    fn step_prev_range(&mut self, m: &Model, min: u64) -> Got {
         if self.fresh() {
             let i = self.index;
             self.walk_to(m, i);
@@ -330,14 +350,14 @@ impl MCursor {
         if self.fresh() {
             return self.find(m, max);
         }
-        self.next_range(m, max)
+        self.step_next_range(m, max)
     }
 
     fn find_range_rev(&mut self, m: &Model, min: u64) -> Got {
         if self.fresh() || self.status == Status::Overflow {
             return self.find_rev(m, min);
         }
-        self.prev_range(m, min)
+        self.step_prev_range(m, min)
     }
 
     /// Applies a read move to the model; `None` for ops that are not reads.

@@ -10,7 +10,7 @@ use super::model::{Content, CyclicModel, Model};
 /// Tolerates the known core bug that storing over an entry covering `[0, u64::MAX]` is not an
 /// exact fit (see `whole_space_replacement_is_exact_fit` in `tests/fuzz_replay.rs`); set to
 /// `false` once it is fixed.
-pub const TOLERATE_WHOLE_SPACE_NOT_EXACT_FIT: bool = true;
+pub const TOLERATE_WHOLE_SPACE_NOT_EXACT_FIT: bool = false;
 
 /// One step.
 #[derive(Arbitrary, Clone, Debug)]
