@@ -12,6 +12,9 @@ cargo fmt --all --check
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --all-targets -- -D warnings
 
+step "cargo doc --no-deps (no warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+
 step "cargo test (unit, property, integration, doc)"
 cargo test --release
 
@@ -20,6 +23,13 @@ if [ -d loom-tests ]; then
   (cd loom-tests && RUSTFLAGS="--cfg loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
     cargo test --release -- --test-threads=1)
 fi
+
+step "seeds demo (quick mode): the table must be there"
+out=$(cargo run --release --quiet --example seeds -- --quick 2>/dev/null)
+printf '%s\n' "$out"
+for seed in 000 001 002; do
+  printf '%s\n' "$out" | grep -Eq "^$seed +\|" || { echo "seeds: no row for seed $seed"; exit 1; }
+done
 
 if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
   step "benchmarks compile"

@@ -40,11 +40,19 @@
 
 #![warn(missing_docs)]
 
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 pub mod entry;
 mod error;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_knobs;
+#[cfg(not(loom))]
+pub mod mm;
+#[cfg(target_os = "linux")]
+pub mod poll;
 mod sync;
 pub mod tree;
 

@@ -777,3 +777,33 @@ fn dumps() {
     assert!(dot.starts_with("digraph maple"));
     assert_eq!(dot.matches("->").count() + 1, dot.matches("label=").count());
 }
+
+/// Leaving underflow with `next` returns the entry at the current position; leaving overflow
+/// with `find_rev` moves to the previous entry (the kernel's `mas_next`/`mas_find_rev` setup;
+/// found by the fuzz campaign's differential model).
+#[test]
+fn leaving_underflow_and_overflow() {
+    let t = MapleTree::<Value>::new();
+    t.store_range(10, 15, v(1)).unwrap();
+    t.store_range(20, 25, v(2)).unwrap();
+    let g = t.pin();
+    let mut c = t.cursor(12, &g);
+    assert_eq!(c.walk().map(|x| x.get()), Some(1));
+    assert_eq!(c.prev(10), None);
+    assert_eq!(
+        (c.index(), c.last(), c.status()),
+        (10, 15, Status::Underflow)
+    );
+    assert_eq!(c.next(u64::MAX).map(|x| x.get()), Some(1));
+    assert_eq!((c.index(), c.last(), c.status()), (10, 15, Status::Active));
+
+    let mut c = t.cursor(22, &g);
+    assert_eq!(c.walk().map(|x| x.get()), Some(2));
+    assert_eq!(c.next(22), None);
+    assert_eq!(
+        (c.index(), c.last(), c.status()),
+        (20, 25, Status::Overflow)
+    );
+    assert_eq!(c.find_rev(0).map(|x| x.get()), Some(1));
+    assert_eq!((c.index(), c.last(), c.status()), (10, 15, Status::Active));
+}

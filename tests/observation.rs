@@ -172,20 +172,18 @@ fn copy_on_write_paths() {
     assert_clean(&spaced(12), (70, 74, None)); // erase with NULL coalescing across leaves
 }
 
-/// The reproducer of the spanning-store iteration bug (the loom model
-/// `spanning_store_iteration` finds the same): forward, an iterator that yielded `(70, 74, 8)` from
-/// the old left leaf moves on to 75, finds the leaf's parent replaced, re-walks the new tree at 75
-/// and yields `(62, 82, 100)`, which starts before its position and overlaps `(70, 74)`; backward,
-/// symmetrically, `(62, 82, 100)` after `(80, 84, 9)`.
+/// Regression test of the iterator-restart bug (fixed in `iter.rs`; the loom model
+/// `spanning_store` covers it too): forward, an iterator that had yielded `(70, 74, 8)` from the
+/// old left leaf moved on to 75, found the leaf's parent replaced, re-walked the new tree at 75
+/// and yielded `(62, 82, 100)`, which starts before its position and overlaps `(70, 74)`;
+/// backward, symmetrically, `(62, 82, 100)` after `(80, 84, 9)`.
 #[test]
-#[ignore = "core bug: an iterator restarting in a new tree yields a range overlapping one it already yielded (iter.rs)"]
 fn spanning_store_iteration() {
     assert_clean(&spaced(12), (62, 82, Some(100)));
 }
 
-/// Single-step reproducer of the same bug, forward.
+/// The same bug's single-step reproducer, forward.
 #[test]
-#[ignore = "core bug: an iterator restarting in a new tree yields a range overlapping one it already yielded (iter.rs)"]
 fn spanning_store_iteration_minimal() {
     let tree = tree();
     for i in 0..12u64 {

@@ -11,7 +11,7 @@ use crate::entry::{is_reserved_word, Entry};
 use crate::error::Error;
 use crate::sync::AtomicUsize;
 
-use super::node::{Kind, NodeRef};
+use super::node::{Kind, NodeRef, RANGE_PIVOTS, RANGE_SLOTS};
 use super::rebuild::node_slots;
 use super::walk::root_node;
 use super::write::WriteGuard;
@@ -25,11 +25,20 @@ pub(crate) fn range_size(lo: u64, hi: u64) -> u64 {
 
 /// The largest NULL range of a leaf covering `[min, max]`.
 pub(crate) fn leaf_max_gap(n: NodeRef<'_>, min: u64, max: u64) -> u64 {
-    node_slots(n, min, max)
-        .filter(|&(_, _, w)| w == 0)
-        .map(|(lo, hi, _)| range_size(lo, hi))
-        .max()
-        .unwrap_or(0)
+    let mut best = 0;
+    let mut lo = min;
+    for i in 0..RANGE_SLOTS {
+        let last = i == RANGE_PIVOTS;
+        let hi = if last { max } else { n.range_pivot(i).min(max) };
+        if n.range_slot(i) == 0 {
+            best = best.max(range_size(lo, hi));
+        }
+        if last || hi >= max {
+            break;
+        }
+        lo = hi + 1;
+    }
+    best
 }
 
 fn check_window(min: u64, max: u64, size: u64) -> Result<(), Error> {

@@ -19,6 +19,9 @@ pub struct Iter<'g, E: Entry> {
     back: Walker<'g>,
     front_started: bool,
     back_started: bool,
+    /// Something was yielded from that end (later ranges must not overlap it).
+    front_yielded: bool,
+    back_yielded: bool,
     /// Next index the front may yield from (inclusive).
     front_pos: u64,
     /// Last index the back may yield up to (inclusive).
@@ -38,6 +41,8 @@ impl<'g, E: Entry> Iter<'g, E> {
             back: Walker::from_parts(root, internal),
             front_started: false,
             back_started: false,
+            front_yielded: false,
+            back_yielded: false,
             front_pos: first,
             back_pos: last,
             done: first > last,
@@ -67,10 +72,24 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                 }
             })
         };
-        if step.is_none() || self.front.lo > self.back_pos {
+        if step.is_none() {
             self.done = true;
             return None;
         }
+        // A walker that restarted from the root (it met a replaced node) lands on the range
+        // containing its next index, which may have been created since and start before it:
+        // skip such a range rather than yield an overlap.
+        while self.front_yielded && self.front.lo < self.front_pos {
+            if self.front.next_entry().is_none() {
+                self.done = true;
+                return None;
+            }
+        }
+        if self.front.lo > self.back_pos {
+            self.done = true;
+            return None;
+        }
+        self.front_yielded = true;
         let (lo, hi) = (self.front.lo, self.front.hi);
         if hi >= self.back_pos || hi == u64::MAX {
             self.done = true;
@@ -104,10 +123,14 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
                 self.done = true;
                 return None;
             }
-            if self.back.lo <= self.back_pos {
+            // As in `next`: after a restart, skip a range that reaches past what was yielded.
+            if self.back.lo <= self.back_pos
+                && (!self.back_yielded || self.back.hi <= self.back_pos)
+            {
                 // SAFETY: as in `next`.
                 if let Some(b) = unsafe { borrow_word::<E>(self.back.word) } {
                     let (lo, hi) = (self.back.lo, self.back.hi);
+                    self.back_yielded = true;
                     if lo <= self.front_pos || lo == 0 {
                         self.done = true;
                     } else {

@@ -3,8 +3,11 @@
 //!
 //! # Layout (as the kernel's, K§1.2)
 //!
-//! Every node is 256 bytes, 64-byte aligned (four cache lines; the kernel's 256-byte alignment only
-//! serves its pointer tags): a parent word and 31 data words.
+//! Every node is 256 bytes: a parent word and 31 data words. The kernel aligns nodes to 256 bytes
+//! only to keep tags in the low pointer bits; here a node needs just the allocator's natural
+//! alignment (bit 0 is the only low tag), which keeps node allocation on glibc's fast path and
+//! costs no padding (a 64-byte-aligned 256-byte block goes through `memalign`, several times
+//! slower and larger in RSS).
 //!
 //! | kind | pivots | slots | gaps |
 //! |---|---|---|---|
@@ -24,7 +27,8 @@
 //!
 //! The kind of a node is not stored in it either: a child word carries a leaf tag in bit 0, and
 //! internal nodes are `Range` or `ARange` according to the tree. The parent word holds the parent's
-//! address, this node's offset in the parent (bits 1..5) and the dead bit (bit 0).
+//! address, this node's offset in the parent (bits 59..63, above any user-space address, even
+//! with 57-bit virtual addresses) and the dead bit (bit 0).
 //!
 //! # Publication protocol
 //!
@@ -77,10 +81,10 @@ const WORDS: usize = 31;
 const LEAF_TAG: usize = 1;
 /// Dead bit in a parent word.
 const DEAD: usize = 1;
-/// Offset field in a parent word.
-const OFFSET_SHIFT: u32 = 1;
+/// Offset field in a parent word (above the 57 bits a user-space address may use).
+const OFFSET_SHIFT: u32 = 59;
 const OFFSET_MASK: usize = 0x1f << OFFSET_SHIFT;
-const ADDR_MASK: usize = !63;
+const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 
 /// The three node kinds a port needs (`maple_dense` is never created by the kernel and is left out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,7 +138,7 @@ impl Kind {
 }
 
 /// A 256-byte maple node. Only [`NodeRef`] touches it.
-#[repr(C, align(64))]
+#[repr(C)]
 pub(crate) struct Node {
     parent: AtomicUsize,
     words: [AtomicU64; WORDS],
@@ -252,15 +256,6 @@ impl<'g> NodeRef<'g> {
         NodeRef {
             ptr,
             kind,
-            _guard: PhantomData,
-        }
-    }
-
-    /// A placeholder that is never dereferenced (fills unused path levels).
-    pub(crate) const fn dangling() -> Self {
-        NodeRef {
-            ptr: NonNull::dangling(),
-            kind: Kind::Leaf,
             _guard: PhantomData,
         }
     }
@@ -450,7 +445,11 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn set_parent(&self, parent: Option<NodeRef<'_>>, offset: usize) {
         let w = match parent {
-            Some(p) => p.ptr.as_ptr().expose_provenance() | (offset << OFFSET_SHIFT),
+            Some(p) => {
+                let addr = p.ptr.as_ptr().expose_provenance();
+                debug_assert_eq!(addr & !ADDR_MASK, 0, "node address uses tag bits");
+                addr | (offset << OFFSET_SHIFT)
+            }
             None => 0,
         };
         self.node().parent.store(w, Ordering::Relaxed);

@@ -479,7 +479,8 @@ fn coalesce_nulls(items: &mut Items, entry_pos: &mut usize) {
 /// Splits `items` into node-sized parts `[a, b)`. Parts other than the last get at least the
 /// minimum occupancy; leaves never end a non-last part on a NULL. When the run is on the right
 /// edge and the write lands at its end (in-order appends), parts are packed full from the left,
-/// as the kernel's bulk mode did; otherwise they are balanced.
+/// as the kernel's bulk mode did; otherwise they are balanced. If moving a boundary off a NULL
+/// would overfill a part, one more part is used.
 fn partition(
     items: &Items,
     kind: Kind,
@@ -490,51 +491,60 @@ fn partition(
     let n = items.len();
     let cap = kind.slots();
     let min = kind.min_end() + 1;
-    let k = n.div_ceil(cap);
-    let pack_left = right_edge && entry_pos + 2 >= n;
-    let mut bounds: Vec<usize> = Vec::with_capacity(k + 1);
-    bounds.push(0);
-    if pack_left {
+    let null_at = |b: usize| leaf && items.get(b - 1).word == 0;
+    let valid = |bounds: &[usize]| {
+        bounds.windows(2).enumerate().all(|(j, w)| {
+            let len = w[1] - w[0];
+            let last = j + 2 == bounds.len();
+            len >= 1 && len <= cap && (last || (len >= min && !null_at(w[1])))
+        })
+    };
+    let to_parts = |bounds: &[usize]| -> Vec<(usize, usize)> {
+        bounds.windows(2).map(|w| (w[0], w[1])).collect()
+    };
+    if right_edge && entry_pos + 2 >= n {
+        let mut bounds = vec![0];
         let mut b = 0;
         while n - b > cap {
             let mut nb = b + cap;
-            if leaf && items.get(nb - 1).word == 0 {
+            if null_at(nb) {
                 nb -= 1;
             }
             bounds.push(nb);
             b = nb;
         }
-    } else {
+        bounds.push(n);
+        if valid(&bounds) {
+            return to_parts(&bounds);
+        }
+    }
+    let mut k = n.div_ceil(cap);
+    loop {
         let base = n / k;
         let extra = n % k;
+        let mut bounds = vec![0];
         let mut b = 0;
         for j in 0..k - 1 {
             b += base + usize::from(j < extra);
             bounds.push(b);
         }
-        if leaf {
-            for j in 1..bounds.len() {
-                let b = bounds[j];
-                if items.get(b - 1).word == 0 {
-                    let left = b - bounds[j - 1];
-                    let right_end = if j + 1 < bounds.len() {
-                        bounds[j + 1]
-                    } else {
-                        n
-                    };
-                    let right = right_end - b;
-                    if left < cap && right > min {
-                        bounds[j] = b + 1;
-                    } else {
-                        bounds[j] = b - 1;
-                    }
+        bounds.push(n);
+        // Move boundaries off NULLs: right if the right part can spare one, else left.
+        for j in 1..k {
+            if null_at(bounds[j]) {
+                let left = bounds[j] - bounds[j - 1];
+                let right = bounds[j + 1] - bounds[j];
+                if left < cap && right > min {
+                    bounds[j] += 1;
+                } else {
+                    bounds[j] -= 1;
                 }
             }
         }
+        if valid(&bounds) {
+            return to_parts(&bounds);
+        }
+        k += 1;
+        assert!(k <= n, "maple tree: cannot partition {n} items");
     }
-    bounds.push(n);
-    let parts: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
-    debug_assert!(parts.iter().all(|&(a, b)| b > a && b - a <= cap));
-    debug_assert!(parts[..parts.len() - 1].iter().all(|&(a, b)| b - a >= min) || pack_left);
-    parts
 }

@@ -466,6 +466,41 @@ fn alloc_rrange_at_the_very_top() {
     prop::run_pub(vec![prop::Op::Alloc(0, u64::MAX, 1, true)], true);
 }
 
+/// Single-index inserts and erases over a dense space (a descriptor table's pattern): full leaves
+/// whose last entry is erased pull in full neighbours (the case that once overfilled a part).
+#[test]
+fn dense_single_index_churn() {
+    let mut seed = 42u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for alloc in [false, true] {
+        let t = if alloc {
+            MapleTree::<Value>::new_alloc()
+        } else {
+            MapleTree::new()
+        };
+        let mut m = Model::default();
+        for i in 0..30_000u64 {
+            let idx = rnd() % 700;
+            if rnd() % 3 == 0 {
+                let r = t.erase(idx);
+                assert_eq!(r.is_some(), m.load(idx).is_some());
+                m.store(idx, idx, None);
+            } else if t.insert(idx, Value::new(i)).is_ok() {
+                m.store(idx, idx, Some(i));
+            }
+            if i % 16 == 0 {
+                check(&t, &m);
+            }
+        }
+        check(&t, &m);
+    }
+}
+
 /// Thousands of random writes over a space small enough to collide constantly, in both modes and
 /// both tree kinds: validated every 64 operations and compared in full with the model.
 #[test]

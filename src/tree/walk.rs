@@ -3,14 +3,18 @@
 //! scan is the value used as the slot's bound), so a concurrent in-place append can never make a
 //! walk report a range that does not contain the index it was looking for.
 
+use core::mem::MaybeUninit;
+
 use crate::entry::{Entry, ZERO_WORD};
 use crate::sync::{AtomicUsize, Ordering};
 
 use super::node::{Kind, NodeRef, RANGE_PIVOTS};
 use super::MapleTree;
 
-/// Deepest tree the walkers can follow (the kernel's `MAPLE_HEIGHT_MAX` is 31).
-pub(crate) const MAX_DEPTH: usize = 32;
+/// Deepest tree the walkers can follow. The kernel allows 31 levels; here every level above the
+/// leaves has a full node left of the right spine (splits fill the left node), so a tree of
+/// `h` levels holds at least `15^(h-2)` leaves: 24 levels would need more memory than exists.
+pub(crate) const MAX_DEPTH: usize = 24;
 
 /// The root node, if any.
 #[inline]
@@ -90,21 +94,15 @@ pub(crate) struct Level<'g> {
     pub(crate) offset: usize,
 }
 
-impl Level<'_> {
-    const DUMMY: Level<'static> = Level {
-        node: NodeRef::dangling(),
-        min: 0,
-        max: 0,
-        offset: 0,
-    };
-}
-
 /// A reader position that keeps its path, so moving to a neighbouring slot is `O(1)` amortised.
 pub(crate) struct Walker<'g> {
     root: &'g AtomicUsize,
     internal: Kind,
-    path: [Level<'g>; MAX_DEPTH],
-    /// Levels in `path` (0: not positioned).
+    /// Root-to-leaf levels; entries below `init` are initialised (left uninitialised otherwise,
+    /// so creating a walker costs nothing).
+    levels: [MaybeUninit<Level<'g>>; MAX_DEPTH],
+    init: usize,
+    /// Levels of the current path (0: not positioned); always `<= init`.
     pub(crate) depth: usize,
     /// The current slot's range and word.
     pub(crate) lo: u64,
@@ -121,7 +119,8 @@ impl<'g> Walker<'g> {
         Walker {
             root,
             internal,
-            path: [Level::DUMMY; MAX_DEPTH],
+            levels: [const { MaybeUninit::uninit() }; MAX_DEPTH],
+            init: 0,
             depth: 0,
             lo: 0,
             hi: u64::MAX,
@@ -133,15 +132,41 @@ impl<'g> Walker<'g> {
         root_node(self.root, self.internal)
     }
 
+    #[inline]
+    fn set(&mut self, d: usize, l: Level<'g>) {
+        self.levels[d] = MaybeUninit::new(l);
+        if d >= self.init {
+            debug_assert_eq!(d, self.init, "levels are written root first");
+            self.init = d + 1;
+        }
+    }
+
+    #[inline]
+    fn at(&self, d: usize) -> &Level<'g> {
+        assert!(d < self.init);
+        // SAFETY: levels below `init` have been written by `set`.
+        unsafe { self.levels[d].assume_init_ref() }
+    }
+
+    #[inline]
+    fn at_mut(&mut self, d: usize) -> &mut Level<'g> {
+        assert!(d < self.init);
+        // SAFETY: as in `at`.
+        unsafe { self.levels[d].assume_init_mut() }
+    }
+
     /// The leaf level of the current position.
     #[inline]
     pub(crate) fn leaf(&self) -> &Level<'g> {
-        &self.path[self.depth - 1]
+        self.at(self.depth - 1)
     }
 
     /// The path from the root (index 0) to the leaf.
     pub(crate) fn path(&self) -> &[Level<'g>] {
-        &self.path[..self.depth]
+        assert!(self.depth <= self.init);
+        // SAFETY: the first `depth <= init` levels are initialised, and `MaybeUninit<T>` has the
+        // layout of `T`.
+        unsafe { core::slice::from_raw_parts(self.levels.as_ptr().cast::<Level<'g>>(), self.depth) }
     }
 
     /// Positions at the slot containing `index`. `None` (and unpositioned) for an empty tree.
@@ -158,12 +183,15 @@ impl<'g> Walker<'g> {
             let mut d = 0;
             loop {
                 let (i, lo, hi) = find_slot(n, index, min, max);
-                self.path[d] = Level {
-                    node: n,
-                    min,
-                    max,
-                    offset: i,
-                };
+                self.set(
+                    d,
+                    Level {
+                        node: n,
+                        min,
+                        max,
+                        offset: i,
+                    },
+                );
                 d += 1;
                 if n.is_leaf() {
                     let s = n.slot(i);
@@ -190,11 +218,12 @@ impl<'g> Walker<'g> {
             return None;
         }
         let target = self.hi + 1;
-        let lvl = &mut self.path[self.depth - 1];
+        let d = self.depth - 1;
+        let lvl = *self.at(d);
         if self.hi < lvl.max {
             // Same leaf: the next slot's bound is its pivot, read once (clamped to the max).
             let i = lvl.offset + 1;
-            lvl.offset = i;
+            self.at_mut(d).offset = i;
             let n = lvl.node;
             let hi = if i < RANGE_PIVOTS {
                 let p = n.range_pivot(i);
@@ -222,7 +251,8 @@ impl<'g> Walker<'g> {
             if self.depth == 0 || self.hi == u64::MAX {
                 return None;
             }
-            let lvl = &mut self.path[self.depth - 1];
+            let d = self.depth - 1;
+            let lvl = *self.at(d);
             let (n, max) = (lvl.node, lvl.max);
             let mut i = lvl.offset;
             let mut hi = self.hi;
@@ -241,14 +271,14 @@ impl<'g> Walker<'g> {
                 };
                 let w = n.range_slot(i);
                 if w != 0 && w != ZERO_WORD {
-                    lvl.offset = i;
+                    self.at_mut(d).offset = i;
                     self.lo = lo;
                     self.hi = hi;
                     self.word = w;
                     return Some(());
                 }
             }
-            lvl.offset = i;
+            self.at_mut(d).offset = i;
             self.hi = hi;
             if hi == u64::MAX {
                 return None;
@@ -266,7 +296,7 @@ impl<'g> Walker<'g> {
     fn next_leaf(&mut self) -> Option<()> {
         debug_assert!(self.hi < u64::MAX);
         let target = self.hi.checked_add(1)?;
-        let leaf = self.path[self.depth - 1];
+        let leaf = *self.at(self.depth - 1);
         if leaf.node.is_dead() {
             return self.walk(target);
         }
@@ -277,25 +307,28 @@ impl<'g> Walker<'g> {
                 return self.walk(target);
             }
             d -= 1;
-            let lvl = self.path[d];
+            let lvl = *self.at(d);
             if lvl.node.is_dead() {
                 return self.walk(target);
             }
-            if self.path[d + 1].max < lvl.max {
+            if self.at(d + 1).max < lvl.max {
                 let i = lvl.offset + 1;
-                self.path[d].offset = i;
+                self.at_mut(d).offset = i;
                 let mut min = target;
                 let mut max = lvl.node.slot_max(i, lvl.max);
                 let mut n = lvl.node.child(i, self.internal);
                 // Descend to the leftmost leaf of that child.
                 loop {
                     d += 1;
-                    self.path[d] = Level {
-                        node: n,
-                        min,
-                        max,
-                        offset: 0,
-                    };
+                    self.set(
+                        d,
+                        Level {
+                            node: n,
+                            min,
+                            max,
+                            offset: 0,
+                        },
+                    );
                     let hi = n.slot_max(0, max);
                     if n.is_leaf() {
                         let s = n.slot(0);
@@ -319,7 +352,7 @@ impl<'g> Walker<'g> {
             return None;
         }
         let target = self.lo - 1;
-        let leaf = self.path[self.depth - 1];
+        let leaf = *self.at(self.depth - 1);
         if self.lo > leaf.min {
             let i = leaf.offset - 1;
             let lo = if i == 0 {
@@ -328,7 +361,7 @@ impl<'g> Walker<'g> {
                 leaf.node.pivot(i - 1) + 1
             };
             let s = leaf.node.slot(i);
-            self.path[self.depth - 1].offset = i;
+            self.at_mut(self.depth - 1).offset = i;
             self.lo = lo;
             self.hi = target;
             self.word = s;
@@ -343,13 +376,13 @@ impl<'g> Walker<'g> {
                 return self.walk(target);
             }
             d -= 1;
-            let lvl = self.path[d];
+            let lvl = *self.at(d);
             if lvl.node.is_dead() {
                 return self.walk(target);
             }
-            if self.path[d + 1].min > lvl.min {
+            if self.at(d + 1).min > lvl.min {
                 let i = lvl.offset - 1;
-                self.path[d].offset = i;
+                self.at_mut(d).offset = i;
                 let mut max = target;
                 let mut min = if i == 0 {
                     lvl.min
@@ -362,12 +395,15 @@ impl<'g> Walker<'g> {
                     d += 1;
                     let end = n.end(max);
                     let lo = if end == 0 { min } else { n.pivot(end - 1) + 1 };
-                    self.path[d] = Level {
-                        node: n,
-                        min,
-                        max,
-                        offset: end,
-                    };
+                    self.set(
+                        d,
+                        Level {
+                            node: n,
+                            min,
+                            max,
+                            offset: end,
+                        },
+                    );
                     if n.is_leaf() {
                         let s = n.slot(end);
                         self.depth = d + 1;

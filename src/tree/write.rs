@@ -25,7 +25,7 @@ use crate::error::Error;
 use crate::sync::{AtomicUsize, MutexGuard, Ordering};
 
 use super::append::LastSlot;
-use super::node::{node_word, Kind, NodeRef, RANGE_SLOTS};
+use super::node::{node_word, Kind, NodeRef, RANGE_PIVOTS, RANGE_SLOTS};
 use super::rebuild::{node_slots, Path};
 use super::walk::{Level, Walker};
 use super::{MapleTree, WriterState};
@@ -258,7 +258,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let kind = n.kind();
         let p = kind.pivots();
         let len = items.len();
-        debug_assert!(len >= 1 && len <= kind.slots());
+        assert!(
+            len >= 1 && len <= kind.slots(),
+            "maple tree: {len} items for one node"
+        );
         debug_assert_eq!(items[len - 1].hi, max);
         for j in 0..kind.slots() {
             if j < len {
@@ -307,13 +310,19 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
         for lvl in ancestors.iter().rev() {
             let n = lvl.node;
-            if n.gap(lvl.offset) == g {
+            let old = n.gap(lvl.offset);
+            if old == g {
                 return;
             }
             let end = n.end(lvl.max);
-            let old_max = (0..=end).map(|i| n.gap(i)).max().unwrap_or(0);
+            let mut others = 0;
+            for i in 0..=end {
+                if i != lvl.offset {
+                    others = others.max(n.gap(i));
+                }
+            }
             n.set_gap(lvl.offset, g);
-            let new_max = (0..=end).map(|i| n.gap(i)).max().unwrap_or(0);
+            let (old_max, new_max) = (others.max(old), others.max(g));
             if new_max == old_max {
                 return;
             }
@@ -346,6 +355,19 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// Stores `entry` (0 = nothing) over `[first, last]`; returns the range written (a NULL
     /// store reports the widened NULL range). `first <= last` is the caller's job.
     pub(crate) fn write(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
+        let mut w = self.walker();
+        self.write_from(&mut w, false, first, last, entry)
+    }
+
+    /// [`write`](Self::write), reusing a walker already positioned on the slot holding `first`.
+    pub(crate) fn write_from(
+        &mut self,
+        lw: &mut Walker<'t>,
+        walked: bool,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> (u64, u64) {
         debug_assert!(first <= last);
         let root = self.root.load(Ordering::Relaxed);
         if root == 0 {
@@ -355,7 +377,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             self.new_leaf_root(first, last, entry);
             return (first, last);
         }
-        if first == 0 && last == u64::MAX {
+        // A whole-space store is a new root (K§3.4 step 5), unless one slot already covers the
+        // whole space: then it is an exact fit (step 4 comes first).
+        if first == 0
+            && last == u64::MAX
+            && !(lw.walk(0).is_some() && lw.lo == 0 && lw.hi == u64::MAX)
+        {
             let old = self.node_from_item(root);
             let mut retired = Vec::new();
             self.remove_subtree(old, 0, u64::MAX, &mut retired);
@@ -371,7 +398,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             }
             return (0, u64::MAX);
         }
-        let (a, b) = self.write_in_tree(first, last, entry);
+        let (a, b) = self.write_in_tree(lw, walked, first, last, entry);
         if entry == 0 && a == 0 && b == u64::MAX {
             // Nothing is left: the single NULL leaf goes, the tree becomes empty (K§1.4).
             self.clear();
@@ -379,15 +406,24 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         (a, b)
     }
 
-    fn write_in_tree(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
-        let mut lw = self.walker();
-        lw.walk(first).expect("non-empty tree");
+    fn write_in_tree(
+        &mut self,
+        lw: &mut Walker<'t>,
+        walked: bool,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> (u64, u64) {
+        if !walked {
+            lw.walk(first).expect("non-empty tree");
+        }
+        let lw = &*lw;
         let leaf = *lw.leaf();
         if last < leaf.max || (last == leaf.max && (entry != 0 || leaf.max == u64::MAX)) {
-            match self.leaf_store(&lw, first, last, entry) {
+            match self.leaf_store(lw, first, last, entry) {
                 Leafed::Done(a, b) => return (a, b),
                 Leafed::Rebuild(a, b) => {
-                    let lpath = Path::from_walker(&lw);
+                    let lpath = Path::from_walker(lw);
                     let r = self.rebuild(lpath.clone(), lpath, a, b, entry);
                     return (r.first, r.last);
                 }
@@ -396,7 +432,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let mut rw = self.walker();
         rw.walk(last).expect("non-empty tree");
         let r = self.rebuild(
-            Path::from_walker(&lw),
+            Path::from_walker(lw),
             Path::from_walker(&rw),
             first,
             last,
@@ -451,10 +487,17 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let mut los = [0u64; RANGE_SLOTS];
         let mut his = [0u64; RANGE_SLOTS];
         let mut ws = [0usize; RANGE_SLOTS];
-        for (i, (lo, hi, w)) in node_slots(n, min, max).enumerate() {
+        let mut lo = min;
+        for i in 0..=end {
+            let hi = if i < RANGE_PIVOTS {
+                n.range_pivot(i).min(max)
+            } else {
+                max
+            };
             los[i] = lo;
             his[i] = hi;
-            ws[i] = w;
+            ws[i] = n.range_slot(i);
+            lo = hi.wrapping_add(1);
         }
         let mut off = leaf.offset;
         let mut off_end = off;
@@ -746,7 +789,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             return None;
         }
         let (lo, hi) = (w.lo, w.hi);
-        self.write(lo, hi, 0);
+        self.write_from(&mut w, true, lo, hi, 0);
         Some((lo, hi))
     }
 

@@ -1,0 +1,281 @@
+//! A driver for profilers: runs one benchmark workload (the shapes of `benches/peers.rs` and
+//! `benches/kernel.rs`) inside `measured`, so that callgrind can count just that part:
+//!
+//! ```text
+//! cargo build --release --example profile
+//! valgrind --tool=callgrind --toggle-collect='*measured*' --callgrind-out-file=cg.out \
+//!     target/release/examples/profile lookup_hit maple 1000000
+//! callgrind_annotate --inclusive=yes cg.out | head -40
+//! ```
+//!
+//! Instruction counts do not depend on the machine's load, so they compare runs on a shared
+//! machine where times cannot. `scripts/bench-profile.sh` runs the whole set.
+//!
+//! Usage: `profile WORKLOAD MAP [N]`; WORKLOAD is one of build, lookup_hit, lookup_miss,
+//! random_store, erase_half, iterate, gap_rev, fork_old, fork_new, slot_store, node_store,
+//! rewrite; MAP is maple (allocation tree, exclusive writer), maple-rcu (writes through the lock)
+//! or btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new, the
+//! source's entries, default 135). Prints the number of operations measured.
+
+#[path = "../benches/support/btree_range.rs"]
+#[allow(dead_code)]
+mod btree_range;
+
+use std::hint::black_box;
+
+use btree_range::BTreeRangeMap;
+use maple_tree::{MapleTree, Value};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
+
+fn pick(x: u64, n: u64) -> u64 {
+    ((x as u128 * n as u128) >> 64) as u64
+}
+
+/// The maps under test, behind one interface.
+enum Map {
+    Maple(Box<MapleTree<Value>>, bool),
+    Btree(BTreeRangeMap),
+}
+
+impl Map {
+    fn new(name: &str) -> Map {
+        match name {
+            "maple" => Map::Maple(Box::new(MapleTree::new_alloc()), false),
+            "maple-rcu" => Map::Maple(Box::new(MapleTree::new_alloc()), true),
+            "btreemap" => Map::Btree(BTreeRangeMap::new()),
+            _ => panic!("unknown map {name}"),
+        }
+    }
+    fn store(&mut self, a: u64, b: u64, v: u64) {
+        match self {
+            Map::Maple(t, true) => t.store_range(a, b, Value::new(v)).unwrap(),
+            Map::Maple(t, false) => t.exclusive().store_range(a, b, Value::new(v)).unwrap(),
+            Map::Btree(m) => m.store(a, b, v),
+        }
+    }
+    fn push(&mut self, a: u64, b: u64, v: u64) {
+        match self {
+            Map::Btree(m) => m.push(a, b, v),
+            _ => self.store(a, b, v),
+        }
+    }
+    fn erase(&mut self, a: u64, b: u64) {
+        match self {
+            Map::Maple(t, true) => t.erase_range(a, b).unwrap(),
+            Map::Maple(t, false) => t.exclusive().erase_range(a, b).unwrap(),
+            Map::Btree(m) => m.erase(a, b),
+        }
+    }
+    fn built(name: &str, n: u64) -> Map {
+        let mut m = Map::new(name);
+        for i in 0..n {
+            m.push(10 * i, 10 * i + 5, i);
+        }
+        m
+    }
+}
+
+#[inline(never)]
+fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
+    let mut rng = Rng(42);
+    match work {
+        "build" => {
+            *m = Map::new(map);
+            for i in 0..n {
+                m.push(10 * i, 10 * i + 5, i);
+            }
+            *ops = n;
+        }
+        "lookup_hit" | "lookup_miss" => {
+            let hit = work == "lookup_hit";
+            let count = 1_000_000;
+            let mut found = 0u64;
+            match m {
+                Map::Maple(t, _) => {
+                    let g = t.pin();
+                    for _ in 0..count {
+                        let x = rng.next();
+                        let i = pick(x, n);
+                        let k = if hit {
+                            10 * i + (x & 3)
+                        } else {
+                            10 * i + 6 + (x & 3)
+                        };
+                        found += t.load(k, &g).is_some() as u64;
+                    }
+                }
+                Map::Btree(b) => {
+                    for _ in 0..count {
+                        let x = rng.next();
+                        let i = pick(x, n);
+                        let k = if hit {
+                            10 * i + (x & 3)
+                        } else {
+                            10 * i + 6 + (x & 3)
+                        };
+                        found += b.get(k).is_some() as u64;
+                    }
+                }
+            }
+            assert_eq!(found, if hit { count } else { 0 });
+            *ops = count;
+        }
+        "random_store" => {
+            *m = Map::new(map);
+            for i in 0..n {
+                let a = pick(rng.next(), (1 << 32) - 64);
+                let len = 1 + pick(rng.next(), 64);
+                m.store(a, a + len - 1, i);
+            }
+            *ops = n;
+        }
+        "erase_half" => {
+            for i in (0..n).step_by(2) {
+                m.erase(10 * i, 10 * i + 5);
+            }
+            *ops = n / 2;
+        }
+        "iterate" => {
+            let mut s = 0;
+            match m {
+                Map::Maple(t, _) => {
+                    let g = t.pin();
+                    for (_, _, v) in t.iter(&g) {
+                        s += v.get();
+                    }
+                }
+                Map::Btree(b) => {
+                    for (_, _, v) in b.iter() {
+                        s += v;
+                    }
+                }
+            }
+            assert_eq!(s, n * (n - 1) / 2);
+            *ops = n;
+        }
+        "gap_rev" => {
+            let count = 100_000;
+            for _ in 0..count {
+                let lo = pick(rng.next(), 10 * n - 10_000 + 1);
+                let r = match m {
+                    Map::Maple(t, _) => t.empty_area_rev(lo, lo + 9_999, 3).ok(),
+                    Map::Btree(b) => b.empty_area_rev(lo, lo + 9_999, 3),
+                };
+                black_box(r.unwrap());
+            }
+            *ops = count;
+        }
+        "fork_old" | "fork_new" => {
+            let count = (270_000 / n).max(2);
+            let Map::Maple(src, rcu) = m else {
+                panic!("forks are for the maple tree")
+            };
+            for _ in 0..count {
+                let new = if work == "fork_new" {
+                    let mut new = src.dup();
+                    {
+                        let mut w = new.exclusive();
+                        let mut c = w.cursor(0);
+                        while let Some(x) = c.find(u64::MAX) {
+                            c.store(x).unwrap();
+                        }
+                    }
+                    new
+                } else {
+                    let mut new = MapleTree::new_alloc();
+                    let g = src.pin();
+                    if *rcu {
+                        let mut w = new.lock();
+                        for (a, b, v) in src.iter(&g) {
+                            w.store_range(a, b, v).unwrap();
+                        }
+                    } else {
+                        let mut w = new.exclusive();
+                        for (a, b, v) in src.iter(&g) {
+                            w.store_range(a, b, v).unwrap();
+                        }
+                    }
+                    new
+                };
+                drop(black_box(new));
+            }
+            *ops = count;
+        }
+        "slot_store" => {
+            let count = 200_000;
+            let Map::Maple(t, rcu) = m else { panic!() };
+            for _ in 0..count {
+                if *rcu {
+                    t.erase_range(105, 105).unwrap();
+                    t.store_range(100, 105, Value::new(105)).unwrap();
+                } else {
+                    let mut w = t.exclusive();
+                    w.erase_range(105, 105).unwrap();
+                    w.store_range(100, 105, Value::new(105)).unwrap();
+                }
+            }
+            *ops = count;
+        }
+        "node_store" => {
+            let count = 200_000;
+            let mut o = 76;
+            for _ in 0..count {
+                m.store(o, o + 15, o);
+                o += 5;
+                if o >= 135 {
+                    o = 76;
+                }
+            }
+            *ops = count;
+        }
+        "rewrite" => {
+            let count = 100_000;
+            for _ in 0..count {
+                let i = pick(rng.next(), n);
+                m.erase(10 * i, 10 * i + 5);
+                m.store(10 * i, 10 * i + 5, i);
+            }
+            *ops = count;
+        }
+        _ => panic!("unknown workload {work}"),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let work = args.get(1).map(String::as_str).unwrap_or("lookup_hit");
+    let map = args.get(2).map(String::as_str).unwrap_or("maple");
+    let given: Option<u64> = args.get(3).map(|s| s.parse().unwrap());
+    let mut n = given.unwrap_or(1_000_000);
+    let mut m = match work {
+        "build" | "random_store" => Map::new(map),
+        "fork_old" | "fork_new" => {
+            // The source's entry count: bench_forking's 135 unless given.
+            n = given.unwrap_or(135);
+            Map::built(map, n)
+        }
+        "slot_store" => {
+            n = 104;
+            Map::built(map, n)
+        }
+        "node_store" => {
+            n = 24;
+            Map::built(map, n)
+        }
+        _ => Map::built(map, n),
+    };
+    let mut ops = 0;
+    measured(work, map, n, &mut m, &mut ops);
+    println!("{work} {map} n={n} ops={ops}");
+}
