@@ -12,6 +12,9 @@ cargo fmt --all --check
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --all-targets -- -D warnings
 
+step "cargo doc --no-deps (no warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+
 step "cargo test (unit, property, integration, doc)"
 cargo test --release
 

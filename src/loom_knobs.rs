@@ -1,19 +1,81 @@
 //! Test-only switches that break the publication protocol on purpose, so that loom models can
 //! show they catch a wrong ordering (a model that cannot fail proves nothing).
+//!
+//! Compiled only under `cfg(loom)`. Every switch is off by default; a test that turns one on must
+//! turn it off again (also when it panics), since the switches are process-wide and loom tests
+//! run one at a time (`--test-threads=1`). [`reset`] turns them all off.
 
 use std::sync::atomic::{AtomicBool, Ordering as StdOrdering};
 
 static RELAXED_PUBLISH: AtomicBool = AtomicBool::new(false);
+static RELAXED_SLOT_PUBLISH: AtomicBool = AtomicBool::new(false);
+static RELAXED_READER: AtomicBool = AtomicBool::new(false);
+static FREE_AT_ONCE: AtomicBool = AtomicBool::new(false);
 
-/// Publish in-place changes with `Relaxed` instead of `Release` (a deliberate bug).
+/// Publish in-place appends with a `Relaxed` store of the lowered end pivot instead of `Release`
+/// (a deliberate bug: a reader can see the new end but not the slots written beyond it).
 pub fn set_relaxed_publish(on: bool) {
     RELAXED_PUBLISH.store(on, StdOrdering::SeqCst);
 }
 
+/// Store slots that readers can already reach (exact fit's entry, a node store's or split's new
+/// child pointer) with `Relaxed` instead of `Release` (a deliberate bug: a reader can reach the new
+/// entry or node without seeing its contents).
+pub fn set_relaxed_slot_publish(on: bool) {
+    RELAXED_SLOT_PUBLISH.store(on, StdOrdering::SeqCst);
+}
+
+/// Readers load pivots with `Relaxed` instead of `Acquire` (a deliberate bug on the reader side:
+/// a lowered end pivot no longer carries the slots written beyond it). Covers the pivot loads of
+/// point loads (`NodeRef::pivot`) and of iteration steps (`NodeRef::range_pivot`); the scan of
+/// `walk::find_slot` loads through `pivot_words` and keeps `Acquire`.
+pub fn set_relaxed_reader(on: bool) {
+    RELAXED_READER.store(on, StdOrdering::SeqCst);
+}
+
+/// Retired nodes are poisoned at once instead of after the grace period (a deliberate bug: "free
+/// at once instead of deferring"). The memory itself is not returned to the allocator, so the test
+/// process never really reads freed memory; loom reports the race with the poisoning write.
+pub fn set_free_at_once(on: bool) {
+    FREE_AT_ONCE.store(on, StdOrdering::SeqCst);
+}
+
+/// Turns every switch off.
+pub fn reset() {
+    set_relaxed_publish(false);
+    set_relaxed_slot_publish(false);
+    set_relaxed_reader(false);
+    set_free_at_once(false);
+}
+
+/// Ordering of the single store that publishes an in-place append.
 pub(crate) fn publish_ordering() -> crate::sync::Ordering {
     if RELAXED_PUBLISH.load(StdOrdering::SeqCst) {
         crate::sync::Ordering::Relaxed
     } else {
         crate::sync::Ordering::Release
     }
+}
+
+/// Ordering of a store into a slot readers can reach.
+pub(crate) fn slot_publish_ordering() -> crate::sync::Ordering {
+    if RELAXED_SLOT_PUBLISH.load(StdOrdering::SeqCst) {
+        crate::sync::Ordering::Relaxed
+    } else {
+        crate::sync::Ordering::Release
+    }
+}
+
+/// Ordering of a reader's pivot load.
+pub(crate) fn reader_pivot_ordering() -> crate::sync::Ordering {
+    if RELAXED_READER.load(StdOrdering::SeqCst) {
+        crate::sync::Ordering::Relaxed
+    } else {
+        crate::sync::Ordering::Acquire
+    }
+}
+
+/// Whether retired nodes are poisoned at once.
+pub(crate) fn free_at_once() -> bool {
+    FREE_AT_ONCE.load(StdOrdering::SeqCst)
 }

@@ -45,3 +45,17 @@ mod loom_mutex {
 /// as "Allocation leaked" at the end of the execution.
 #[cfg(loom)]
 pub(crate) type Track = loom::alloc::Track<()>;
+
+/// Under loom: a liveness word in loom's `UnsafeCell`. Every node access reads it and a node's
+/// `Drop` writes [`POISON`] into it, so loom reports an access that races with the free (a
+/// use-after-free in the real world) as a causality violation.
+#[cfg(loom)]
+pub(crate) type PoisonCell = loom::cell::UnsafeCell<u64>;
+
+/// The liveness word of a node that is allocated.
+#[cfg(loom)]
+pub(crate) const ALIVE: u64 = 0xa11e_a11e_a11e_a11e;
+
+/// The liveness word of a node that was freed.
+#[cfg(loom)]
+pub(crate) const POISON: u64 = 0xdead_dead_dead_dead;

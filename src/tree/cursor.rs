@@ -282,8 +282,22 @@ impl<'g> Core<'g> {
         }
     }
 
-    /// One slot forwards, NULL ranges included.
+    /// `mas_next_range`: one slot forwards, NULL ranges included; leaving underflow returns the
+    /// current range first (it shares `mas_next`'s setup).
     fn next_range(&mut self, max: u64) -> usize {
+        if self.status == Status::Underflow {
+            if !self.ensure() {
+                return 0;
+            }
+            self.take_pos();
+            self.status = Status::Active;
+            return self.w.word;
+        }
+        self.step_next_range(max)
+    }
+
+    /// One slot forwards, NULL ranges included.
+    fn step_next_range(&mut self, max: u64) -> usize {
         if matches!(self.status, Status::Start | Status::None | Status::Pause) {
             let i = self.index;
             if !self.walk_to(i) {
@@ -301,8 +315,22 @@ impl<'g> Core<'g> {
         self.w.word
     }
 
-    /// One slot backwards, NULL ranges included.
+    /// `mas_prev_range`: one slot backwards, NULL ranges included; leaving overflow returns the
+    /// current range first (it shares `mas_prev`'s setup).
     fn prev_range(&mut self, min: u64) -> usize {
+        if self.status == Status::Overflow {
+            if !self.ensure() {
+                return 0;
+            }
+            self.take_pos();
+            self.status = Status::Active;
+            return self.w.word;
+        }
+        self.step_prev_range(min)
+    }
+
+    /// One slot backwards, NULL ranges included.
+    fn step_prev_range(&mut self, min: u64) -> usize {
         if matches!(self.status, Status::Start | Status::None | Status::Pause) {
             let i = self.index;
             if !self.walk_to(i) {
@@ -324,7 +352,7 @@ impl<'g> Core<'g> {
         if matches!(self.status, Status::Start | Status::None | Status::Pause) {
             return self.find(max);
         }
-        self.next_range(max)
+        self.step_next_range(max)
     }
 
     fn find_range_rev(&mut self, min: u64) -> usize {

@@ -1,7 +1,7 @@
 //! The maple tree: an RCU-safe B-tree of non-overlapping inclusive `u64` ranges.
 //!
 //! Module map (from the unsafe bottom to the safe top):
-//! - [`node`]: raw 256-byte nodes, the publication protocol, all pointer `unsafe`;
+//! - `node`: raw 256-byte nodes, the publication protocol, all pointer `unsafe`;
 //! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators and
 //!   cursors);
 //! - `write`: the writer: store classification and the in-place fast paths (exact fit, slot
@@ -549,7 +549,7 @@ pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
 /// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
 #[cfg(loom)]
 pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
-    a.with_mut(|v| core::mem::take(v))
+    a.with_mut(core::mem::take)
 }
 
 /// Borrows the entry behind a slot word (`None` for nothing and the zero entry).

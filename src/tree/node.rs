@@ -142,8 +142,12 @@ impl Kind {
 pub(crate) struct Node {
     parent: AtomicUsize,
     words: [AtomicU64; WORDS],
+    /// Under loom: allocation tracking (a node never freed is reported as leaked).
     #[cfg(loom)]
     _track: crate::sync::Track,
+    /// Under loom: the liveness word every access checks and `Drop` poisons (see `Drop`).
+    #[cfg(loom)]
+    alive: crate::sync::PoisonCell,
 }
 
 #[cfg(not(loom))]
@@ -156,18 +160,45 @@ impl Node {
             words: core::array::from_fn(|_| AtomicU64::new(0)),
             #[cfg(loom)]
             _track: crate::sync::Track::new(()),
+            #[cfg(loom)]
+            alive: crate::sync::PoisonCell::new(crate::sync::ALIVE),
         }
+    }
+
+    /// Under loom: asserts the node is not freed, and records a read of its liveness word, so a
+    /// free that does not happen-after this access is reported by loom as a causality violation.
+    #[cfg(loom)]
+    #[inline]
+    fn check_alive(&self) {
+        let v = self.alive.with(|p| {
+            // SAFETY: loom's cell; the only writer is `Drop`, and loom checks the two accesses
+            // are ordered (that is the point of the check).
+            unsafe { *p }
+        });
+        assert_eq!(
+            v,
+            crate::sync::ALIVE,
+            "maple tree node used after it was freed"
+        );
     }
 }
 
 #[cfg(loom)]
 impl Drop for Node {
     fn drop(&mut self) {
-        // Poison: under loom, a reader whose access does not happen-before this free is reported as
-        // a causality violation, which is how loom sees a use-after-free.
-        for w in &self.words {
-            w.store(0xdead_dead_dead_dead, Ordering::Relaxed);
-        }
+        // Poison: a write to the liveness cell. Under loom, any access of the node (every access
+        // reads the cell, see `check_alive`) that does not happen-before this free is reported as
+        // a causality violation, which is how loom sees a use-after-free; an access ordered after
+        // it finds the poison and panics. A cell access is not a scheduling point, so this costs
+        // no interleavings (poisoning the 31 atomic words would add 31 of them).
+        self.alive.with_mut(|p| {
+            // SAFETY: `&mut self`: no other reference to the node exists in Rust terms; loom
+            // checks the ordering against readers' `check_alive`.
+            unsafe {
+                assert_eq!(*p, crate::sync::ALIVE, "maple tree node freed twice");
+                *p = crate::sync::POISON;
+            }
+        });
     }
 }
 
@@ -258,6 +289,15 @@ impl<'g> NodeRef<'g> {
     /// The node must already be unreachable for guards pinned from now on (unlinked from the live
     /// tree), and must not be retired twice. `guard` must belong to the tree's collector.
     pub(crate) unsafe fn retire(self, guard: &Guard) {
+        #[cfg(loom)]
+        if crate::loom_knobs::free_at_once() {
+            // Deliberately wrong (a loom mutant): poison now. The memory is leaked rather than
+            // deallocated, so the test process itself never reads freed memory.
+            // SAFETY: the node came from `Box::leak`; it is dropped in place exactly once and
+            // never deallocated, so later (racy, reported) reads still read allocated memory.
+            unsafe { core::ptr::drop_in_place(self.ptr.as_ptr()) };
+            return;
+        }
         let addr = self.ptr.as_ptr().expose_provenance();
         // SAFETY: the node is unlinked (caller contract), so only guards pinned before this call
         // can still reach it; crossbeam runs the closure after all of them are gone, which makes
@@ -276,7 +316,10 @@ impl<'g> NodeRef<'g> {
         // SAFETY: a NodeRef is only created by `alloc` (owned by the writer) or `from_word` under a
         // guard/lock of lifetime 'g, so the node is allocated for 'g; all fields are atomics, so a
         // shared reference is sound while others read and the one writer writes.
-        unsafe { self.ptr.as_ref() }
+        let n = unsafe { self.ptr.as_ref() };
+        #[cfg(loom)]
+        n.check_alive();
+        n
     }
 
     /// The node's kind.
@@ -302,7 +345,11 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn pivot(&self, i: usize) -> u64 {
         debug_assert!(i < self.kind.pivots());
-        self.node().words[i].load(Ordering::Acquire)
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::reader_pivot_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Acquire;
+        self.node().words[i].load(ord)
     }
 
     /// Writer store of pivot `i` on a fresh node or beyond the published end (Relaxed: published
@@ -329,7 +376,11 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn range_pivot(&self, i: usize) -> u64 {
         debug_assert!(self.kind != Kind::ARange && i < RANGE_PIVOTS);
-        self.node().words[i].load(Ordering::Acquire)
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::reader_pivot_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Acquire;
+        self.node().words[i].load(ord)
     }
 
     /// Slot `i` of a leaf or range node. Acquire, as [`slot`](Self::slot).
@@ -365,7 +416,11 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn publish_slot(&self, i: usize, w: usize) {
         debug_assert!(i < self.kind.slots());
-        self.node().words[self.kind.slot_base() + i].store(w as u64, Ordering::Release);
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::slot_publish_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Release;
+        self.node().words[self.kind.slot_base() + i].store(w as u64, ord);
     }
 
     // ----- gaps (allocation-tree internal nodes) -----------------------------------------------

@@ -1,0 +1,655 @@
+//! Loom models of the maple tree: one writer (the main thread) against one concurrent reader (a
+//! spawned thread), one model per write path. Built and run only under
+//! `RUSTFLAGS="--cfg loom --cfg crossbeam_loom"` (see `scripts/test-all.sh`); the helpers here are
+//! shared by `tests/models.rs` (the write paths) and `tests/mutants.rs` (the deliberately broken
+//! orderings that must be caught).
+//!
+//! What a model checks, in every explored interleaving (SPEC §1.3):
+//! - a point load of an index touched by the write returns the index's old or new entry;
+//! - a forward and a backward iteration yield strictly monotonic, non-overlapping ranges, each of
+//!   which is a range of the old or of the new tree, and never skip a range that is the same in
+//!   both;
+//! - no freed node or entry is touched: nodes carry a loom-tracked liveness cell that their `Drop`
+//!   poisons (in `maple_tree`'s `node.rs`), entries are [`Tag`]s whose payload lives in a loom
+//!   `UnsafeCell` that the last drop poisons; an access racing with the poisoning write is a loom
+//!   "causality violation", one ordered after it fails the poison assertion;
+//! - the write took the intended path (`MapleTree::stats`), the tree validates afterwards, holds
+//!   exactly the new state, and every entry is dropped exactly once when the tree is dropped.
+
+#![cfg(loom)]
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+
+use crossbeam_epoch::Collector;
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use maple_tree::{Entry, MapleTree, Options, Stats};
+
+/// Payload value of an entry that was dropped (its last reference went away).
+pub const POISON: u64 = u64::MAX;
+/// Payload value of an arena slot not handed out yet.
+const UNSET: u64 = u64::MAX - 1;
+
+/// The heap part of an entry: a value in loom's `UnsafeCell` (so loom sees who reads it and
+/// whether that read is ordered with its initialisation and its poisoning) and a reference count
+/// (entries are cloned by `dup`).
+pub struct Payload {
+    val: UnsafeCell<u64>,
+    refs: AtomicUsize,
+}
+
+// SAFETY: the value is only written while no other thread may read it (initialisation before
+// publication, poisoning after the last reference is gone); loom checks exactly that.
+unsafe impl Sync for Payload {}
+// SAFETY: as above.
+unsafe impl Send for Payload {}
+
+impl Payload {
+    fn new() -> Self {
+        Payload {
+            val: UnsafeCell::new(UNSET),
+            refs: AtomicUsize::new(0),
+        }
+    }
+
+    /// Reads the value, asserting the entry is live (a reader must never see a dropped entry).
+    pub fn read(&self) -> u64 {
+        // SAFETY: loom's cell: loom checks this read against the initialising and poisoning writes.
+        let v = self.val.with(|p| unsafe { *p });
+        assert_ne!(
+            v, POISON,
+            "a reader touched an entry that was already dropped"
+        );
+        assert_ne!(
+            v, UNSET,
+            "a reader touched an entry that was never initialised"
+        );
+        v
+    }
+
+    fn value_unsync(&self) -> u64 {
+        // SAFETY: called single-threaded at the end of a model.
+        self.val.with(|p| unsafe { *p })
+    }
+}
+
+/// A fixed set of payloads for one execution. Entries point into it, so a use-after-free of an
+/// entry never reads really freed memory: loom reports the race instead. It must outlive the
+/// tree (declare it first in the model).
+pub struct Arena {
+    slots: Box<[Payload]>,
+    next: Cell<usize>,
+}
+
+impl Arena {
+    /// An arena of `n` payloads (created inside the model: they hold loom objects).
+    pub fn new(n: usize) -> Self {
+        Arena {
+            slots: (0..n).map(|_| Payload::new()).collect(),
+            next: Cell::new(0),
+        }
+    }
+
+    /// A new entry with value `v` (on the writer's thread: its initialisation must be published
+    /// to readers by the tree's write).
+    pub fn tag(&self, v: u64) -> Tag {
+        let i = self.next.get();
+        assert!(i < self.slots.len(), "arena too small");
+        self.next.set(i + 1);
+        let p = &self.slots[i];
+        // SAFETY: loom's cell; the slot was never handed out, so nobody else can reach it.
+        p.val.with_mut(|x| unsafe { *x = v });
+        p.refs.store(1, Ordering::Relaxed);
+        Tag(NonNull::from(p))
+    }
+
+    /// Asserts that every entry handed out was dropped exactly once (double drops panic in
+    /// [`Tag`]'s `Drop`). Call after the tree and its collector are gone.
+    pub fn assert_all_dropped(&self) {
+        for (i, p) in self.slots[..self.next.get()].iter().enumerate() {
+            assert_eq!(
+                p.refs.load(Ordering::Relaxed),
+                0,
+                "entry {i} was never dropped (leak)"
+            );
+            assert_eq!(p.value_unsync(), POISON, "entry {i} not poisoned");
+        }
+    }
+}
+
+/// An entry: a counted reference to an arena [`Payload`].
+pub struct Tag(NonNull<Payload>);
+
+// SAFETY: a `Tag` is an `Arc`-like handle to a `Sync` payload.
+unsafe impl Send for Tag {}
+// SAFETY: as above.
+unsafe impl Sync for Tag {}
+
+impl Tag {
+    fn payload(&self) -> &Payload {
+        // SAFETY: the arena outlives every tag (model contract).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Clone for Tag {
+    fn clone(&self) -> Self {
+        let prev = self.payload().refs.fetch_add(1, Ordering::Relaxed);
+        assert!(prev >= 1, "cloned a dropped entry");
+        Tag(self.0)
+    }
+}
+
+impl Drop for Tag {
+    fn drop(&mut self) {
+        let p = self.payload();
+        let prev = p.refs.fetch_sub(1, Ordering::AcqRel);
+        assert!(prev >= 1, "entry dropped twice");
+        if prev == 1 {
+            // SAFETY: loom's cell: the poisoning write; loom reports any read it is not ordered
+            // after.
+            p.val.with_mut(|x| unsafe { *x = POISON });
+        }
+    }
+}
+
+// SAFETY: the word is the payload's address (arena memory, never reserved: heap and even-aligned
+// above 4096), round-tripped with exposed provenance; `from_word` takes back the reference
+// `into_word` gave up; borrows are shared references into the arena, which outlives the tree.
+unsafe impl Entry for Tag {
+    type Borrowed<'a> = &'a Payload;
+
+    fn into_word(self) -> usize {
+        let w = self.0.as_ptr().expose_provenance();
+        std::mem::forget(self);
+        w
+    }
+
+    unsafe fn from_word(word: usize) -> Self {
+        // SAFETY: `word` came from `into_word` (caller contract): a non-null payload address.
+        Tag(unsafe { NonNull::new_unchecked(std::ptr::with_exposed_provenance_mut(word)) })
+    }
+
+    unsafe fn borrow<'a>(word: usize) -> &'a Payload {
+        // SAFETY: as above; the arena outlives `'a`.
+        unsafe { &*std::ptr::with_exposed_provenance::<Payload>(word) }
+    }
+}
+
+/// The reference: the non-empty ranges of a tree, `first -> (last, value)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ranges(BTreeMap<u64, (u64, u64)>);
+
+impl Ranges {
+    /// Stores `v` (or nothing) over `[first, last]`, trimming what was there.
+    pub fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
+        let over: Vec<(u64, u64, u64)> = self
+            .0
+            .range(..=last)
+            .rev()
+            .take_while(|(_, &(l, _))| l >= first)
+            .map(|(&a, &(b, v))| (a, b, v))
+            .collect();
+        for (a, b, val) in over {
+            self.0.remove(&a);
+            if a < first {
+                self.0.insert(a, (first - 1, val));
+            }
+            if b > last {
+                self.0.insert(last + 1, (b, val));
+            }
+        }
+        if let Some(v) = v {
+            self.0.insert(first, (last, v));
+        }
+    }
+
+    /// The range holding `i`, if any.
+    pub fn range_at(&self, i: u64) -> Option<(u64, u64, u64)> {
+        self.0
+            .range(..=i)
+            .next_back()
+            .filter(|(_, &(l, _))| l >= i)
+            .map(|(&a, &(b, v))| (a, b, v))
+    }
+
+    /// The value at `i`.
+    pub fn load(&self, i: u64) -> Option<u64> {
+        self.range_at(i).map(|r| r.2)
+    }
+
+    /// Whether `(first, last, v)` is exactly one of the ranges.
+    pub fn has(&self, r: (u64, u64, u64)) -> bool {
+        self.0.get(&r.0) == Some(&(r.1, r.2))
+    }
+
+    /// All ranges in order.
+    pub fn list(&self) -> Vec<(u64, u64, u64)> {
+        self.0.iter().map(|(&a, &(b, v))| (a, b, v)).collect()
+    }
+}
+
+/// A write, applied to the tree (through `lock()`, RCU mode) and to the reference.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    /// `store_range(first, last, value)`.
+    Store(u64, u64, u64),
+    /// `erase(index)`: the whole range holding `index`.
+    Erase(u64),
+    /// `erase_range(first, last)`.
+    EraseRange(u64, u64),
+    /// `alloc_range(value, size, min, max)`, which must return `at`.
+    Alloc {
+        /// Value of the new entry.
+        val: u64,
+        /// Size of the allocation.
+        size: u64,
+        /// Window start.
+        min: u64,
+        /// Window end.
+        max: u64,
+        /// Where the allocation must land.
+        at: u64,
+    },
+}
+
+impl Op {
+    /// Applies the op to the reference.
+    pub fn apply_ref(&self, r: &mut Ranges) {
+        match *self {
+            Op::Store(a, b, v) => r.store(a, b, Some(v)),
+            Op::Erase(i) => {
+                if let Some((a, b, _)) = r.range_at(i) {
+                    r.store(a, b, None);
+                }
+            }
+            Op::EraseRange(a, b) => r.store(a, b, None),
+            Op::Alloc { val, size, at, .. } => r.store(at, at + size - 1, Some(val)),
+        }
+    }
+
+    /// Applies the op to the tree through one RCU-mode writer.
+    pub fn apply_tree(&self, tree: &MapleTree<Tag>, arena: &Arena) {
+        let mut w = tree.lock();
+        match *self {
+            Op::Store(a, b, v) => w.store_range(a, b, arena.tag(v)).unwrap(),
+            Op::Erase(i) => {
+                w.erase(i);
+            }
+            Op::EraseRange(a, b) => w.erase_range(a, b).unwrap(),
+            Op::Alloc {
+                val,
+                size,
+                min,
+                max,
+                at,
+            } => {
+                assert_eq!(w.alloc_range(arena.tag(val), size, min, max), Ok(at));
+            }
+        }
+    }
+}
+
+/// What the concurrent write is.
+#[derive(Clone, Copy, Debug)]
+pub enum Write {
+    /// One op.
+    Op(Op),
+    /// `dup()` of the tree being read; then the copy is checked, an entry of the copy replaced
+    /// (an exact fit: the copy shares the entries), and the copy dropped.
+    Dup {
+        /// The index whose entry is replaced in the copy.
+        replace: u64,
+        /// The replacing value.
+        val: u64,
+    },
+}
+
+/// Which reads the concurrent reader does. Each test runs the point loads and the two iterations
+/// as three explorations of the same write: the sum is far smaller than one reader doing all
+/// three (the interleavings grow with the product of the threads' steps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reads {
+    /// Point loads of the probed indices.
+    Points,
+    /// A full forward iteration.
+    Forward,
+    /// A full backward iteration.
+    Backward,
+    /// `empty_area(min, max, size)` (allocation trees: the answer must be the old or the new one).
+    EmptyArea(u64, u64, u64),
+}
+
+/// One model: the tree before the write, the write, what must be observed.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Gap-tracking allocation tree.
+    pub alloc: bool,
+    /// Writes done before the reader is spawned (exclusive mode: in place, no garbage).
+    pub prefill: Vec<Op>,
+    /// The write racing with the reader.
+    pub write: Write,
+    /// Indices the point-load reader probes.
+    pub probes: Vec<u64>,
+    /// Height before and after the write.
+    pub heights: (usize, usize),
+    /// The path counters the write must move, exactly (others must stay).
+    pub paths: Vec<(&'static str, u64)>,
+    /// After the write, flush the collector a few times so retired nodes and entries are really
+    /// freed while the reader may still run (reclamation is then checked, not just ordering).
+    pub reclaim: bool,
+}
+
+/// Executions of the current or last exploration.
+static EXECUTIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Executions of the current or last exploration (a failing model stops at the first failing
+/// execution, so after a caught mutant this says how soon it was caught).
+pub fn executions() -> usize {
+    EXECUTIONS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// loom's builder with the environment's bounds (`LOOM_MAX_PREEMPTIONS`, ...) and a branch limit
+/// raised for the pre-fill, which runs in every execution (single-threaded, so it adds branches
+/// but no interleavings).
+fn builder() -> loom::model::Builder {
+    let mut b = loom::model::Builder::new();
+    b.max_branches = 100_000;
+    b
+}
+
+/// The per-path counters of a stats delta that are non-zero.
+pub fn path_delta(before: &Stats, after: &Stats) -> Vec<(&'static str, u64)> {
+    let f = |s: &Stats| {
+        [
+            ("exact_fit", s.exact_fit),
+            ("slot_store", s.slot_store),
+            ("slot_store3", s.slot_store3),
+            ("append_end", s.append_end),
+            ("append_start", s.append_start),
+            ("append_three_way", s.append_three_way),
+            ("node_store", s.node_store),
+            ("split", s.split),
+            ("append_split", s.append_split),
+            ("grow", s.grow),
+            ("rebalance", s.rebalance),
+            ("spanning_store", s.spanning_store),
+            ("shrink", s.shrink),
+            ("new_root", s.new_root),
+        ]
+    };
+    f(after)
+        .iter()
+        .zip(f(before).iter())
+        .filter(|(a, b)| a.1 != b.1)
+        .map(|(a, b)| (a.0, a.1 - b.1))
+        .collect()
+}
+
+impl Scenario {
+    /// The reference before and after the write.
+    pub fn states(&self) -> (Ranges, Ranges) {
+        let mut old = Ranges::default();
+        for op in &self.prefill {
+            op.apply_ref(&mut old);
+        }
+        let mut new = old.clone();
+        if let Write::Op(op) = self.write {
+            op.apply_ref(&mut new);
+        }
+        (old, new)
+    }
+
+    /// Runs the model with the reader doing `reads`, under loom's default bounds (the
+    /// `LOOM_MAX_PREEMPTIONS` environment variable) and a raised branch limit.
+    ///
+    /// Returns the number of executions explored.
+    pub fn check(&self, reads: Reads) -> usize {
+        EXECUTIONS.store(0, std::sync::atomic::Ordering::Relaxed);
+        let s = self.clone();
+        let (old, new) = s.states();
+        builder().check(move || {
+            EXECUTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            s.execute(Some(reads), &old, &new)
+        });
+        EXECUTIONS.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Runs the point-load reader and both iterations, one exploration each, printing the
+    /// executions and time of each (visible with `--nocapture`).
+    pub fn check_all(&self) {
+        self.check_result();
+        for r in [Reads::Points, Reads::Forward, Reads::Backward] {
+            if std::env::var("MAPLE_LOOM_READS").is_ok_and(|v| !v.contains(&format!("{r:?}"))) {
+                continue;
+            }
+            self.check_timed(r);
+        }
+    }
+
+    /// [`check`](Self::check) with the executions and time printed.
+    pub fn check_timed(&self, reads: Reads) {
+        let t = std::time::Instant::now();
+        let n = self.check(reads);
+        eprintln!("    {reads:?}: {n} executions, {:.2?}", t.elapsed());
+    }
+
+    /// Checks the write's result without a reader, in a one-execution model: the path taken
+    /// (`stats`), the heights, `validate`, the contents, the copy for `dup`. The writer's result
+    /// does not depend on the interleaving (the reader cannot influence it), so the concurrent
+    /// explorations leave these single-threaded checks out: they would cost time in every
+    /// execution and prove nothing more.
+    pub fn check_result(&self) {
+        let s = self.clone();
+        let (old, new) = s.states();
+        builder().check(move || s.execute(None, &old, &new));
+    }
+
+    /// One execution: with `reads`, a reader checking the observation rules runs concurrently
+    /// with the write; without, the write's result is checked (see
+    /// [`check_result`](Self::check_result)). Either way every entry must be dropped exactly once.
+    fn execute(&self, reads: Option<Reads>, old: &Ranges, new: &Ranges) {
+        let first = reads.is_none();
+        let arena = Arena::new(self.prefill.len() + 2);
+        let mut tree = MapleTree::<Tag>::with_options(Options {
+            alloc: self.alloc,
+            collector: Some(Collector::new()),
+        });
+        {
+            let mut w = tree.exclusive();
+            for op in &self.prefill {
+                match *op {
+                    Op::Store(a, b, v) => w.store_range(a, b, arena.tag(v)).unwrap(),
+                    Op::Erase(i) => {
+                        w.erase(i);
+                    }
+                    Op::EraseRange(a, b) => w.erase_range(a, b).unwrap(),
+                    Op::Alloc {
+                        val,
+                        size,
+                        min,
+                        max,
+                        at,
+                    } => {
+                        assert_eq!(w.alloc_range(arena.tag(val), size, min, max), Ok(at));
+                    }
+                }
+            }
+        }
+        let before = if first {
+            assert_eq!(
+                tree.height(),
+                self.heights.0,
+                "prefill height\n{}",
+                tree.dump()
+            );
+            Some(tree.stats())
+        } else {
+            None
+        };
+        let tree = Arc::new(tree);
+
+        let reader = reads.map(|reads| {
+            let tree = Arc::clone(&tree);
+            let (old, new, probes) = (old.clone(), new.clone(), self.probes.clone());
+            loom::thread::spawn(move || read(&tree, reads, &old, &new, &probes))
+        });
+
+        let mut copy = None;
+        match self.write {
+            Write::Op(op) => op.apply_tree(&tree, &arena),
+            Write::Dup { .. } => copy = Some(tree.dup()),
+        }
+        if self.reclaim {
+            // Two flushes are the least that can free garbage sealed by the write: each may
+            // advance the global epoch once, and garbage is freed two epochs on.
+            let h = tree.collector().register();
+            for _ in 0..2 {
+                h.pin().flush();
+            }
+        }
+        if let Some(reader) = reader {
+            reader.join().unwrap();
+        }
+
+        if let (true, Some(copy), Write::Dup { replace, val }) = (first, copy, self.write) {
+            // After the join: the copy's own pins would multiply the interleavings with the
+            // reader's, and the copy is private to the writer anyway.
+            assert_eq!(
+                snapshot(&copy),
+                old.list(),
+                "the copy differs from the source"
+            );
+            copy.validate().unwrap();
+            copy.store(replace, arena.tag(val)).unwrap();
+            copy.validate().unwrap();
+            assert_eq!(
+                snapshot(&tree),
+                old.list(),
+                "a store into the copy changed the source"
+            );
+            drop(copy);
+        }
+
+        if let Some(before) = before {
+            let after = tree.stats();
+            assert_eq!(path_delta(&before, &after), self.paths, "write path taken");
+            assert_eq!(
+                tree.height(),
+                self.heights.1,
+                "height after the write\n{}",
+                tree.dump()
+            );
+            tree.validate().unwrap();
+            assert_eq!(snapshot(&tree), new.list(), "tree after the write");
+        }
+        drop(tree);
+        arena.assert_all_dropped();
+    }
+}
+
+/// The tree's ranges, read single-threaded.
+pub fn snapshot(tree: &MapleTree<Tag>) -> Vec<(u64, u64, u64)> {
+    let g = tree.pin();
+    tree.iter(&g).map(|(a, b, p)| (a, b, p.read())).collect()
+}
+
+/// The reader: checks one kind of read against the observation rules.
+fn read(tree: &MapleTree<Tag>, reads: Reads, old: &Ranges, new: &Ranges, probes: &[u64]) {
+    let guard = tree.pin();
+    match reads {
+        Reads::Points => {
+            for &i in probes {
+                let got = tree.load(i, &guard).map(Payload::read);
+                assert!(
+                    got == old.load(i) || got == new.load(i),
+                    "load({i}) = {got:?}: neither old {:?} nor new {:?}",
+                    old.load(i),
+                    new.load(i)
+                );
+            }
+        }
+        Reads::Forward | Reads::Backward => {
+            let mut got: Vec<(u64, u64, u64)> = Vec::new();
+            if reads == Reads::Forward {
+                for (a, b, p) in tree.iter(&guard) {
+                    got.push((a, b, p.read()));
+                }
+            } else {
+                for (a, b, p) in tree.iter(&guard).rev() {
+                    got.push((a, b, p.read()));
+                }
+                got.reverse();
+            }
+            check_ranges(&got, old, new, reads);
+        }
+        Reads::EmptyArea(min, max, size) => {
+            let got = tree.empty_area(min, max, size);
+            let exp = |r: &Ranges| expected_empty_area(r, min, max, size);
+            assert!(
+                got == exp(old) || got == exp(new),
+                "empty_area = {got:?}: neither {:?} nor {:?}",
+                exp(old),
+                exp(new)
+            );
+        }
+    }
+}
+
+/// The observation rules for one iteration (given in index order).
+pub fn check_ranges(got: &[(u64, u64, u64)], old: &Ranges, new: &Ranges, reads: Reads) {
+    for w in got.windows(2) {
+        assert!(
+            w[0].1 < w[1].0,
+            "{reads:?}: ranges out of order or overlapping: {got:?}"
+        );
+    }
+    for &r in got {
+        assert!(r.0 <= r.1, "{reads:?}: empty range {r:?}");
+        assert!(
+            old.has(r) || new.has(r),
+            "{reads:?}: range {r:?} exists in neither state\nold {old:?}\nnew {new:?}\ngot {got:?}"
+        );
+    }
+    for r in old.list() {
+        if new.has(r) {
+            assert!(
+                got.contains(&r),
+                "{reads:?}: skipped {r:?}, present in both states; got {got:?}"
+            );
+        }
+    }
+}
+
+/// `empty_area` computed on the reference.
+pub fn expected_empty_area(
+    r: &Ranges,
+    min: u64,
+    max: u64,
+    size: u64,
+) -> Result<u64, maple_tree::Error> {
+    let mut start = min;
+    for (a, b, _) in r.list() {
+        if b < start {
+            continue;
+        }
+        if a > max {
+            break;
+        }
+        if a > start && a - start >= size && start + size - 1 <= max {
+            return Ok(start);
+        }
+        start = b + 1;
+        if start > max {
+            break;
+        }
+    }
+    if max - start >= size - 1 {
+        Ok(start)
+    } else {
+        Err(maple_tree::Error::NoRoom)
+    }
+}

@@ -1,0 +1,197 @@
+//! Mutant twins: models of `tests/models.rs` with a deliberately wrong ordering switched on through
+//! `maple_tree::loom_knobs`. Each must fail (`#[should_panic]`, with the failure it must produce);
+//! a model that cannot fail proves nothing.
+
+#![cfg(loom)]
+
+use maple_tree::loom_knobs;
+use maple_tree_loom_tests::{executions, Op, Reads, Scenario, Write};
+
+/// Turns one knob on; turns every knob off when dropped, also when the model panics (as it must).
+struct Knob;
+
+impl Knob {
+    fn on(set: fn(bool)) -> Knob {
+        loom_knobs::reset();
+        set(true);
+        Knob
+    }
+}
+
+impl Drop for Knob {
+    fn drop(&mut self) {
+        loom_knobs::reset();
+        if std::thread::panicking() {
+            eprintln!("    caught in execution {}", executions());
+        }
+    }
+}
+
+fn spaced(n: u64) -> Vec<Op> {
+    (0..n)
+        .map(|i| Op::Store(10 * i, 10 * i + 4, i + 1))
+        .collect()
+}
+
+fn scenario(
+    prefill: Vec<Op>,
+    op: Op,
+    probes: &[u64],
+    heights: (usize, usize),
+    paths: &[(&'static str, u64)],
+) -> Scenario {
+    Scenario {
+        alloc: false,
+        prefill,
+        write: Write::Op(op),
+        probes: probes.to_vec(),
+        heights,
+        paths: paths.to_vec(),
+        reclaim: false,
+    }
+}
+
+/// Exact fit with the entry published `Relaxed`: the reader reaches the new entry without
+/// seeing its initialisation.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn exact_fit_relaxed_slot_publish() {
+    let _k = Knob::on(loom_knobs::set_relaxed_slot_publish);
+    scenario(
+        spaced(3),
+        Op::Store(10, 14, 100),
+        &[10],
+        (1, 1),
+        &[("exact_fit", 1)],
+    )
+    .check_timed(Reads::Points);
+}
+
+/// `+1` append at the end with the lowered end pivot stored `Relaxed`: the reader sees the new
+/// end but not the slot written beyond it.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn append_end_relaxed_publish() {
+    let _k = Knob::on(loom_knobs::set_relaxed_publish);
+    scenario(
+        spaced(3),
+        Op::Store(30, u64::MAX, 100),
+        &[30],
+        (1, 1),
+        &[("append_end", 1)],
+    )
+    .check_timed(Reads::Points);
+}
+
+/// Three-way append with the publishing pivot stored `Relaxed`.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn append_three_way_relaxed_publish() {
+    let _k = Knob::on(loom_knobs::set_relaxed_publish);
+    scenario(
+        spaced(3),
+        Op::Store(30, 34, 100),
+        &[30],
+        (1, 1),
+        &[("append_three_way", 1)],
+    )
+    .check_timed(Reads::Points);
+}
+
+/// Three-way append with the reader's pivot loads `Relaxed`: the lowered end pivot no longer
+/// carries the slots written beyond it (the reader's side of the same protocol).
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn append_three_way_relaxed_reader() {
+    let _k = Knob::on(loom_knobs::set_relaxed_reader);
+    scenario(
+        spaced(3),
+        Op::Store(30, 34, 100),
+        &[30],
+        (1, 1),
+        &[("append_three_way", 1)],
+    )
+    .check_timed(Reads::Points);
+}
+
+/// Append split of the right leaf of a two-level tree with the root's `+1` append published
+/// `Relaxed`: the reader follows the lowered root pivot to a child slot it cannot see written
+/// (the core's own corruption check fires on the empty slot).
+#[test]
+#[should_panic(expected = "maple tree corrupted")]
+fn append_split_two_levels_relaxed_publish() {
+    let _k = Knob::on(loom_knobs::set_relaxed_publish);
+    let mut pre = spaced(15);
+    pre.push(Op::Store(150, u64::MAX, 16));
+    scenario(
+        pre,
+        Op::Store(160, u64::MAX, 100),
+        &[160],
+        (2, 2),
+        &[("split", 1), ("append_split", 1)],
+    )
+    .check_timed(Reads::Points);
+}
+
+/// Node store in a two-level tree with the new leaf published into the parent `Relaxed`: the
+/// reader reaches the new leaf without seeing its contents.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn node_store_two_levels_relaxed_slot_publish() {
+    let _k = Knob::on(loom_knobs::set_relaxed_slot_publish);
+    scenario(
+        spaced(12),
+        Op::Store(82, 92, 100),
+        &[85],
+        (2, 2),
+        &[("node_store", 1)],
+    )
+    .check_timed(Reads::Points);
+}
+
+/// Node store whose replaced leaf is freed at once instead of after the grace period: a reader
+/// still in the old leaf races with the free.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn node_store_free_at_once() {
+    let _k = Knob::on(loom_knobs::set_free_at_once);
+    scenario(
+        spaced(3),
+        Op::Store(12, 22, 100),
+        &[15],
+        (1, 1),
+        &[("node_store", 1)],
+    )
+    .check_timed(Reads::Points);
+}
+
+/// Leaf split in a two-level tree, the replaced leaf and root freed at once: caught in an
+/// iteration.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn leaf_split_free_at_once() {
+    let _k = Knob::on(loom_knobs::set_free_at_once);
+    scenario(
+        spaced(12),
+        Op::Store(16, 17, 100),
+        &[16],
+        (2, 2),
+        &[("split", 1)],
+    )
+    .check_timed(Reads::Forward);
+}
+
+/// The knobs really are off again after a mutant (the guard works), and the correct model of a
+/// mutated path passes: run last by name order.
+#[test]
+fn zz_knobs_reset() {
+    loom_knobs::reset();
+    scenario(
+        spaced(3),
+        Op::Store(30, u64::MAX, 100),
+        &[30],
+        (1, 1),
+        &[("append_end", 1)],
+    )
+    .check_timed(Reads::Points);
+}
