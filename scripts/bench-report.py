@@ -63,8 +63,19 @@ SHORT = {
 KERNEL_FORK_GAIN = {21: 2.19, 121: 8.92, 1621: 44.64, 25621: 53.74}
 
 
-def load_criterion(crit_dir):
-    """{full_id: (group, function, value, ns_per_op, ns_min)}"""
+def load_criterion(crit_dirs):
+    """{full_id: (group, function, value, ns_per_op, ns_min)}; with several runs, the median of
+    the runs' figures."""
+    runs = [load_one(d) for d in crit_dirs]
+    out = {}
+    for k in set().union(*runs):
+        vals = [r[k] for r in runs if k in r]
+        g, f, v = vals[0][:3]
+        out[k] = (g, f, v, statistics.median(x[3] for x in vals), min(x[4] for x in vals))
+    return out
+
+
+def load_one(crit_dir):
     out = {}
     for bj in glob.glob(os.path.join(crit_dir, "**", "new", "benchmark.json"), recursive=True):
         d = os.path.dirname(bj)
@@ -158,7 +169,7 @@ def spec_table(res, lines):
     lines.append("")
 
 
-def other_goals(res, results_dir, lines):
+def other_goals(res, results_dir, conc_paths, lines):
     """The SPEC §1.4 goals that are not a time per operation."""
     rows = []
     on = res.get("kernel/bench_forking/old_append_on")
@@ -187,9 +198,8 @@ def other_goals(res, results_dir, lines):
                 rows.append(("bytes per range after the in-order build (1,000,000)", f"{b:.1f}",
                              "≤ 34 (stretch 30; kernel 34.3)",
                              "meets" if b <= 34 else f"misses by {100 * (b / 34 - 1):.0f}%"))
-    conc = os.path.join(results_dir, "concurrent.json")
-    if os.path.exists(conc):
-        for r in json.load(open(conc)):
+    for r in load_concurrency(conc_paths):
+        if True:
             if r["name"] == "maple":
                 rows.append(("reader rate with one busy writer ÷ reader alone",
                              f"{r['ratio']:.2f} wall-clock, {r['ratio_cpu']:.2f} per reader CPU-second",
@@ -236,10 +246,23 @@ def kernel_tables(res, lines):
     lines.append("")
 
 
-def concurrency_table(path, lines):
-    if not os.path.exists(path):
+def load_concurrency(paths):
+    """Rows of concurrent.json; with several runs, each figure is the median of the runs'."""
+    runs = [json.load(open(p)) for p in paths if os.path.exists(p)]
+    if not runs:
+        return []
+    rows = []
+    for r in runs[0]:
+        same = [x for run in runs for x in run if x["name"] == r["name"]]
+        rows.append({k: (statistics.median(x[k] for x in same) if k != "name" else v)
+                     for k, v in r.items()})
+    return rows
+
+
+def concurrency_table(paths, lines):
+    rows = load_concurrency(paths)
+    if not rows:
         return
-    rows = json.load(open(path))
     lines.append("### Concurrency: reader lookups per second alone and beside one busy writer\n")
     lines.append("`ratio` is wall-clock (the SPEC's measure; on two shared cores it includes the writer "
                  "taking the reader's core), `ratio per CPU` divides by the reader thread's own CPU time.\n")
@@ -344,7 +367,10 @@ def esc(s):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--criterion", default=os.path.join(ROOT, "target", "criterion"))
+    ap.add_argument("--criterion", action="append",
+                    help="criterion output directory; repeat it for several runs (median of runs)")
+    ap.add_argument("--concurrent", action="append",
+                    help="concurrent.json of a run; repeat it for several runs")
     ap.add_argument("--results", default=os.path.join(ROOT, "target", "bench-results"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--svg", default=os.path.join(ROOT, "docs", "bench-chart.svg"))
@@ -353,15 +379,19 @@ def main():
                          "(and the profile:begin/end pair, from target/bench-results/profile/summary.md) "
                          "in this file, e.g. BENCHMARKS.md")
     a = ap.parse_args()
-    res = load_criterion(a.criterion)
+    crit = a.criterion or [os.path.join(ROOT, "target", "criterion")]
+    conc = a.concurrent or [os.path.join(a.results, "concurrent.json")]
+    res = load_criterion(crit)
     if not res:
-        sys.exit(f"no criterion results under {a.criterion}: run cargo bench first")
+        sys.exit(f"no criterion results under {crit}: run cargo bench first")
     lines = []
     spec_table(res, lines)
-    other_goals(res, a.results, lines)
+    if len(crit) > 1:
+        lines.insert(0, f"_Each figure is the median of {len(crit)} full runs._\n")
+    other_goals(res, a.results, conc, lines)
     peer_table(res, lines)
     kernel_tables(res, lines)
-    concurrency_table(os.path.join(a.results, "concurrent.json"), lines)
+    concurrency_table(conc, lines)
     mem = os.path.join(a.results, "memory.md")
     if os.path.exists(mem):
         lines.append("### Memory\n")
