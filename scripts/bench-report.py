@@ -274,7 +274,7 @@ def concurrency_table(paths, lines):
     lines.append("")
 
 
-def svg_chart(res, path):
+def svg_chart(res, path, runs=1):
     """Grouped horizontal bars: each peer's ns/op ÷ maple's at the largest size (log scale)."""
     import math
     big = max([int(v[2]) for v in res.values() if v[0].startswith("peers/") and v[2] and v[2].isdigit()] or [0])
@@ -344,8 +344,8 @@ def svg_chart(res, path):
            f'<rect width="{W}" height="{height}" fill="white"/>',
            f'<text x="{W / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">{esc(title)}</text>',
            f'<text x="{W / 2}" y="42" text-anchor="middle" font-size="11">right of 1x: the peer is slower than '
-           f'the maple tree (allocation tree, exclusive writer); left: faster. Log scale; one run on a shared '
-           f'2-core machine</text>']
+           f'the maple tree (allocation tree, exclusive writer); left: faster. Log scale; '
+           f'{"one run" if runs == 1 else f"median of {runs} runs"} on a shared 2-core machine</text>']
     svg += axis + parts + legend + ["</svg>"]
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -407,7 +407,7 @@ def main():
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
-    svg_chart(res, a.svg)
+    svg_chart(res, a.svg, len(crit))
     if a.update:
         meta = []
         for name in ["commit", "started"]:
