@@ -1,13 +1,33 @@
 #!/usr/bin/env bash
-# Runs every benchmark and writes the report: criterion's results under target/criterion, the
-# concurrency and memory tables under target/bench-results, then BENCHMARKS' tables and chart
-# from scripts/bench-report.py. MAPLE_BENCH_QUICK=1 for a smoke run (a few minutes).
+# Runs every benchmark of the tree and writes the report: RUNS full runs (default 1) of the
+# kernel ports, the peers and the concurrency benchmark, each run's criterion output kept under
+# target/bench-results/run-K/, then the memory table, then scripts/bench-report.py with the
+# median of the runs (tables in target/bench-results/report.md, BENCHMARKS.md updated in place,
+# docs/bench-chart.svg). MAPLE_BENCH_QUICK=1 for a smoke run (a couple of minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p target/bench-results
-cargo bench --bench kernel 2>&1 | tee target/bench-results/kernel.txt
-cargo bench --bench peers 2>&1 | tee target/bench-results/peers.txt
-cargo bench --bench concurrent 2>&1 | tee target/bench-results/concurrent.txt
+runs="${RUNS:-1}"
+out=target/bench-results
+mkdir -p "$out"
+git rev-parse --short HEAD > "$out/commit" 2>/dev/null || true
+date -u > "$out/started"
+args=()
+for k in $(seq 1 "$runs"); do
+  rm -rf target/criterion
+  cargo bench --bench kernel 2>&1 | tee "$out/kernel.txt"
+  cargo bench --bench peers 2>&1 | tee "$out/peers.txt"
+  cargo bench --bench concurrent 2>&1 | tee "$out/concurrent.txt"
+  rm -rf "$out/run-$k"
+  mkdir -p "$out/run-$k"
+  cp -r target/criterion "$out/run-$k/criterion"
+  cp "$out/concurrent.json" "$out/run-$k/concurrent.json"
+  args+=(--criterion "$out/run-$k/criterion" --concurrent "$out/run-$k/concurrent.json")
+done
 if [ -n "${MAPLE_BENCH_QUICK:-}" ] && [ "${MAPLE_BENCH_QUICK}" != 0 ]; then n=100000; else n=1000000; fi
-cargo run --release --example memory -- "$n" | tee target/bench-results/memory.md
-python3 scripts/bench-report.py
+cargo run -q --release --example memory -- "$n" | tee "$out/memory.md"
+if [ -n "${MAPLE_BENCH_QUICK:-}" ] && [ "${MAPLE_BENCH_QUICK}" != 0 ]; then
+  # A smoke run touches neither BENCHMARKS.md nor the committed chart.
+  python3 scripts/bench-report.py "${args[@]}" --svg "$out/bench-chart.svg"
+else
+  python3 scripts/bench-report.py "${args[@]}" --update BENCHMARKS.md
+fi

@@ -63,8 +63,19 @@ SHORT = {
 KERNEL_FORK_GAIN = {21: 2.19, 121: 8.92, 1621: 44.64, 25621: 53.74}
 
 
-def load_criterion(crit_dir):
-    """{full_id: (group, function, value, ns_per_op, ns_min)}"""
+def load_criterion(crit_dirs):
+    """{full_id: (group, function, value, ns_per_op, ns_min)}; with several runs, the median of
+    the runs' figures."""
+    runs = [load_one(d) for d in crit_dirs]
+    out = {}
+    for k in set().union(*runs):
+        vals = [r[k] for r in runs if k in r]
+        g, f, v = vals[0][:3]
+        out[k] = (g, f, v, statistics.median(x[3] for x in vals), min(x[4] for x in vals))
+    return out
+
+
+def load_one(crit_dir):
     out = {}
     for bj in glob.glob(os.path.join(crit_dir, "**", "new", "benchmark.json"), recursive=True):
         d = os.path.dirname(bj)
@@ -158,6 +169,51 @@ def spec_table(res, lines):
     lines.append("")
 
 
+def other_goals(res, results_dir, conc_paths, lines):
+    """The SPEC §1.4 goals that are not a time per operation."""
+    rows = []
+    on = res.get("kernel/bench_forking/old_append_on")
+    off = res.get("kernel/bench_forking/old_append_off")
+    if on and off:
+        imp = 100 * (1 - on[3] / off[3])
+        rows.append(("seed 001: old bench_forking, appends on vs off", f"{imp:.1f}% faster", "≥ 12%",
+                     "meets" if imp >= 12 else "misses"))
+    gains = []
+    for n in sorted(KERNEL_FORK_GAIN):
+        a = res.get(f"kernel/fork_scaling/append/{n}")
+        d = res.get(f"kernel/fork_scaling/dup/{n}")
+        if a and d:
+            gains.append((n, 100 * (a[3] / d[3] - 1)))
+    if gains:
+        ok = all(g > 0 for _, g in gains) and all(x[1] < y[1] for x, y in zip(gains, gains[1:]))
+        rows.append(("fork curve: dup form beats the append form, gap widening with entries",
+                     ", ".join(f"{n:,}: {g:+.0f}%" for n, g in gains), "all > 0, increasing",
+                     "meets" if ok else "misses"))
+    mem = os.path.join(results_dir, "memory.md")
+    if os.path.exists(mem):
+        for l in open(mem):
+            c = [x.strip() for x in l.split("|")]
+            if len(c) > 3 and c[1] == "maple":
+                b = float(c[2])
+                rows.append(("bytes per range after the in-order build (1,000,000)", f"{b:.1f}",
+                             "≤ 34 (stretch 30; kernel 34.3)",
+                             "meets" if b <= 34 else f"misses by {100 * (b / 34 - 1):.0f}%"))
+    for r in load_concurrency(conc_paths):
+        if True:
+            if r["name"] == "maple":
+                rows.append(("reader rate with one busy writer ÷ reader alone",
+                             f"{r['ratio']:.2f} wall-clock, {r['ratio_cpu']:.2f} per reader CPU-second",
+                             "≥ 0.8", "meets" if r["ratio"] >= 0.8 else
+                             f"misses by {100 * (1 - r['ratio'] / 0.8):.0f}% (wall-clock)"))
+    if not rows:
+        return
+    lines.append("| goal | this run | target | verdict |")
+    lines.append("|---|---|---|---|")
+    for r in rows:
+        lines.append("| " + " | ".join(r) + " |")
+    lines.append("")
+
+
 def kernel_tables(res, lines):
     lines.append("### Kernel benchmark ports (ns per iteration; per entry for the passes)\n")
     lines.append("| benchmark | ns |")
@@ -190,10 +246,23 @@ def kernel_tables(res, lines):
     lines.append("")
 
 
-def concurrency_table(path, lines):
-    if not os.path.exists(path):
+def load_concurrency(paths):
+    """Rows of concurrent.json; with several runs, each figure is the median of the runs'."""
+    runs = [json.load(open(p)) for p in paths if os.path.exists(p)]
+    if not runs:
+        return []
+    rows = []
+    for r in runs[0]:
+        same = [x for run in runs for x in run if x["name"] == r["name"]]
+        rows.append({k: (statistics.median(x[k] for x in same) if k != "name" else v)
+                     for k, v in r.items()})
+    return rows
+
+
+def concurrency_table(paths, lines):
+    rows = load_concurrency(paths)
+    if not rows:
         return
-    rows = json.load(open(path))
     lines.append("### Concurrency: reader lookups per second alone and beside one busy writer\n")
     lines.append("`ratio` is wall-clock (the SPEC's measure; on two shared cores it includes the writer "
                  "taking the reader's core), `ratio per CPU` divides by the reader thread's own CPU time.\n")
@@ -205,7 +274,7 @@ def concurrency_table(path, lines):
     lines.append("")
 
 
-def svg_chart(res, path):
+def svg_chart(res, path, runs=1):
     """Grouped horizontal bars: each peer's ns/op ÷ maple's at the largest size (log scale)."""
     import math
     big = max([int(v[2]) for v in res.values() if v[0].startswith("peers/") and v[2] and v[2].isdigit()] or [0])
@@ -275,8 +344,8 @@ def svg_chart(res, path):
            f'<rect width="{W}" height="{height}" fill="white"/>',
            f'<text x="{W / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">{esc(title)}</text>',
            f'<text x="{W / 2}" y="42" text-anchor="middle" font-size="11">right of 1x: the peer is slower than '
-           f'the maple tree (allocation tree, exclusive writer); left: faster. Log scale; one run on a shared '
-           f'2-core machine</text>']
+           f'the maple tree (allocation tree, exclusive writer); left: faster. Log scale; '
+           f'{"one run" if runs == 1 else f"median of {runs} runs"} on a shared 2-core machine</text>']
     svg += axis + parts + legend + ["</svg>"]
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -298,7 +367,10 @@ def esc(s):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--criterion", default=os.path.join(ROOT, "target", "criterion"))
+    ap.add_argument("--criterion", action="append",
+                    help="criterion output directory; repeat it for several runs (median of runs)")
+    ap.add_argument("--concurrent", action="append",
+                    help="concurrent.json of a run; repeat it for several runs")
     ap.add_argument("--results", default=os.path.join(ROOT, "target", "bench-results"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--svg", default=os.path.join(ROOT, "docs", "bench-chart.svg"))
@@ -307,14 +379,19 @@ def main():
                          "(and the profile:begin/end pair, from target/bench-results/profile/summary.md) "
                          "in this file, e.g. BENCHMARKS.md")
     a = ap.parse_args()
-    res = load_criterion(a.criterion)
+    crit = a.criterion or [os.path.join(ROOT, "target", "criterion")]
+    conc = a.concurrent or [os.path.join(a.results, "concurrent.json")]
+    res = load_criterion(crit)
     if not res:
-        sys.exit(f"no criterion results under {a.criterion}: run cargo bench first")
+        sys.exit(f"no criterion results under {crit}: run cargo bench first")
     lines = []
     spec_table(res, lines)
+    if len(crit) > 1:
+        lines.insert(0, f"_Each figure is the median of {len(crit)} full runs._\n")
+    other_goals(res, a.results, conc, lines)
     peer_table(res, lines)
     kernel_tables(res, lines)
-    concurrency_table(os.path.join(a.results, "concurrent.json"), lines)
+    concurrency_table(conc, lines)
     mem = os.path.join(a.results, "memory.md")
     if os.path.exists(mem):
         lines.append("### Memory\n")
@@ -330,7 +407,7 @@ def main():
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
-    svg_chart(res, a.svg)
+    svg_chart(res, a.svg, len(crit))
     if a.update:
         meta = []
         for name in ["commit", "started"]:
