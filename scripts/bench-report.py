@@ -283,6 +283,15 @@ def svg_chart(res, path):
         f.write("\n".join(svg) + "\n")
 
 
+def replace_between(text, tag, body):
+    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+    if begin not in text or end not in text:
+        return text
+    a = text.index(begin) + len(begin)
+    b = text.index(end)
+    return text[:a] + "\n" + body.strip("\n") + "\n" + text[b:]
+
+
 def esc(s):
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -293,6 +302,10 @@ def main():
     ap.add_argument("--results", default=os.path.join(ROOT, "target", "bench-results"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--svg", default=os.path.join(ROOT, "docs", "bench-chart.svg"))
+    ap.add_argument("--update", default=None,
+                    help="also replace the text between <!-- results:begin --> and <!-- results:end --> "
+                         "(and the profile:begin/end pair, from target/bench-results/profile/summary.md) "
+                         "in this file, e.g. BENCHMARKS.md")
     a = ap.parse_args()
     res = load_criterion(a.criterion)
     if not res:
@@ -318,6 +331,19 @@ def main():
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
     svg_chart(res, a.svg)
+    if a.update:
+        meta = []
+        for name in ["commit", "started"]:
+            f = os.path.join(a.results, name)
+            if os.path.exists(f):
+                meta.append(f"{name}: {open(f).read().strip()}")
+        body = ("_" + "; ".join(meta) + "_\n\n" if meta else "") + "\n".join(lines)
+        text = replace_between(open(a.update).read(), "results", body)
+        prof = os.path.join(a.results, "profile", "summary.md")
+        if os.path.exists(prof):
+            text = replace_between(text, "profile", open(prof).read())
+        with open(a.update, "w") as f:
+            f.write(text)
     print("\n".join(lines))
     print(f"\nwrote {out} and {a.svg}", file=sys.stderr)
 
