@@ -563,7 +563,14 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
             }
             return Err(Error::InvalidRange);
         }
-        let (a, b) = self.wg.write(self.core.index, self.core.last, w);
+        let (first, last) = (self.core.index, self.core.last);
+        if self.core.valid && self.wg.exact_fit_at(&mut self.core.w, first, last, w) {
+            // In place: the cursor's path is still the tree's, so it stays valid and a
+            // following `next`/`find` moves on from here without a walk (dup_mmap's loop).
+            self.core.status = Status::Active;
+            return Ok(());
+        }
+        let (a, b) = self.wg.write(first, last, w);
         self.core.index = a;
         self.core.last = b;
         self.core.valid = false;

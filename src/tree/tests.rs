@@ -146,6 +146,7 @@ fn smoke_reverse_and_spanning() {
 mod prop {
     use super::*;
     use crate::tree::Options;
+    use crate::tree::Status;
     use proptest::prelude::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
@@ -170,6 +171,9 @@ mod prop {
         AppendRun(u64, u64, u64),
         Dup,
         Exclusive(bool),
+        /// Through a write cursor from `a` up to `b`: a new entry over every found range, and
+        /// with the flag over every empty range met by `next_range` too (dup_mmap's loop).
+        CursorRewrite(u64, u64, u64, bool),
     }
 
     fn op(space: u64) -> impl Strategy<Value = Op> {
@@ -202,6 +206,7 @@ mod prop {
             1 => (idx(), 1..300u64, 0..6u64).prop_map(|(a, n, g)| Op::AppendRun(a, n, g)),
             1 => Just(Op::Dup),
             1 => any::<bool>().prop_map(Op::Exclusive),
+            1 => (idx(), idx(), any::<u16>(), any::<bool>()).prop_map(|(a, b, v, f)| Op::CursorRewrite(a, b, v as u64, f)),
         ]
     }
 
@@ -424,6 +429,50 @@ mod prop {
                     extra_trees.push(d);
                 }
                 Op::Exclusive(on) => exclusive = on,
+                Op::CursorRewrite(a, b, v, fill) => {
+                    let mut w = if exclusive { t.exclusive() } else { t.lock() };
+                    let mut c = w.cursor(a);
+                    let mut from = a;
+                    for step in 0..400 {
+                        let got = if !fill {
+                            c.find(b)
+                        } else if step == 0 {
+                            c.find_range(b)
+                        } else {
+                            c.next_range(b)
+                        }
+                        .map(|x| x.v);
+                        let (lo, hi) = (c.index(), c.last());
+                        if step == 0 || !fill {
+                            // `find`, and `find_range` first: the next entry from `from`.
+                            let want = m
+                                .map
+                                .range(..=b)
+                                .find(|(_, &(l, _))| l >= from)
+                                .map(|(&f, &(l, v))| (f, l, v))
+                                .filter(|_| from <= b);
+                            let Some(want) = want else {
+                                assert_eq!(got, None, "cursor find from {from}");
+                                break;
+                            };
+                            assert_eq!((lo, hi, got), (want.0, want.1, Some(want.2)));
+                        } else {
+                            // `next_range`: the very next range, empty or not.
+                            if c.status() != Status::Active {
+                                assert!(from > b, "next_range stopped early at {from}");
+                                break;
+                            }
+                            assert_eq!((lo, hi, got), m.slot(from), "next_range from {from}");
+                        }
+                        c.store(mk(v, &mut created)).unwrap();
+                        m.store(lo, hi, Some(v));
+                        assert_eq!((c.index(), c.last()), (lo, hi));
+                        if hi == u64::MAX || hi >= b {
+                            break;
+                        }
+                        from = hi + 1;
+                    }
+                }
             }
             if let Err(e) = t.validate() {
                 panic!("{e}\n{}", t.dump());

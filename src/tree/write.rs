@@ -417,6 +417,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         if !walked {
             lw.walk(first).expect("non-empty tree");
         }
+        if self.exact_fit_at(lw, first, last, entry) {
+            return (first, last);
+        }
         let lw = &*lw;
         let leaf = *lw.leaf();
         if last < leaf.max || (last == leaf.max && (entry != 0 || leaf.max == u64::MAX)) {
@@ -439,6 +442,32 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             entry,
         );
         (r.first, r.last)
+    }
+
+    /// The exact fit without the leaf image (K§3.4 step 4): `[first, last]` is exactly the
+    /// walker's slot and `entry` is not NULL (a NULL store may widen over empty neighbours, so it
+    /// takes the general path). One Release store of the slot; the walker stays valid and now
+    /// reports `entry`. `false`, with nothing done, when the store is not an exact fit.
+    pub(crate) fn exact_fit_at(
+        &mut self,
+        lw: &mut Walker<'t>,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> bool {
+        if entry == 0 || lw.depth == 0 || lw.lo != first || lw.hi != last {
+            return false;
+        }
+        let leaf = *lw.leaf();
+        let old = lw.word;
+        if old != entry {
+            leaf.node.publish_slot(leaf.offset, entry);
+            lw.word = entry;
+            self.release_entry(old);
+            self.after_leaf_change(lw, old == 0);
+        }
+        self.st.stats.exact_fit += 1;
+        true
     }
 
     fn new_leaf_root(&mut self, first: u64, last: u64, entry: usize) {
