@@ -280,6 +280,7 @@ mod prop {
         let mut extra_trees = vec![];
         let mut exclusive = false;
         for op in ops {
+            let desc = format!("{op:?}");
             match op {
                 Op::Store(a, b, v) => {
                     let e = mk(v, &mut created);
@@ -475,7 +476,7 @@ mod prop {
                 }
             }
             if let Err(e) = t.validate() {
-                panic!("{e}\n{}", t.dump());
+                panic!("after {desc}: {e}\n{}", t.dump());
             }
             let got: Vec<_> = {
                 let g = t.pin();

@@ -304,25 +304,43 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// After the child at the last level's offset changed its largest gap to `g`, update the
     /// ancestors upwards until a level's maximum does not change.
+    ///
+    /// A node's largest gap before the change is what its parent records for it, so most levels
+    /// decide without scanning their gaps: a raised gap at or above that maximum is the new
+    /// maximum; a lowered gap that was not the maximum changes nothing; a lowered maximum is still
+    /// the maximum when it is at least the number of indices left and right of the child (every
+    /// other child's gap is bounded by its span) — the in-order append case, where the huge gap
+    /// at the right edge shrinks by one range at a time. Only the rest scans the node.
     pub(crate) fn propagate_gap(&self, ancestors: &[Level<'_>], mut g: u64) {
         if !self.is_alloc() {
             return;
         }
-        for lvl in ancestors.iter().rev() {
+        for (k, lvl) in ancestors.iter().enumerate().rev() {
             let n = lvl.node;
-            let old = n.gap(lvl.offset);
+            let o = lvl.offset;
+            let old = n.gap(o);
             if old == g {
                 return;
             }
-            let end = n.end(lvl.max);
-            let mut others = 0;
-            for i in 0..=end {
-                if i != lvl.offset {
-                    others = others.max(n.gap(i));
+            n.set_gap(o, g);
+            let Some(up) = k.checked_sub(1).map(|u| ancestors[u]) else {
+                return; // the root: nothing records its maximum
+            };
+            let old_max = up.node.gap(up.offset);
+            let new_max = if g >= old_max {
+                g
+            } else if old < old_max {
+                return;
+            } else {
+                let clo = if o == 0 { lvl.min } else { n.pivot(o - 1) + 1 };
+                let chi = n.slot_max(o, lvl.max);
+                if g >= clo - lvl.min && g >= lvl.max - chi {
+                    g
+                } else {
+                    let end = n.end(lvl.max);
+                    (0..=end).map(|i| n.gap(i)).max().unwrap_or(0)
                 }
-            }
-            n.set_gap(lvl.offset, g);
-            let (old_max, new_max) = (others.max(old), others.max(g));
+            };
             if new_max == old_max {
                 return;
             }
@@ -421,6 +439,16 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             return (first, last);
         }
         let lw = &*lw;
+        // An append into the leaf's last slot (the slot reaches the leaf's max): no leaf image.
+        let leaf_max = lw.leaf().max;
+        if entry != 0
+            && self.st.append
+            && lw.hi == leaf_max
+            && last <= leaf_max
+            && self.append_in_place(lw, lw.lo, lw.word, first, last, entry)
+        {
+            return (first, last);
+        }
         let leaf = *lw.leaf();
         if last < leaf.max || (last == leaf.max && (entry != 0 || leaf.max == u64::MAX)) {
             match self.leaf_store(lw, first, last, entry) {
@@ -586,47 +614,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         {
             return Leafed::Rebuild(first, last);
         }
-        let p = Kind::Leaf.pivots();
         // Appends: the write starts in the last slot.
-        if self.st.append && off == end && new_end > end {
-            let content = ws[end];
-            if new_end == end + 2 {
-                // Three-way append: [content][entry][content]; the old end pivot lowered last.
-                n.init_slot(end + 2, content);
-                if end + 2 < p {
-                    n.init_pivot(end + 2, max);
-                }
-                n.init_pivot(end + 1, last);
-                n.init_slot(end + 1, entry);
-                n.publish_pivot(end, first - 1);
-                self.share_entry(content);
-                self.st.stats.append_three_way += 1;
-                self.after_leaf_change(lw, true);
-                return Leafed::Done(first, last);
-            }
-            if last == max {
-                // +1 at the end: [content][entry].
-                n.init_slot(end + 1, entry);
-                if end + 1 < p {
-                    n.init_pivot(end + 1, max);
-                }
-                n.publish_pivot(end, first - 1);
-                self.st.stats.append_end += 1;
-                self.after_leaf_change(lw, true);
-                return Leafed::Done(first, last);
-            }
-            if self.exclusive {
-                // +1 at the start: [entry][content]; a visible boundary moves, so exclusive only.
-                n.init_slot(end + 1, content);
-                if end + 1 < p {
-                    n.init_pivot(end + 1, max);
-                }
-                n.init_pivot(end, last);
-                n.init_slot(end, entry);
-                self.st.stats.append_start += 1;
-                self.after_leaf_change(lw, true);
-                return Leafed::Done(first, last);
-            }
+        if self.st.append
+            && off == end
+            && new_end > end
+            && self.append_in_place(lw, r_min, ws[end], first, last, entry)
+        {
+            return Leafed::Done(first, last);
         }
         // Slot stores: the slot count does not change (exclusive mode only).
         if self.exclusive && new_end == end {
@@ -713,6 +707,65 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         Leafed::Done(first, last)
     }
 
+    /// The in-place appends (see the module table) of `[first, last] = entry` into the last slot
+    /// `[r_min, max]` of `lw`'s leaf, holding `content`; `false` when none applies (no room, or
+    /// an append at the start in RCU mode).
+    fn append_in_place(
+        &mut self,
+        lw: &Walker<'t>,
+        r_min: u64,
+        content: usize,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> bool {
+        let leaf = *lw.leaf();
+        let (n, end, max) = (leaf.node, leaf.offset, leaf.max);
+        let p = Kind::Leaf.pivots();
+        if r_min < first && last < max {
+            if end + 2 >= RANGE_SLOTS {
+                return false;
+            }
+            // Three-way append: [content][entry][content]; the old end pivot lowered last.
+            n.init_slot(end + 2, content);
+            if end + 2 < p {
+                n.init_pivot(end + 2, max);
+            }
+            n.init_pivot(end + 1, last);
+            n.init_slot(end + 1, entry);
+            n.publish_pivot(end, first - 1);
+            self.share_entry(content);
+            self.st.stats.append_three_way += 1;
+        } else if r_min < first {
+            if end + 1 >= RANGE_SLOTS {
+                return false;
+            }
+            // +1 at the end: [content][entry].
+            n.init_slot(end + 1, entry);
+            if end + 1 < p {
+                n.init_pivot(end + 1, max);
+            }
+            n.publish_pivot(end, first - 1);
+            self.st.stats.append_end += 1;
+        } else if last < max && self.exclusive {
+            if end + 1 >= RANGE_SLOTS {
+                return false;
+            }
+            // +1 at the start: [entry][content]; a visible boundary moves, so exclusive only.
+            n.init_slot(end + 1, content);
+            if end + 1 < p {
+                n.init_pivot(end + 1, max);
+            }
+            n.init_pivot(end, last);
+            n.init_slot(end, entry);
+            self.st.stats.append_start += 1;
+        } else {
+            return false;
+        }
+        self.after_append(lw, r_min, content, first, last, entry);
+        true
+    }
+
     /// Replaces the leaf of `lw` with `items` (`wr_node_store`).
     fn node_store(&mut self, lw: &Walker<'t>, items: &[Item]) {
         let leaf = *lw.leaf();
@@ -738,6 +791,55 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             let g = super::gap::leaf_max_gap(n, leaf.min, leaf.max);
             self.propagate_gap(&lw.path()[..lw.depth - 1], g);
         }
+    }
+
+    /// Gap maintenance after an in-place append that split the leaf's last slot `[r_min, max]`
+    /// (holding `content`) around `[first, last]`: only a NULL slot's pieces can change the leaf's
+    /// largest gap, and the same span bound as in [`propagate_gap`](Self::propagate_gap) usually
+    /// decides the new one without a scan.
+    fn after_append(
+        &self,
+        lw: &Walker<'_>,
+        r_min: u64,
+        content: usize,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) {
+        if !self.is_alloc() || lw.depth < 2 || (content != 0 && entry != 0) {
+            return;
+        }
+        let leaf = lw.leaf();
+        let up = lw.path()[lw.depth - 2];
+        let old_max = up.node.gap(up.offset);
+        if entry == 0 {
+            // A NULL written inside an entry's range (NULL widening excludes a NULL content):
+            // one new gap, the maximum can only grow.
+            let g = super::gap::range_size(first, last);
+            if g > old_max {
+                self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+            }
+            return;
+        }
+        if super::gap::range_size(r_min, leaf.max) < old_max {
+            return; // the pieces are smaller still, the maximum is elsewhere
+        }
+        let left = if first > r_min {
+            super::gap::range_size(r_min, first - 1)
+        } else {
+            0
+        };
+        let right = if last < leaf.max {
+            super::gap::range_size(last + 1, leaf.max)
+        } else {
+            0
+        };
+        let g = if left.max(right) >= r_min - leaf.min {
+            left.max(right)
+        } else {
+            super::gap::leaf_max_gap(leaf.node, leaf.min, leaf.max)
+        };
+        self.propagate_gap(&lw.path()[..lw.depth - 1], g);
     }
 
     /// Gap maintenance after an in-place leaf change.
