@@ -1,7 +1,10 @@
 //! # maple-tree
 //!
 //! The Linux kernel's maple tree in userspace: an RCU-safe B-tree over non-overlapping inclusive
-//! ranges `[first, last]` of `u64` indices, each mapped to an owned, pointer-sized entry.
+//! ranges `[first, last]` of `u64` indices, each mapped to an owned, pointer-sized entry. On top
+//! of it, three of the kernel's users of the tree, modelled closely enough to reproduce three
+//! kernel patches' results: a VMA manager ([`mm`]), the userfaultfd contexts that ride on its
+//! VMAs ([`mm::uffd`]) and `poll(2)`'s result copy-out ([`poll`], Linux only).
 //!
 //! - **Lock-free readers** on [crossbeam-epoch](crossbeam_epoch): loads, finds, iteration and
 //!   cursors never lock and never allocate; they pin a guard and restart when they meet a node a
@@ -10,33 +13,455 @@
 //!   ([`MapleTree::exclusive`]). Writes through the lock are RCU-safe: copy-on-write where a
 //!   reader could see a half-done change, in place where the write order keeps every reader
 //!   correct — including the in-place appends the kernel turned off under RCU in v6.5.
-//! - **The kernel's whole API**: load, store/insert/erase of ranges, `find`/`next`/`prev`,
-//!   double-ended iteration, a cursor with the `ma_state` status machine, gap search
-//!   (`empty_area`, `empty_area_rev`), allocation (`alloc_range`, `alloc_rrange`,
-//!   `alloc_cyclic`), structural duplication (`dup`, like `__mt_dup`), `validate` and dumps.
+//! - **The kernel's whole API**, with the kernel's semantics and edge cases: load,
+//!   store/insert/erase of ranges, `find`/`next`/`prev`, double-ended iteration, a cursor with
+//!   the `ma_state` status machine, gap search (`empty_area`, `empty_area_rev`), allocation
+//!   (`alloc_range`, `alloc_rrange`, `alloc_cyclic`), structural duplication (`dup`, like
+//!   `__mt_dup`), `validate` and dumps. Bad input is a typed [`Error`], never a panic.
+//!
+//! | you want | start at |
+//! |---|---|
+//! | a concurrent range map | [`MapleTree`], [the tree](#the-tree) |
+//! | to walk ranges one by one, or edit while walking | [`Cursor`], [`CursorMut`], [cursors](#cursors) |
+//! | the lowest/highest free hole, or to allocate ids or address ranges | [gap search and allocation](#gap-search-and-allocation) |
+//! | readers on other threads | [concurrency](#concurrency) |
+//! | your own entry type | [`Entry`] (implemented for [`Box<T>`], [`Arc<T>`](std::sync::Arc) and [`Value`]) |
+//! | address spaces: mmap, munmap, mprotect, fork | [`mm`], [the VMA manager](#the-vma-manager-mm) |
+//! | userfaultfd registrations across fork | [`mm::uffd`], [userfaultfd](#userfaultfd-contexts-mmuffd) |
+//! | `poll(2)`'s copy-out strategies | [`poll`], [the poll batcher](#the-poll-batcher-poll) |
+//!
+//! ## The tree
+//!
+//! A [`MapleTree`] is a total map from every `u64` index to an entry or nothing, kept as
+//! consecutive inclusive ranges. Storing over a range trims or removes whatever was there;
+//! empty neighbours always coalesce, but equal neighbours never merge (as in the kernel, and
+//! unlike `rangemap`). Entries are owned and pointer-sized ([`Entry`]): [`Value`] for small
+//! integers, [`Box<T>`] or [`Arc<T>`](std::sync::Arc) for anything else; each is dropped exactly
+//! once, when overwritten or erased (after readers are done with it) or with the tree.
+//!
+//! Reads come in two flavours: the *explicit-guard* calls ([`MapleTree::load`],
+//! [`load_range`](MapleTree::load_range), [`find`](MapleTree::find),
+//! [`next`](MapleTree::next), [`prev`](MapleTree::prev), [`iter`](MapleTree::iter),
+//! [`range`](MapleTree::range), [`cursor`](MapleTree::cursor)) take a guard from
+//! [`MapleTree::pin`] and return borrows that live as long as it; the *pin-for-you* calls
+//! ([`get`](MapleTree::get), [`with`](MapleTree::with), [`contains`](MapleTree::contains),
+//! [`count`](MapleTree::count)) pin internally and return owned values.
+//!
+//! ```
+//! use maple_tree::{Error, MapleTree, Value};
+//!
+//! let tree = MapleTree::<Value>::new();
+//! tree.store_range(10, 19, Value::new(1)).unwrap();
+//! tree.store(25, Value::new(2)).unwrap();
+//! assert_eq!(tree.get(15), Some(Value::new(1)));
+//! assert_eq!(tree.get(20), None);
+//!
+//! // Insert writes nothing if any index is taken; bad ranges are errors, not panics.
+//! assert_eq!(tree.insert_range(18, 22, Value::new(9)), Err(Error::Occupied));
+//! assert_eq!(tree.store_range(5, 4, Value::new(9)), Err(Error::InvalidRange));
+//!
+//! // A store trims its neighbours: [10, 19] becomes [10, 14], the entry at 25 is replaced.
+//! tree.store_range(15, 25, Value::new(3)).unwrap();
+//!
+//! let guard = tree.pin();
+//! let ranges: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
+//! assert_eq!(ranges, [(10, 14, 1), (15, 25, 3)]);
+//! // Double-ended, and over part of the index space (ranges are reported whole).
+//! let starts: Vec<u64> = tree.iter(&guard).rev().map(|(a, _, _)| a).collect();
+//! assert_eq!(starts, [15, 10]);
+//! let part: Vec<_> = tree.range(12, 13, &guard).map(|(a, b, _)| (a, b)).collect();
+//! assert_eq!(part, [(10, 14)]);
+//!
+//! // The range around an index; the kernel's mt_find / mt_next / mt_prev.
+//! assert_eq!(tree.load_range(20, &guard).map(|(a, b, v)| (a, b, v.get())), Some((15, 25, 3)));
+//! let mut index = 0;
+//! assert_eq!(tree.find(&mut index, 100, &guard), Some(Value::new(1)));
+//! assert_eq!(index, 15); // moved past the range found
+//! assert_eq!(tree.next(12, u64::MAX, &guard).map(|(a, _, _)| a), Some(15));
+//! assert_eq!(tree.prev(20, 0, &guard).map(|(a, _, _)| a), Some(10));
+//! drop(guard);
+//!
+//! // Erase takes the whole range containing the index; erase_range trims.
+//! assert_eq!(tree.erase(12), Some((10, 14)));
+//! assert_eq!(tree.erase(12), None);
+//! tree.erase_range(20, 100).unwrap();
+//! assert_eq!(tree.count(), 1);
+//! assert!(tree.contains(19) && !tree.contains(20));
+//!
+//! // A structural copy, and the checks the tests use.
+//! let copy = tree.dup();
+//! assert_eq!(copy.get(17), Some(Value::new(3)));
+//! copy.validate().unwrap();
+//! assert!(!tree.dump().is_empty() && tree.dump_dot().starts_with("digraph"));
+//! ```
+//!
+//! Boxed entries are borrowed as `&T` for as long as the guard lives:
+//!
+//! ```
+//! use maple_tree::MapleTree;
+//!
+//! let names = MapleTree::<Box<String>>::new();
+//! names.store_range(0x1000, 0x1fff, Box::new("text".to_string())).unwrap();
+//! let guard = names.pin();
+//! let s: &String = names.load(0x1234, &guard).unwrap();
+//! assert_eq!(s, "text");
+//! // Or without a guard in sight:
+//! assert_eq!(names.with(0x1fff, |s| s.map(|s| s.len())), Some(4));
+//! ```
+//!
+//! ## Cursors
+//!
+//! A cursor is the kernel's `ma_state`: a requested or found range ([`index`](Cursor::index),
+//! [`last`](Cursor::last)), a [`Status`] and a cached path, so that stepping to the neighbouring
+//! range costs `O(1)` amortised. [`Cursor`] ([`MapleTree::cursor`]) reads lock-free under a
+//! guard; [`CursorMut`] ([`WriteGuard::cursor`]) lives inside a writer and can also
+//! [`store`](CursorMut::store), [`erase`](CursorMut::erase) and
+//! [`preallocate`](CursorMut::preallocate) + [`store_prealloc`](CursorMut::store_prealloc), with
+//! iteration staying correct after its own writes.
+//!
+//! The moves differ in what they stop at: [`walk`](Cursor::walk) re-walks to `index` and takes
+//! the whole slot, empty or not; [`find`](Cursor::find), [`next`](Cursor::next),
+//! [`prev`](Cursor::prev) and [`find_rev`](Cursor::find_rev) stop only at entries;
+//! [`find_range`](Cursor::find_range), [`next_range`](Cursor::next_range) and
+//! [`prev_range`](Cursor::prev_range) visit empty ranges too (returning `None` for them while
+//! the status stays [`Status::Active`]). [`next`](Cursor::next) and [`prev`](Cursor::prev)
+//! that hit their limit return `None` and set [`Status::Overflow`] or [`Status::Underflow`];
+//! the `find` family returns `None` and stays active, as the kernel's `mas_find` does.
+//!
+//! ```
+//! use maple_tree::{MapleTree, Status, Value};
+//!
+//! let tree = MapleTree::<Value>::new();
+//! tree.store_range(10, 19, Value::new(1)).unwrap();
+//! tree.store_range(30, 39, Value::new(3)).unwrap();
+//! let guard = tree.pin();
+//!
+//! // walk: the slot that contains the index, here the empty range between the two entries.
+//! let mut c = tree.cursor(25, &guard);
+//! assert_eq!(c.status(), Status::Start);
+//! assert_eq!(c.walk(), None);
+//! assert_eq!((c.index(), c.last(), c.status()), (20, 29, Status::Active));
+//! // next / prev: entries only.
+//! assert_eq!(c.next(u64::MAX), Some(Value::new(3)));
+//! assert_eq!((c.index(), c.last()), (30, 39));
+//! assert_eq!(c.prev(0), Some(Value::new(1)));
+//! assert_eq!(c.prev(0), None); // nothing before [10, 19]
+//! assert_eq!(c.status(), Status::Underflow);
+//!
+//! // find: the entry at index or the next one, then one entry per call.
+//! c.set(0);
+//! assert_eq!(c.find(u64::MAX), Some(Value::new(1)));
+//! assert_eq!(c.find(u64::MAX), Some(Value::new(3)));
+//! assert_eq!(c.find(u64::MAX), None);
+//! assert_eq!(c.status(), Status::Active); // mas_find ignores overflow, as in the kernel
+//!
+//! // find_range: every range, empty ones included.
+//! c.set(0);
+//! let mut seen = vec![];
+//! while c.index() <= 45 {
+//!     let v = c.find_range(45);
+//!     if c.status() != Status::Active {
+//!         break;
+//!     }
+//!     seen.push((c.index(), c.last(), v.map(|v| v.get())));
+//! }
+//! assert_eq!(seen, [(10, 19, Some(1)), (20, 29, None), (30, 39, Some(3)), (40, u64::MAX, None)]);
+//! drop(guard);
+//!
+//! // CursorMut: set a range and store over it; edit while iterating.
+//! let mut w = tree.lock();
+//! let mut c = w.cursor(0);
+//! c.set_range(20, 29);
+//! c.store(Value::new(2)).unwrap();
+//! c.set(0);
+//! while let Some(v) = c.find(u64::MAX) {
+//!     let doubled = Value::new(v.get() * 2);
+//!     c.store(doubled).unwrap(); // over [index, last]: the found range, an exact fit
+//! }
+//! drop(w);
+//! let guard = tree.pin();
+//! let all: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
+//! assert_eq!(all, [(10, 19, 2), (20, 29, 4), (30, 39, 6)]);
+//! ```
+//!
+//! ## Gap search and allocation
+//!
+//! [`MapleTree::empty_area`] and [`empty_area_rev`](MapleTree::empty_area_rev) find the lowest
+//! or highest start of `size` free indices inside a window `[min, max]` (the kernel's
+//! `mas_empty_area{,_rev}`, with its window clipping). They work on every tree; on an
+//! *allocation tree* ([`MapleTree::new_alloc`], the kernel's `MT_FLAGS_ALLOC_RANGE`) internal
+//! nodes track the largest gap below them, so the search is `O(log n)`.
+//! [`alloc_range`](MapleTree::alloc_range), [`alloc_rrange`](MapleTree::alloc_rrange) and
+//! [`alloc_cyclic`](MapleTree::alloc_cyclic) search and store in one step and need an
+//! allocation tree ([`Error::NotAllocTree`] otherwise). The VMA manager places mappings with
+//! these; the poll model allocates the lowest free descriptor with them.
+//!
+//! ```
+//! use maple_tree::{Error, MapleTree, Value};
+//!
+//! let tree = MapleTree::<Value>::new_alloc();
+//! tree.store_range(0, 99, Value::new(0)).unwrap();
+//! tree.store_range(200, 299, Value::new(0)).unwrap();
+//! // Free: [100, 199] and [300, u64::MAX].
+//! assert_eq!(tree.empty_area(0, 1000, 50), Ok(100));
+//! assert_eq!(tree.empty_area(0, 1000, 150), Ok(300)); // the first hole is too small
+//! assert_eq!(tree.empty_area_rev(0, 250, 50), Ok(150)); // highest fit inside the window
+//! assert_eq!(tree.empty_area(0, 250, 150), Err(Error::NoRoom));
+//! assert_eq!(tree.empty_area(10, 5, 1), Err(Error::InvalidWindow));
+//!
+//! // Allocate: lowest fit, highest fit.
+//! assert_eq!(tree.alloc_range(Value::new(1), 10, 0, 1000), Ok(100));
+//! assert_eq!(tree.alloc_rrange(Value::new(2), 10, 0, 199), Ok(190));
+//! assert_eq!(tree.get(105), Some(Value::new(1)));
+//!
+//! // Cyclic ids in [1, 3] (like the kernel's idr): search from `next`, wrap to the start.
+//! let ids = MapleTree::<Value>::new_alloc();
+//! let mut next = 0;
+//! assert_eq!(ids.alloc_cyclic(Value::new(7), 1, 3, &mut next), Ok((1, false)));
+//! assert_eq!(ids.alloc_cyclic(Value::new(7), 1, 3, &mut next), Ok((2, false)));
+//! assert_eq!(ids.alloc_cyclic(Value::new(7), 1, 3, &mut next), Ok((3, false)));
+//! assert_eq!(ids.alloc_cyclic(Value::new(7), 1, 3, &mut next), Err(Error::NoRoom));
+//! ids.erase(2);
+//! assert_eq!(ids.alloc_cyclic(Value::new(7), 1, 3, &mut next), Ok((2, true))); // wrapped
+//!
+//! // Allocation needs gap tracking; plain search does not.
+//! let plain = MapleTree::<Value>::new();
+//! assert_eq!(plain.alloc_range(Value::new(1), 1, 0, 10), Err(Error::NotAllocTree));
+//! assert_eq!(plain.empty_area(5, 10, 2), Ok(5));
+//! ```
+//!
+//! ## Concurrency
+//!
+//! Any number of threads read while one thread writes. Readers never lock and never block on the
+//! writer; during one write a reader sees, for each index, the old entry or the new one, and an
+//! iterator yields strictly increasing, non-overlapping ranges, each of which existed at some
+//! moment of the iteration. Removed nodes and entries are freed once no guard that could reach
+//! them is alive (hold guards briefly: a long-lived guard holds back all reclamation).
+//!
+//! Writers are serialised in one of two ways:
+//!
+//! - [`MapleTree::lock`] returns a [`WriteGuard`] for **RCU-mode** writes through a shared
+//!   reference, with readers running. Every one-call write on `MapleTree`
+//!   ([`store_range`](MapleTree::store_range), [`erase`](MapleTree::erase),
+//!   [`alloc_range`](MapleTree::alloc_range), ...) takes this lock for one operation; take it
+//!   yourself to make several writes under one acquisition, or to use a [`CursorMut`]. The lock
+//!   is not reentrant: while a thread holds a `WriteGuard`, it must write through the guard, not
+//!   through the tree's one-call methods (nor call [`validate`](MapleTree::validate),
+//!   [`stats`](MapleTree::stats), [`height`](MapleTree::height) or the dumps, which lock too).
+//! - [`MapleTree::exclusive`] takes `&mut MapleTree`, so no reader can exist: nodes are rewritten
+//!   in place and anything removed is freed at once (the kernel's non-RCU mode). Use it to build
+//!   a tree before sharing it, or whenever you own it outright.
 //!
 //! ```
 //! use maple_tree::{MapleTree, Value};
-//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicBool, Ordering};
 //!
-//! let tree = Arc::new(MapleTree::<Value>::new());
-//! for i in 0..1000u64 {
-//!     tree.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+//! let mut tree = MapleTree::<Value>::new();
+//! {
+//!     // Build in exclusive mode: no readers yet, no copy-on-write.
+//!     let mut w = tree.exclusive();
+//!     for i in 0..1000u64 {
+//!         w.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+//!     }
+//!     assert_eq!(w.load(42), Some(Value::new(4)));
 //! }
-//! // Readers on other threads while the writer keeps going.
-//! let reader = {
-//!     let tree = Arc::clone(&tree);
-//!     std::thread::spawn(move || {
-//!         let guard = tree.pin();
-//!         tree.iter(&guard).filter(|(a, _, _)| a % 10 == 0).count()
-//!     })
-//! };
-//! tree.erase_range(0, 4999).unwrap();
-//! let seen = reader.join().unwrap();
-//! assert!(seen >= 500 && seen <= 1000);
-//! assert_eq!(tree.count(), 500);
+//!
+//! let tree = &tree; // from here on, shared: readers on threads, writes through the lock
+//! let done = AtomicBool::new(false);
+//! std::thread::scope(|s| {
+//!     let reader = s.spawn(|| {
+//!         let mut lookups = 0u64;
+//!         while !done.load(Ordering::Acquire) || lookups == 0 {
+//!             let guard = tree.pin(); // explicit guard: borrows live while it does
+//!             for i in (0..10_000u64).step_by(7) {
+//!                 // Old entry or new one, never anything else: here, i / 10 or nothing.
+//!                 if let Some(v) = tree.load(i, &guard) {
+//!                     assert_eq!(v.get(), i / 10);
+//!                 }
+//!                 lookups += 1;
+//!             }
+//!             let starts: Vec<u64> = tree.iter(&guard).map(|(a, _, _)| a).collect();
+//!             assert!(starts.windows(2).all(|w| w[0] < w[1]));
+//!         }
+//!         lookups
+//!     });
+//!     // The writer: one-call writes (each takes the lock) ...
+//!     for i in (0..1000u64).step_by(3) {
+//!         tree.erase_range(i * 10, i * 10 + 5).unwrap();
+//!         tree.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+//!     }
+//!     // ... or several under one acquisition.
+//!     let mut w = tree.lock();
+//!     for i in (1..1000u64).step_by(3) {
+//!         w.erase(i * 10);
+//!         w.insert_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+//!     }
+//!     drop(w);
+//!     done.store(true, Ordering::Release);
+//!     assert!(reader.join().unwrap() > 0);
+//! });
+//! // Pin-for-you reads: no guard to manage, owned results.
+//! assert_eq!(tree.get(9995), Some(Value::new(999)));
+//! assert_eq!(tree.count(), 1000);
 //! tree.validate().unwrap();
 //! ```
+//!
+//! For `Arc` sharing (`Arc<MapleTree<E>>`) the tree is `Send + Sync` when `E: Send + Sync`.
+//! Guards come from the tree's collector ([`MapleTree::pin`]; crossbeam's default collector
+//! unless [`Options::collector`] names another).
+//!
+//! ## The VMA manager ([`mm`])
+//!
+//! An [`mm::Mm`] is an address space: an allocation tree of VMAs over `[start, end - 1]`, an
+//! mmap lock, per-VMA locks and a small page table. Its calls take the kernel's arguments and
+//! return the kernel's errors ([`mm::MmError`], with [`errno`](mm::MmError::errno)); a failing
+//! call changes nothing. [`Mm::fork`](mm::Mm::fork) duplicates it the way v6.8+ does (`dup` of
+//! the tree, then an exact-fit store per VMA), [`fork_with`](mm::Mm::fork_with) the old way too;
+//! [`render_maps`](mm::Mm::render_maps) / [`from_maps`](mm::Mm::from_maps) write and read
+//! `/proc/PID/maps` text, so a real layout can be replayed.
+//!
+//! ```
+//! use maple_tree::mm::{MapFlags, MapSource, Mm, MmError, Prot, PAGE_SIZE};
+//!
+//! let mm = Mm::new();
+//! let rw = Prot::READ | Prot::WRITE;
+//! let fixed = MapFlags::PRIVATE | MapFlags::FIXED;
+//! let a = mm.mmap(0x1000_0000, 4 * PAGE_SIZE, rw, fixed, MapSource::Anon).unwrap();
+//! assert_eq!(a, 0x1000_0000);
+//! let noreplace = MapFlags::PRIVATE | MapFlags::FIXED_NOREPLACE;
+//! assert_eq!(mm.mmap(a, PAGE_SIZE, rw, noreplace, MapSource::Anon), Err(MmError::Exist));
+//!
+//! // mprotect of the middle splits the VMA in three; find_vma / vma_lookup as in the kernel.
+//! mm.mprotect(a + PAGE_SIZE, PAGE_SIZE, Prot::READ).unwrap();
+//! assert_eq!(mm.map_count(), 3);
+//! let v = mm.vma_lookup(a + PAGE_SIZE).unwrap();
+//! assert_eq!((v.start, v.end), (a + PAGE_SIZE, a + 2 * PAGE_SIZE));
+//! assert_eq!(mm.find_vma(a - 1).unwrap().start, a); // the first VMA ending above the address
+//! assert!(mm.vma_lookup(a - 1).is_none());
+//!
+//! // munmap of the first two pages; the maps text shows what is left.
+//! mm.munmap(a, 2 * PAGE_SIZE).unwrap();
+//! assert_eq!(mm.render_maps(), "10002000-10004000 rw-p 00000000 00:00 0 \n");
+//!
+//! // fork copies every VMA; the two address spaces are independent afterwards.
+//! let child = mm.fork().unwrap();
+//! assert_eq!(child.render_maps(), mm.render_maps());
+//! mm.munmap(a + 2 * PAGE_SIZE, PAGE_SIZE).unwrap();
+//! assert_eq!((mm.map_count(), child.map_count()), (1, 1));
+//! assert_eq!(child.find_vma(0).unwrap().start, a + 2 * PAGE_SIZE);
+//! assert_eq!(child.exit(), 1); // exit_mmap: tears down, returns the VMA count
+//! mm.validate().unwrap();
+//! ```
+//!
+//! ## Userfaultfd contexts ([`mm::uffd`])
+//!
+//! A [`UffdCtx`](mm::uffd::UffdCtx) is a userfaultfd context bound to one `Mm`:
+//! [`register`](mm::uffd::UffdCtx::register) / [`unregister`](mm::uffd::UffdCtx::unregister)
+//! tag VMAs over a range (splitting and merging them), missing-page faults and the
+//! non-cooperative events (fork, remap, remove, unmap) are queued for
+//! [`read`](mm::uffd::UffdCtx::read). [`DupUffd`](mm::uffd::DupUffd) is the fork hook
+//! (`dup_userfaultfd`); its first argument switches the seed patch "userfaultfd: early return
+//! in dup_userfaultfd()" on or off, and its [`counters`](mm::uffd::DupUffd::counters) show
+//! what the early return saves.
+//!
+//! ```
+//! use maple_tree::mm::uffd::{feature, mode, CostSetting, DupUffd, UffdCtx, UffdMsg};
+//! use maple_tree::mm::{DupMode, MapFlags, MapSource, Mm, MmError, Prot, PAGE_SIZE};
+//! use std::sync::Arc;
+//!
+//! let mm = Arc::new(Mm::new());
+//! let fixed = MapFlags::PRIVATE | MapFlags::FIXED;
+//! let base = mm.mmap(0x1000_0000, 8 * PAGE_SIZE, Prot::READ | Prot::WRITE, fixed, MapSource::Anon).unwrap();
+//!
+//! // A context past its UFFDIO_API handshake that wants UNMAP events (but not FORK events).
+//! let ctx = UffdCtx::with_features(&mm, feature::EVENT_UNMAP);
+//! ctx.register(&mm, base + 2 * PAGE_SIZE, 2 * PAGE_SIZE, mode::MISSING).unwrap();
+//! assert_eq!(mm.map_count(), 3); // split around the registered pages
+//!
+//! // fork with the early return off, then on: without it every VMA takes the write-lock path
+//! // of dup_userfaultfd; with it only the registered one does. Without EVENT_FORK the child's
+//! // VMAs lose the context either way.
+//! for (early_return, write_locks) in [(false, 3), (true, 1)] {
+//!     let mut hook = DupUffd::new(early_return, CostSetting::Faithful);
+//!     let child = mm.fork_with(DupMode::Dup, &mut hook).unwrap();
+//!     assert_eq!(hook.counters().dup_uffd_start_write_calls, write_locks);
+//!     assert!(child.snapshot().iter().all(|v| v.desc.uffd.is_none()));
+//! }
+//!
+//! // munmap of a registered page blocks until the monitor has read the UNMAP event.
+//! let unmapper = {
+//!     let mm = Arc::clone(&mm);
+//!     std::thread::spawn(move || mm.munmap(base + 3 * PAGE_SIZE, PAGE_SIZE))
+//! };
+//! let msg = loop {
+//!     match ctx.read(false) {
+//!         Ok(msg) => break msg,
+//!         Err(MmError::Again) => std::thread::yield_now(), // nothing queued yet
+//!         Err(e) => panic!("{e}"),
+//!     }
+//! };
+//! assert!(matches!(msg, UffdMsg::Unmap { start, end }
+//!     if (start, end) == (base + 3 * PAGE_SIZE, base + 4 * PAGE_SIZE)));
+//! unmapper.join().unwrap().unwrap();
+//!
+//! // Unregistering the last registered page merges it back into its neighbour.
+//! ctx.unregister(&mm, base + 2 * PAGE_SIZE, PAGE_SIZE).unwrap();
+//! let spans: Vec<_> = mm.snapshot().iter().map(|v| (v.start - base, v.end - base)).collect();
+//! assert_eq!(spans, [(0, 3 * PAGE_SIZE), (4 * PAGE_SIZE, 8 * PAGE_SIZE)]);
+//! ```
+//!
+//! [`mm::real`] drives the real `userfaultfd(2)` where the system allows it.
+//!
+//! ## The poll batcher ([`poll`])
+//!
+//! The kernel side of `poll(2)` on a descriptor table that is a maple tree: a
+//! [`Task`](poll::Task) copies the caller's `pollfd` array in from [`UserMemory`](poll::UserMemory)
+//! by chunks (30 entries inline, then 510 per chunk), polls every descriptor, and copies the
+//! results out through user-access windows. How many windows that takes is the subject of the
+//! seed patch "fs/select.c: batch user writes in do_sys_poll": [`CopyOut`](poll::CopyOut)
+//! selects one window per descriptor (before), one per chunk (the seed, in two variants) or one
+//! for the whole array (what Linux merged). Window counts are deterministic; their cost is a
+//! calibrated model by default or real protection-key windows where the CPU has them
+//! ([`WindowMode`](poll::WindowMode)).
+//!
+//! ```
+//! # #[cfg(target_os = "linux")] {
+//! use maple_tree::poll::{CopyOut, FdTable, PollFd, Task, UserMemory, WindowMode, POLLOUT};
+//! use std::sync::Arc;
+//!
+//! let files = Arc::new(FdTable::new());
+//! let fds: Vec<PollFd> = (0..100)
+//!     .map(|_| PollFd::new(files.eventfd(0, false).unwrap(), POLLOUT))
+//!     .collect();
+//! assert_eq!(fds[0].fd, 0); // lowest free descriptor, found by gap search
+//! let mem = Arc::new(UserMemory::new(4096, WindowMode::Counted).unwrap());
+//! let ufds = mem.base();
+//! mem.write_pollfds(ufds, &fds).unwrap();
+//!
+//! let mut task = Task::new(Arc::clone(&files), Arc::clone(&mem));
+//! let mut windows = vec![];
+//! for strategy in CopyOut::ALL {
+//!     task.set_copy_out(strategy);
+//!     task.reset_stats();
+//!     assert_eq!(task.sys_poll(ufds, 100, 0), Ok(100)); // every eventfd is writable
+//!     let st = task.stats();
+//!     assert_eq!(st.read_windows, 2); // copy-in: 30 inline + one chunk of 70
+//!     assert_eq!(st.write_windows, strategy.copy_out_windows(100));
+//!     windows.push(st.write_windows);
+//! }
+//! // per descriptor, per chunk (revents only), per chunk (whole entries), one window
+//! assert_eq!(windows, [100, 2, 2, 1]);
+//! # }
+//! ```
+//!
+//! ## Verification
+//!
+//! `unsafe` is confined to the node layer, the entry words and two spots in the walker and
+//! cursor, each block with a `// SAFETY:` comment. The concurrency contract is checked by loom
+//! models of readers against every write path (`loom-tests/`), a real-thread stress test
+//! (`tests/stress.rs`, small enough to run under Miri and TSan), differential property tests
+//! against a `BTreeMap` model, and cargo-fuzz targets whose corpora `cargo test` replays. See the
+//! README for the commands.
 
 #![warn(missing_docs)]
 

@@ -18,6 +18,27 @@
 //!
 //! Only missing-page faults are modelled; WP and MINOR registrations are tracked in the VMA flags
 //! (and take part in every rule) but never fault.
+//!
+//! ```
+//! use maple_tree::mm::uffd::{mode, UffdCtx, UFFD_API, UFFD_USER_MODE_ONLY};
+//! use maple_tree::mm::{MapFlags, MapSource, Mm, MmError, Prot, PAGE_SIZE};
+//!
+//! let mm = Mm::new();
+//! let a = mm.mmap(0, 4 * PAGE_SIZE, Prot::READ | Prot::WRITE, MapFlags::PRIVATE, MapSource::Anon).unwrap();
+//! // userfaultfd(UFFD_USER_MODE_ONLY) needs no privilege; then the UFFDIO_API handshake.
+//! let ctx = UffdCtx::new(&mm, UFFD_USER_MODE_ONLY, false).unwrap();
+//! ctx.api(UFFD_API, 0).unwrap();
+//! ctx.register(&mm, a, 2 * PAGE_SIZE, mode::MISSING).unwrap();
+//! assert_eq!(mm.map_count(), 2); // the VMA is split at the end of the registered range
+//!
+//! // Another context cannot take VMAs that are registered to this one.
+//! let other = UffdCtx::new(&mm, UFFD_USER_MODE_ONLY, false).unwrap();
+//! other.api(UFFD_API, 0).unwrap();
+//! assert_eq!(other.register(&mm, a, PAGE_SIZE, mode::MISSING), Err(MmError::Busy));
+//!
+//! ctx.unregister(&mm, a, 2 * PAGE_SIZE).unwrap();
+//! assert_eq!(mm.map_count(), 1); // merged again
+//! ```
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};

@@ -10,6 +10,25 @@
 //! - `gap`: gap tracking, `empty_area`/`empty_area_rev`, allocation;
 //! - `iter`, `cursor`: iteration and the kernel's `ma_state`;
 //! - `dup`, `validate`, `dump`.
+//!
+//! The crate-level documentation is the guide (the tree, cursors, gap search and allocation,
+//! concurrency). In one example: several writes under one acquisition of the writer lock, read
+//! back through the writer, then by a lock-free reader.
+//!
+//! ```
+//! use maple_tree::{MapleTree, Value};
+//!
+//! let tree = MapleTree::<Value>::new_alloc();
+//! let mut w = tree.lock(); // RCU mode: readers may run meanwhile
+//! w.store_range(0, 9, Value::new(1)).unwrap();
+//! let at = w.alloc_range(Value::new(2), 5, 0, 100).unwrap();
+//! assert_eq!(at, 10);
+//! assert_eq!(w.load(12), Some(Value::new(2)));
+//! drop(w); // the one-call methods and `validate` take the lock: drop the guard first
+//! let guard = tree.pin();
+//! assert_eq!(tree.load_range(14, &guard).map(|(a, b, _)| (a, b)), Some((10, 14)));
+//! tree.validate().unwrap();
+//! ```
 
 mod append;
 mod cursor;
