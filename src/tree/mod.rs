@@ -117,6 +117,9 @@ pub(crate) struct WriterState {
     pub(crate) cyclic_wrapped: bool,
     /// The seed-001 switch: in-place appends (on by default).
     pub(crate) append: bool,
+    /// The path of the last in-place append, if no write changed the structure since (empty
+    /// otherwise: every write empties it first; see `WriteGuard::write`).
+    pub(crate) saved: walk::SavedPath,
 }
 
 /// An RCU-safe maple tree mapping non-overlapping inclusive ranges of `u64` to entries.
@@ -198,6 +201,7 @@ impl<E: Entry> MapleTree<E> {
                 stats: Stats::default(),
                 cyclic_wrapped: false,
                 append: true,
+                saved: walk::SavedPath::default(),
             }),
             collector,
             default_collector,

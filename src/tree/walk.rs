@@ -94,6 +94,27 @@ pub(crate) struct Level<'g> {
     pub(crate) offset: usize,
 }
 
+/// Deepest path a writer saves between writes (see [`SavedPath`]); deeper trees just walk.
+const SAVED_DEPTH: usize = 8;
+
+/// A writer's path to the leaf of its last in-place append, kept between writes (in the tree's
+/// writer state, so across write guards) so that the next in-order append restarts from that
+/// leaf instead of walking from the root — the role a kept `ma_state` plays for the kernel's
+/// in-order builds. Only node words and limits: it borrows nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SavedPath {
+    len: usize,
+    /// `(node word, min, max, offset)` per level, root first.
+    levels: [(usize, u64, u64, usize); SAVED_DEPTH],
+}
+
+impl SavedPath {
+    /// Forgets the path.
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
 /// A reader position that keeps its path, so moving to a neighbouring slot is `O(1)` amortised.
 pub(crate) struct Walker<'g> {
     root: &'g AtomicUsize,
@@ -167,6 +188,72 @@ impl<'g> Walker<'g> {
         // SAFETY: the first `depth <= init` levels are initialised, and `MaybeUninit<T>` has the
         // layout of `T`.
         unsafe { core::slice::from_raw_parts(self.levels.as_ptr().cast::<Level<'g>>(), self.depth) }
+    }
+
+    /// Saves the current path into `to`, for [`restore`](Self::restore) by a later write; an
+    /// empty path when not positioned or deeper than a saved path holds.
+    pub(crate) fn save(&self, to: &mut SavedPath) {
+        if self.depth == 0 || self.depth > SAVED_DEPTH {
+            to.len = 0;
+            return;
+        }
+        for (d, l) in self.path().iter().enumerate() {
+            to.levels[d] = (super::node::node_word(l.node), l.min, l.max, l.offset);
+        }
+        to.len = self.depth;
+    }
+
+    /// Positions at the slot containing `index` through a saved path instead of a walk, if
+    /// `index` lies in the saved leaf's range; `false` (nothing changed) otherwise. The slot is
+    /// searched from the saved leaf offset forward (in-order appends land at or after it).
+    ///
+    /// # Safety
+    ///
+    /// `p` must have been saved from a walker of this tree, and the tree's structure must not
+    /// have changed since: every node of `p` still linked at the same place with the same
+    /// limits, and the saved leaf offset still within its node's end. The writer guarantees it
+    /// by dropping its saved path at the start of every write that can change the structure.
+    pub(crate) unsafe fn restore(&mut self, p: &SavedPath, index: u64) -> bool {
+        if p.len == 0 {
+            return false;
+        }
+        let (_, min, max, off) = p.levels[p.len - 1];
+        if index < min || index > max {
+            return false;
+        }
+        for (d, &(w, lmin, lmax, loff)) in p.levels[..p.len].iter().enumerate() {
+            // SAFETY: `w` is a node word of this tree that is still linked (caller contract), and
+            // the caller holds the writer lock (or `&mut`), so it stays allocated for 'g.
+            let node = unsafe { NodeRef::from_word(w, self.internal) };
+            self.levels[d] = MaybeUninit::new(Level {
+                node,
+                min: lmin,
+                max: lmax,
+                offset: loff,
+            });
+        }
+        self.init = self.init.max(p.len);
+        let leaf = self.at(p.len - 1).node;
+        let (mut i, mut lo) = (off, min);
+        if off > 0 {
+            lo = leaf.pivot(off - 1) + 1;
+            if index < lo {
+                (i, lo) = (0, min);
+            }
+        }
+        loop {
+            let hi = leaf.slot_max(i, max);
+            if hi >= index {
+                self.at_mut(p.len - 1).offset = i;
+                self.depth = p.len;
+                self.lo = lo;
+                self.hi = hi;
+                self.word = leaf.slot(i);
+                return true;
+            }
+            lo = hi + 1;
+            i += 1;
+        }
     }
 
     /// Positions at the slot containing `index`. `None` (and unpositioned) for an empty tree.

@@ -374,7 +374,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// store reports the widened NULL range). `first <= last` is the caller's job.
     pub(crate) fn write(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
         let mut w = self.walker();
-        self.write_from(&mut w, false, first, last, entry)
+        // SAFETY: the saved path is emptied at the start of every write (`write_from`, `clear`)
+        // and saved again only at the end of an in-place append, which changes no node's place
+        // or limits; so a non-empty one still describes the live tree, whose nodes the writer
+        // lock (or `&mut`) keeps allocated.
+        let walked = unsafe { w.restore(&self.st.saved, first) };
+        self.write_from(&mut w, walked, first, last, entry)
     }
 
     /// [`write`](Self::write), reusing a walker already positioned on the slot holding `first`.
@@ -387,6 +392,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         entry: usize,
     ) -> (u64, u64) {
         debug_assert!(first <= last);
+        self.st.saved.clear();
         let root = self.root.load(Ordering::Relaxed);
         if root == 0 {
             if entry == 0 {
@@ -763,6 +769,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             return false;
         }
         self.after_append(lw, r_min, content, first, last, entry);
+        // Same nodes, same limits: the next in-order append can start from this leaf.
+        lw.save(&mut self.st.saved);
         true
     }
 
@@ -935,6 +943,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Empties the tree (`mtree_destroy`), keeping its options.
     pub fn clear(&mut self) {
+        self.st.saved.clear();
         let root = self.root.load(Ordering::Relaxed);
         if root == 0 {
             return;
