@@ -9,6 +9,12 @@
 //! end, then the old end pivot is lowered by one Release store. If the parent is full it is
 //! truncated the same way and the new node climbs; a full root grows a new root above.
 //!
+//! Without readers (`exclusive()`), a leaf with one free slot takes the new entry as its last
+//! slot instead and only the rest of the old last range moves on, so in-order builds fill leaves
+//! to all sixteen slots (eight `[entry][gap]` pairs), as the kernel's rightmost split does:
+//! 34.3 bytes per range for the `[10i, 10i+5]` shape in a range tree, against 39.2 when
+//! truncating.
+//!
 //! Readers stay correct without any node being replaced: a reader that read the parent's old end
 //! pivot sees the old leaf whole (its max is still the old one in that reader's view); one that
 //! reads the lowered pivot sees the truncated leaf and the new node, already written. Nodes keep
@@ -16,7 +22,7 @@
 
 use crate::entry::Entry;
 
-use super::node::{node_word, Kind};
+use super::node::{node_word, Kind, RANGE_SLOTS};
 use super::walk::Walker;
 use super::write::{Item, WriteGuard};
 
@@ -48,6 +54,24 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     ) {
         let leaf = *lw.leaf();
         debug_assert_eq!(leaf.max, u64::MAX);
+        if self.exclusive && ls.end + 2 == RANGE_SLOTS && ls.r_min < first && last < u64::MAX {
+            // No readers, one slot left (a three-way append needs two): the leaf takes the new
+            // entry as its last slot and keeps all sixteen (it ends in the entry, never in NULL),
+            // and only the rest of the old last range moves to the new leaf. In-order builds
+            // then fill leaves to 16 slots, as the kernel's rightmost split does. Under readers
+            // this would move a boundary inside a node whose max a reader may still read as the
+            // old one, so RCU mode truncates below instead.
+            let n = leaf.node;
+            n.init_slot(ls.end + 1, entry);
+            n.init_pivot(ls.end, first - 1);
+            self.share_entry(ls.content);
+            let items = [Item {
+                hi: u64::MAX,
+                word: ls.content,
+                gap: 0,
+            }];
+            return self.append_climb(lw, last, &items);
+        }
         // The leaf keeps slots 0..k; it must not end in NULL.
         let (k, kept_max) = if ls.prev_word == 0 {
             (ls.end - 1, ls.prev2_hi)
@@ -86,8 +110,15 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         if left && right {
             self.share_entry(ls.content);
         }
+        self.append_climb(lw, kept_max, &items);
+    }
+
+    /// The leaf of `lw` now ends at `kept_max`; `items` (up to `u64::MAX`) go into a new leaf
+    /// appended after it, the parents gaining it by the in-place `+1` append or by truncation.
+    fn append_climb(&mut self, lw: &Walker<'t>, kept_max: u64, items: &[Item]) {
+        let leaf = *lw.leaf();
         let new_leaf = self.alloc_node(Kind::Leaf);
-        self.write_items(new_leaf, &items, u64::MAX);
+        self.write_items(new_leaf, items, u64::MAX);
         let mut new_gap = self.node_max_gap(new_leaf, kept_max + 1, u64::MAX);
         let mut kept_gap = if self.is_alloc() {
             super::gap::leaf_max_gap(leaf.node, leaf.min, kept_max)
