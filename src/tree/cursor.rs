@@ -104,6 +104,20 @@ impl<'g> Core<'g> {
     /// Forward scan from the current slot (exclusive) for an entry with `lo <= max`. On failure
     /// the range is the last slot inspected (never past `max`) and `fail` is the status.
     fn scan_next(&mut self, max: u64, fail: Status) -> usize {
+        if max == u64::MAX {
+            // No limit to stop at: the walker's tight entry loop (`find` to the end, as in
+            // dup_mmap's loop); on failure it stands on the last slot.
+            if self.w.next_entry().is_some() {
+                self.take_pos();
+                self.status = Status::Active;
+                return self.w.word;
+            }
+            if self.w.depth > 0 {
+                self.take_pos();
+            }
+            self.status = fail;
+            return 0;
+        }
         loop {
             if self.w.hi >= max || self.w.hi == u64::MAX {
                 self.take_pos();

@@ -51,30 +51,35 @@ fn copy_node<'g, E: Entry + Clone>(
     let kind = src.kind();
     let n = NodeRef::alloc(kind);
     *count += 1;
-    for (i, (lo, hi, w)) in node_slots(src, min, max).enumerate() {
+    if kind == Kind::Leaf {
+        // Slots and pivots up to the end, nothing else: no child limits to compute.
+        let end = src.end(max);
+        for i in 0..=end {
+            if i < kind.pivots() {
+                n.init_pivot(i, src.pivot(i));
+            }
+            let w = src.slot(i);
+            let c = if w == 0 || w == ZERO_WORD {
+                w
+            } else {
+                // SAFETY: `w` is a live entry of the source tree, protected by its writer lock
+                // for the duration of the copy.
+                unsafe { clone_word::<E>(w) }.into_word()
+            };
+            n.init_slot(i, c);
+        }
+        return n;
+    }
+    for (i, (lo, hi, _)) in node_slots(src, min, max).enumerate() {
         if i < kind.pivots() {
             n.init_pivot(i, src.pivot(i));
         }
-        match kind {
-            Kind::Leaf => {
-                let c = if w == 0 || w == ZERO_WORD {
-                    w
-                } else {
-                    // SAFETY: `w` is a live entry of the source tree, protected by its writer
-                    // lock for the duration of the copy.
-                    unsafe { clone_word::<E>(w) }.into_word()
-                };
-                n.init_slot(i, c);
-            }
-            _ => {
-                let child = src.child(i, internal);
-                let c = copy_node::<E>(child, lo, hi, internal, count);
-                c.set_parent(Some(n), i);
-                n.init_slot(i, node_word(c));
-                if kind == Kind::ARange {
-                    n.set_gap(i, src.gap(i));
-                }
-            }
+        let child = src.child(i, internal);
+        let c = copy_node::<E>(child, lo, hi, internal, count);
+        c.set_parent(Some(n), i);
+        n.init_slot(i, node_word(c));
+        if kind == Kind::ARange {
+            n.set_gap(i, src.gap(i));
         }
     }
     n
@@ -110,6 +115,12 @@ unsafe fn free_node<E: Entry>(
     internal: Kind,
     multi: &mut HashMap<usize, usize>,
 ) {
+    if n.is_leaf() && !core::mem::needs_drop::<E>() {
+        // Nothing to drop in the slots (e.g. `Value`): no need to find the node's end.
+        // SAFETY: nothing can reach `n` any more (caller contract) and it is freed once.
+        unsafe { n.free_now() };
+        return;
+    }
     for (lo, hi, w) in node_slots(n, min, max) {
         if n.is_leaf() {
             if w == 0 || w == ZERO_WORD {

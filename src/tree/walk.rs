@@ -343,9 +343,10 @@ impl<'g> Walker<'g> {
             let (n, max) = (lvl.node, lvl.max);
             let mut i = lvl.offset;
             let mut hi = self.hi;
+            let (mut lo, mut w) = (self.lo, self.word);
             while hi < max {
                 i += 1;
-                let lo = hi + 1;
+                lo = hi + 1;
                 hi = if i < RANGE_PIVOTS {
                     let p = n.range_pivot(i);
                     if p < max {
@@ -356,7 +357,7 @@ impl<'g> Walker<'g> {
                 } else {
                     max
                 };
-                let w = n.range_slot(i);
+                w = n.range_slot(i);
                 if w != 0 && w != ZERO_WORD {
                     self.at_mut(d).offset = i;
                     self.lo = lo;
@@ -365,8 +366,11 @@ impl<'g> Walker<'g> {
                     return Some(());
                 }
             }
+            // On the leaf's last slot (a whole position, so a caller may stop here).
             self.at_mut(d).offset = i;
+            self.lo = lo;
             self.hi = hi;
+            self.word = w;
             if hi == u64::MAX {
                 return None;
             }
