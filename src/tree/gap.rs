@@ -12,7 +12,6 @@ use crate::error::Error;
 use crate::sync::AtomicUsize;
 
 use super::node::{Kind, NodeRef, RANGE_PIVOTS, RANGE_SLOTS};
-use super::rebuild::node_slots;
 use super::walk::root_node;
 use super::write::WriteGuard;
 use super::MapleTree;
@@ -60,48 +59,77 @@ fn fit(lo: u64, hi: u64, min: u64, max: u64, size: u64, rev: bool) -> Option<u64
     Some(if rev { b - (size - 1) } else { a })
 }
 
+/// Searches the subtree of `n` (covering `[nmin, nmax]`) for the first (or, reversed, last) fit.
+/// It starts at the slot holding the window's edge on the search's side and moves away from it,
+/// reading each pivot once; slots outside the window are never looked at. Under a concurrent
+/// writer the answer is a hint (as the kernel's is), but the walk stays inside the node and ends.
 fn search(
     n: NodeRef<'_>,
     nmin: u64,
     nmax: u64,
     internal: Kind,
-    (min, max, size, rev): (u64, u64, u64, bool),
+    q: (u64, u64, u64, bool),
 ) -> Option<u64> {
-    let mut slots = [(0u64, 0u64, 0usize); 16];
-    let mut len = 0;
-    for s in node_slots(n, nmin, nmax) {
-        slots[len] = s;
-        len += 1;
-    }
-    let order = |i: usize| if rev { len - 1 - i } else { i };
-    for k in 0..len {
-        let i = order(k);
-        let (lo, hi, w) = slots[i];
-        if hi < min || lo > max {
-            continue;
+    let (min, max, size, rev) = q;
+    let p = n.kind().pivots();
+    // Upper bound of slot `i` starting at `lo`, kept inside `[lo, nmax]`.
+    let bound = |i: usize, lo: u64| -> u64 {
+        if i >= p {
+            return nmax;
         }
-        if n.is_leaf() {
-            if w == 0 {
-                if let Some(s) = fit(lo, hi, min, max, size, rev) {
+        let v = n.pivot(i);
+        if v >= nmax {
+            nmax
+        } else {
+            v.max(lo)
+        }
+    };
+    // The slot holding the window's edge on the search's side.
+    let target = if rev { max.min(nmax) } else { min.max(nmin) };
+    let (mut i, mut lo) = (0, nmin);
+    let mut hi = bound(0, lo);
+    while hi < target {
+        i += 1;
+        lo = hi + 1;
+        hi = bound(i, lo);
+    }
+    loop {
+        if hi >= min && lo <= max {
+            if n.is_leaf() {
+                if n.slot(i) == 0 {
+                    if let Some(s) = fit(lo, hi, min, max, size, rev) {
+                        return Some(s);
+                    }
+                }
+            } else if hi.min(max) - lo.max(min) >= size - 1
+                && (internal != Kind::ARange || n.gap(i) >= size)
+            {
+                let c = n.child(i, internal);
+                if let Some(s) = search(c, lo, hi, internal, q) {
                     return Some(s);
                 }
             }
-            continue;
         }
-        // The child must be able to hold `size` inside the window at all.
-        if hi.min(max) - lo.max(min) < size - 1 {
-            continue;
-        }
-        if internal == Kind::ARange && n.gap(i) < size {
-            continue;
-        }
-        // SAFETY-free: `child` decodes the slot under the caller's guard.
-        let c = n.child(i, internal);
-        if let Some(s) = search(c, lo, hi, internal, (min, max, size, rev)) {
-            return Some(s);
+        if rev {
+            if i == 0 || lo <= min || lo <= nmin {
+                return None;
+            }
+            i -= 1;
+            hi = lo - 1;
+            lo = if i == 0 {
+                nmin
+            } else {
+                n.pivot(i - 1).saturating_add(1).clamp(nmin, hi)
+            };
+        } else {
+            if hi >= max || hi >= nmax {
+                return None;
+            }
+            i += 1;
+            lo = hi + 1;
+            hi = bound(i, lo);
         }
     }
-    None
 }
 
 /// `mas_empty_area` (`rev = false`) and `mas_empty_area_rev` (`rev = true`).
