@@ -209,7 +209,7 @@ mod prop {
             1 => (idx(), idx()).prop_map(|(a, b)| Op::Prev(a, b)),
             2 => (idx(), idx(), 1..50u64, any::<bool>()).prop_map(|(a, b, s, r)| Op::Gap(a, b, s, r)),
             1 => (idx(), idx(), 1..20u64, any::<bool>()).prop_map(|(a, b, s, r)| Op::Alloc(a, b, s, r)),
-            1 => (idx(), 1..300u64, 0..6u64).prop_map(|(a, n, g)| Op::AppendRun(a, n, g)),
+            1 => (idx(), 1..sz(300, 40), 0..6u64).prop_map(|(a, n, g)| Op::AppendRun(a, n, g)),
             1 => Just(Op::Dup),
             1 => any::<bool>().prop_map(Op::Exclusive),
         ]
