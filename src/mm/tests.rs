@@ -664,7 +664,9 @@ fn with_vma_counts_paths() {
 #[test]
 fn fork_both_ways_equal_and_independent() {
     let mm = Mm::new();
-    for i in 0..200u64 {
+    // Fewer under Miri (it interprets every step); 0x1000a000 must stay one of them.
+    let n = if cfg!(miri) { 24 } else { 200 };
+    for i in 0..n {
         let prot = if i % 3 == 0 { Prot::READ } else { RW };
         mm.mmap(0x1000_0000 + i * 2 * P, P, prot, fixed(), MapSource::Anon)
             .unwrap();
@@ -689,7 +691,7 @@ fn fork_both_ways_equal_and_independent() {
         let child = mm.fork_with(mode, &mut NoHook).unwrap();
         child.validate().unwrap();
         assert_eq!(child.render_maps(), expect, "{mode:?}");
-        assert_eq!(child.map_count(), 200);
+        assert_eq!(child.map_count(), n as usize);
         assert!(!child
             .vma_lookup(0x2000_0000)
             .unwrap()

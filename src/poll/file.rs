@@ -508,13 +508,15 @@ impl FileOperations for RealFile {
             tv_sec: 0,
             tv_nsec: 0,
         };
+        // `as _`: `PollFlags` bits are `u16` with rustix's linux_raw backend but `c_short` with
+        // its libc backend (the one Miri builds), so cast both ways.
         let mut fds = [OsPollFd::from_borrowed_fd(
             self.fd.as_fd(),
-            PollFlags::from_bits_retain(pt.key()),
+            PollFlags::from_bits_retain(pt.key() as _),
         )];
         loop {
             match rustix::event::poll(&mut fds, Some(&zero)) {
-                Ok(_) => return fds[0].revents().bits(),
+                Ok(_) => return fds[0].revents().bits() as _,
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(_) => return POLLERR,
             }

@@ -199,7 +199,7 @@ pub(crate) const SEGV_PKUERR: i32 = 4;
 pub(crate) struct Pkey(u32);
 
 /// Why protection keys cannot be used here, or `Ok` if CPUID says PKU and OSPKE.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", not(miri)))]
 pub(crate) fn pku_cpuid() -> Result<(), String> {
     #[allow(unused_unsafe)]
     // SAFETY: CPUID is available on every x86-64 CPU; leaf 7 subleaf 0 is read-only information
@@ -220,6 +220,12 @@ pub(crate) fn pku_cpuid() -> Result<(), String> {
 #[cfg(not(target_arch = "x86_64"))]
 pub(crate) fn pku_cpuid() -> Result<(), String> {
     Err("protection keys (WRPKRU) are an x86-64 feature".into())
+}
+
+/// Why protection keys cannot be used here: Miri runs neither CPUID nor the pkey syscalls.
+#[cfg(all(target_arch = "x86_64", miri))]
+pub(crate) fn pku_cpuid() -> Result<(), String> {
+    Err("Miri cannot execute CPUID, pkey_alloc or WRPKRU".into())
 }
 
 /// `pkey_alloc(0, PKEY_DISABLE_ACCESS)`: a fresh key whose access is disabled on this thread.

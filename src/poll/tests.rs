@@ -51,10 +51,12 @@ fn read_back(mm: &UserMemory, addr: u64, n: usize) -> Vec<PollFd> {
 
 #[test]
 fn window_counts_exact_per_strategy() {
+    // Under Miri, the sizes up to 128 (two chunks) only.
+    let sizes = if cfg!(miri) { 4 } else { NFDS_CHUNKS.len() };
     for mode in modes() {
-        let (files, fds) = table_with_regular(1000);
+        let (files, fds) = table_with_regular(NFDS_CHUNKS[sizes - 1].0 as usize);
         let mm = Arc::new(UserMemory::new(8 * 1024, mode).unwrap());
-        for (n, c) in NFDS_CHUNKS {
+        for &(n, c) in &NFDS_CHUNKS[..sizes] {
             // The expected copy-out windows of U§B.6 item 4: n, c, c, 1.
             for (s, out) in [
                 (CopyOut::PerFdPutUser, n),
@@ -181,7 +183,7 @@ fn mixed_entries(files: &FdTable) -> Vec<(PollFd, u16)> {
         (PollFd::new(-1, POLLIN), 0),
         (PollFd::new(-42, 0), 0),
     ];
-    (0..1000)
+    (0..if cfg!(miri) { 64 } else { 1000 })
         .map(|i| patterns[(i * 7) % patterns.len()])
         .collect()
 }
@@ -294,6 +296,7 @@ impl Mirror {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "real files, eventfds and pipes polled with poll(2)")]
 fn results_identical_to_real_poll() {
     let files = Arc::new(FdTable::new());
     let mut m = Mirror {
@@ -815,6 +818,7 @@ fn pipe_hangs_up_only_when_the_last_writer_closes() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "real pipe polled with poll(2)")]
 fn blocking_on_real_descriptors() {
     let files = Arc::new(FdTable::new());
     let (rr, rw) = real_pipe();
@@ -899,7 +903,7 @@ fn fd_allocation_matches_a_lowest_free_model() {
         x ^= x << 17;
         x
     };
-    for step in 0..40_000u64 {
+    for step in 0..if cfg!(miri) { 1_000 } else { 40_000u64 } {
         let r = next();
         let lowest = (0..).find(|fd| !open.contains(fd)).unwrap();
         if r % 3 != 0 || open.is_empty() {
@@ -929,6 +933,10 @@ fn fd_allocation_matches_a_lowest_free_model() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "timed stress: 300 ms of polling against two writer threads"
+)]
 fn fd_table_under_concurrent_open_close_and_poll() {
     // Writers open and close descriptors while a poller keeps polling some of them lock-free:
     // every poll sees each entry either open (POLLOUT) or closed (POLLNVAL), nothing else.
@@ -1100,6 +1108,10 @@ fn pkey_unavailable_falls_back_to_the_model_and_says_why() {
 // ----- will-it-scale -----------------------------------------------------------------------------
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "timed benchmark driver (samples of 20-40 ms per strategy)"
+)]
 fn will_it_scale_drivers() {
     let mut bad = Config::new(Testcase::Poll2, CopyOut::PerFdPutUser);
     bad.tasks = 0;

@@ -262,7 +262,8 @@ impl PollWqueues {
         for (fd, key) in &self.os {
             fds.push(OsPollFd::from_borrowed_fd(
                 fd.as_fd(),
-                PollFlags::from_bits_retain(*key),
+                // `as _`: `u16` bits with rustix's linux_raw backend, `c_short` with libc (Miri).
+                PollFlags::from_bits_retain(*key as _),
             ));
         }
         let timeout = deadline.map(|d| {
