@@ -78,7 +78,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         } else {
             (ls.end, ls.prev_hi)
         };
-        let mut items: Vec<Item> = Vec::with_capacity(5);
+        let mut items: smallvec::SmallVec<[Item; 5]> = smallvec::SmallVec::new();
         if k < ls.end {
             items.push(Item {
                 hi: ls.prev_hi,

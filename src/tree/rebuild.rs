@@ -20,6 +20,8 @@
 //!   rewritten in place). At the root, several nodes grow a new root; an internal root left with
 //!   one child collapses, shrinking the height.
 
+use smallvec::SmallVec;
+
 use crate::entry::Entry;
 
 use super::node::{node_word, Kind, NodeRef};
@@ -29,13 +31,22 @@ use super::write::{Item, Items, WriteGuard};
 /// A root-to-node path (index = depth).
 #[derive(Clone)]
 pub(crate) struct Path<'g> {
-    pub(crate) levels: Vec<Level<'g>>,
+    pub(crate) levels: Levels<'g>,
 }
+
+/// Root-to-node levels of a path (inline up to eight levels).
+pub(crate) type Levels<'g> = SmallVec<[Level<'g>; 8]>;
+
+/// Nodes a write unlinked, retired at its end.
+pub(crate) type Retired<'g> = SmallVec<[NodeRef<'g>; 8]>;
+
+/// Item ranges `(start, end)` of the nodes a level is partitioned into.
+type Parts = SmallVec<[(usize, usize); 8]>;
 
 impl<'g> Path<'g> {
     pub(crate) fn from_walker(w: &Walker<'g>) -> Self {
         Path {
-            levels: w.path().to_vec(),
+            levels: Levels::from_slice(w.path()),
         }
     }
 
@@ -56,7 +67,7 @@ impl<'g> Path<'g> {
                 break;
             }
         }
-        let mut levels = self.levels[..=a].to_vec();
+        let mut levels = Levels::from_slice(&self.levels[..=a]);
         let parent = levels[a];
         let off = parent.offset + 1;
         levels[a].offset = off;
@@ -117,8 +128,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let height = lpath.levels.len();
         let leaf_level = height - 1;
         let spanning = lpath.levels[leaf_level].node != rpath.levels[leaf_level].node;
-        let mut paths: Vec<Path<'g>> = vec![lpath, rpath];
-        let mut retired: Vec<NodeRef<'g>> = Vec::new();
+        let mut paths: SmallVec<[Path<'g>; 4]> = smallvec::smallvec![lpath, rpath];
+        let mut retired: Retired<'g> = Retired::new();
         let mut pulled = false;
         let mut split = false;
         let mut result = Rebuilt { first, last };
@@ -256,7 +267,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                         parent.node.publish_slot(parent.offset, node_word(new));
                     }
                     let g = self.node_max_gap(new, x.min, x.max);
-                    let ancestors: Vec<Level<'g>> = path_to(&paths, level - 1);
+                    let ancestors: Levels<'g> = path_to(&paths, level - 1);
                     self.propagate_gap(&ancestors, g);
                 }
                 if level == leaf_level && !spanning && !pulled && !split {
@@ -391,8 +402,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 }
 
 /// Distinct nodes at `level` over all paths reaching it, in index order.
-fn consumed_at<'g>(paths: &[Path<'g>], level: usize) -> Vec<Level<'g>> {
-    let mut v: Vec<Level<'g>> = Vec::with_capacity(4);
+fn consumed_at<'g>(paths: &[Path<'g>], level: usize) -> SmallVec<[Level<'g>; 4]> {
+    let mut v: SmallVec<[Level<'g>; 4]> = SmallVec::new();
     for p in paths {
         if let Some(l) = p.levels.get(level) {
             if !v.iter().any(|x| x.node == l.node) {
@@ -430,7 +441,7 @@ fn rightmost_path<'g>(paths: &[Path<'g>], level: usize) -> Path<'g> {
         .max_by_key(|p| p.levels[level].max)
         .expect("a path reaches every processed level");
     Path {
-        levels: p.levels[..=level].to_vec(),
+        levels: Levels::from_slice(&p.levels[..=level]),
     }
 }
 
@@ -444,11 +455,11 @@ fn parent_of<'g>(paths: &[Path<'g>], level: usize) -> Level<'g> {
 }
 
 /// Root-to-`level` levels of a path reaching it.
-fn path_to<'g>(paths: &[Path<'g>], level: usize) -> Vec<Level<'g>> {
+fn path_to<'g>(paths: &[Path<'g>], level: usize) -> Levels<'g> {
     paths
         .iter()
         .find(|p| p.levels.len() > level)
-        .map(|p| p.levels[..=level].to_vec())
+        .map(|p| Levels::from_slice(&p.levels[..=level]))
         .unwrap()
 }
 
@@ -481,13 +492,7 @@ fn coalesce_nulls(items: &mut Items, entry_pos: &mut usize) {
 /// edge and the write lands at its end (in-order appends), parts are packed full from the left,
 /// as the kernel's bulk mode did; otherwise they are balanced. If moving a boundary off a NULL
 /// would overfill a part, one more part is used.
-fn partition(
-    items: &Items,
-    kind: Kind,
-    right_edge: bool,
-    entry_pos: usize,
-    leaf: bool,
-) -> Vec<(usize, usize)> {
+fn partition(items: &Items, kind: Kind, right_edge: bool, entry_pos: usize, leaf: bool) -> Parts {
     let n = items.len();
     let cap = kind.slots();
     let min = kind.min_end() + 1;
@@ -499,11 +504,10 @@ fn partition(
             len >= 1 && len <= cap && (last || (len >= min && !null_at(w[1])))
         })
     };
-    let to_parts = |bounds: &[usize]| -> Vec<(usize, usize)> {
-        bounds.windows(2).map(|w| (w[0], w[1])).collect()
-    };
+    let to_parts =
+        |bounds: &[usize]| -> Parts { bounds.windows(2).map(|w| (w[0], w[1])).collect() };
     if right_edge && entry_pos + 2 >= n {
-        let mut bounds = vec![0];
+        let mut bounds: SmallVec<[usize; 8]> = smallvec::smallvec![0];
         let mut b = 0;
         while n - b > cap {
             let mut nb = b + cap;
@@ -522,7 +526,7 @@ fn partition(
     loop {
         let base = n / k;
         let extra = n % k;
-        let mut bounds = vec![0];
+        let mut bounds: SmallVec<[usize; 8]> = smallvec::smallvec![0];
         let mut b = 0;
         for j in 0..k - 1 {
             b += base + usize::from(j < extra);

@@ -19,6 +19,7 @@
 use core::marker::PhantomData;
 
 use crossbeam_epoch::{Collector, Guard};
+use smallvec::SmallVec;
 
 use crate::entry::{Entry, ZERO_WORD};
 use crate::error::Error;
@@ -26,7 +27,7 @@ use crate::sync::{AtomicUsize, MutexGuard, Ordering};
 
 use super::append::LastSlot;
 use super::node::{node_word, Kind, NodeRef, RANGE_PIVOTS, RANGE_SLOTS};
-use super::rebuild::{node_slots, Path};
+use super::rebuild::{node_slots, Path, Retired};
 use super::walk::{Level, Walker};
 use super::{MapleTree, WriterState};
 
@@ -41,11 +42,11 @@ pub(crate) struct Item {
 
 /// The items of a level being rebuilt.
 #[derive(Clone, Default)]
-pub(crate) struct Items(Vec<Item>);
+pub(crate) struct Items(SmallVec<[Item; 48]>);
 
 impl Items {
     pub(crate) fn new() -> Self {
-        Items(Vec::with_capacity(40))
+        Items(SmallVec::new())
     }
     #[inline]
     pub(crate) fn push(&mut self, it: Item) {
@@ -355,7 +356,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         n: NodeRef<'g>,
         min: u64,
         max: u64,
-        retired: &mut Vec<NodeRef<'g>>,
+        retired: &mut Retired<'g>,
     ) {
         for (lo, hi, w) in node_slots(n, min, max) {
             if n.is_leaf() {
@@ -408,7 +409,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             && !(lw.walk(0).is_some() && lw.lo == 0 && lw.hi == u64::MAX)
         {
             let old = self.node_from_item(root);
-            let mut retired = Vec::new();
+            let mut retired = Retired::new();
             self.remove_subtree(old, 0, u64::MAX, &mut retired);
             if entry == 0 {
                 self.publish_root(0);
@@ -948,7 +949,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         if root == 0 {
             return;
         }
-        let mut retired = Vec::new();
+        let mut retired = Retired::new();
         let n = self.node_from_item(root);
         self.remove_subtree(n, 0, u64::MAX, &mut retired);
         self.publish_root(0);
