@@ -328,7 +328,6 @@ fn kernel_prev_range_after_overflow_returns_current_entry() {
 /// entry; on an empty range it goes on to `mas_next_slot`, so `mas_next_range` moves to the
 /// next range. Here: underflow on the empty `[16, 19]`, then `next_range` gives `[20, 25]`.
 #[test]
-#[ignore = "core divergence from the kernel: next_range() after underflow on an empty range stays"]
 fn kernel_next_range_after_underflow_on_empty_moves() {
     use maple_tree::Status;
     let t = two_entries();
@@ -347,7 +346,6 @@ fn kernel_next_range_after_underflow_on_empty_moves() {
 /// Kernel `mas_next_setup` checks `last >= max` before anything else: from underflow on
 /// `[10, 15]`, `next_range(12)` overflows and returns nothing.
 #[test]
-#[ignore = "core divergence from the kernel: next_range() after underflow ignores max"]
 fn kernel_next_range_after_underflow_respects_max() {
     use maple_tree::Status;
     let t = two_entries();
@@ -365,7 +363,6 @@ fn kernel_next_range_after_underflow_respects_max() {
 /// Mirror of the above for `prev_range` after overflow on the empty `[16, 19]`: the kernel
 /// moves to `[10, 15]`.
 #[test]
-#[ignore = "core divergence from the kernel: prev_range() after overflow on an empty range stays"]
 fn kernel_prev_range_after_overflow_on_empty_moves() {
     use maple_tree::Status;
     let t = two_entries();
@@ -384,7 +381,6 @@ fn kernel_prev_range_after_overflow_on_empty_moves() {
 /// Kernel `mas_prev_setup` checks `index <= min` first: from overflow on `[20, 25]`,
 /// `prev_range(20)` underflows and returns nothing.
 #[test]
-#[ignore = "core divergence from the kernel: prev_range() after overflow ignores min"]
 fn kernel_prev_range_after_overflow_respects_min() {
     use maple_tree::Status;
     let t = two_entries();
