@@ -15,7 +15,10 @@ pub mod dup_ops;
 pub mod entry;
 pub mod gap_ops;
 pub mod harness;
+pub mod mm_ops;
 pub mod model;
+#[allow(dead_code)]
+pub mod page_model;
 pub mod tree_ops;
 
 /// A fuzz target.
@@ -49,5 +52,10 @@ pub const TARGETS: &[Target] = &[
         name: "dup_ops",
         run: dup_ops::run,
         describe: dup_ops::describe,
+    },
+    Target {
+        name: "mm_ops",
+        run: mm_ops::run,
+        describe: mm_ops::describe,
     },
 ];
