@@ -72,6 +72,11 @@ fn replay_mm_ops() {
 }
 
 #[test]
+fn replay_uffd_ops() {
+    replay("uffd_ops");
+}
+
+#[test]
 fn every_target_has_a_replay_test_and_a_fuzz_binary() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let this = std::fs::read_to_string(root.join("tests/fuzz_replay.rs")).unwrap();
@@ -106,6 +111,39 @@ fn describe_input() {
     let data = std::fs::read(&path).expect("read FUZZ_INPUT");
     println!("{}", (t.describe)(&data));
     (t.run)(&data);
+}
+
+/// Runs every file of a directory through a target and prints the time per input:
+/// `FUZZ_TARGET=mm_ops FUZZ_DIR=fuzz/corpus-work/mm_ops cargo test --release --test fuzz_replay
+/// time_dir -- --ignored --nocapture`.
+#[test]
+#[ignore = "a tool: needs FUZZ_TARGET and FUZZ_DIR"]
+fn time_dir() {
+    let name = std::env::var("FUZZ_TARGET").expect("FUZZ_TARGET");
+    let dir = std::env::var("FUZZ_DIR").expect("FUZZ_DIR");
+    let t = TARGETS
+        .iter()
+        .find(|t| t.name == name)
+        .expect("known target");
+    let repeat: usize = std::env::var("FUZZ_REPEAT").map_or(1, |r| r.parse().expect("FUZZ_REPEAT"));
+    let mut slow = Vec::new();
+    let start = std::time::Instant::now();
+    let mut n = 0;
+    for _ in 0..repeat {
+        for e in std::fs::read_dir(&dir).expect("FUZZ_DIR") {
+            let p = e.expect("dir entry").path();
+            let data = std::fs::read(&p).expect("read");
+            let t0 = std::time::Instant::now();
+            (t.run)(&data);
+            slow.push((t0.elapsed(), p));
+            n += 1;
+        }
+    }
+    slow.sort();
+    println!("{n} inputs in {:?}", start.elapsed());
+    for (d, p) in slow.iter().rev().take(5) {
+        println!("{d:?} {}", p.display());
+    }
 }
 
 /// The model itself against the kernel's `check_empty_area_window` table (K§2.3), so the

@@ -20,6 +20,7 @@ pub mod model;
 #[allow(dead_code)]
 pub mod page_model;
 pub mod tree_ops;
+pub mod uffd_ops;
 
 /// A fuzz target.
 pub struct Target {
@@ -57,5 +58,10 @@ pub const TARGETS: &[Target] = &[
         name: "mm_ops",
         run: mm_ops::run,
         describe: mm_ops::describe,
+    },
+    Target {
+        name: "uffd_ops",
+        run: uffd_ops::run,
+        describe: uffd_ops::describe,
     },
 ];
