@@ -77,6 +77,11 @@ fn replay_uffd_ops() {
 }
 
 #[test]
+fn replay_poll_ops() {
+    replay("poll_ops");
+}
+
+#[test]
 fn every_target_has_a_replay_test_and_a_fuzz_binary() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let this = std::fs::read_to_string(root.join("tests/fuzz_replay.rs")).unwrap();

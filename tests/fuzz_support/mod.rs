@@ -19,6 +19,7 @@ pub mod mm_ops;
 pub mod model;
 #[allow(dead_code)]
 pub mod page_model;
+pub mod poll_ops;
 pub mod tree_ops;
 pub mod uffd_ops;
 
@@ -63,5 +64,10 @@ pub const TARGETS: &[Target] = &[
         name: "uffd_ops",
         run: uffd_ops::run,
         describe: uffd_ops::describe,
+    },
+    Target {
+        name: "poll_ops",
+        run: poll_ops::run,
+        describe: poll_ops::describe,
     },
 ];
