@@ -125,9 +125,33 @@ struct FdModel {
     /// Objects: kind and descriptor count.
     objs: Vec<(Kind, usize)>,
     pipes: Vec<PipeSt>,
+    /// `RLIMIT_NOFILE`.
+    limit: u64,
 }
 
 impl FdModel {
+    /// The lowest free descriptor at or above `from`.
+    fn free_from(&self, from: i32) -> i32 {
+        let mut want = from;
+        for &fd in self.fds.range(from..).map(|(k, _)| k) {
+            if fd != want {
+                break;
+            }
+            want += 1;
+        }
+        want
+    }
+
+    /// What allocating a descriptor gives: the lowest free one, or `EMFILE` at the limit.
+    fn next_fd(&self) -> Result<i32, Errno> {
+        let fd = self.lowest_free();
+        if u64::try_from(fd).expect("non-negative") >= self.limit {
+            Err(Errno::EMFILE)
+        } else {
+            Ok(fd)
+        }
+    }
+
     fn lowest_free(&self) -> i32 {
         let mut want = 0;
         for &fd in self.fds.keys() {
@@ -250,21 +274,40 @@ pub fn run(data: &[u8]) {
     let mm = Arc::new(
         UserMemory::new((PAGES * 4096) as usize, WindowMode::Counted).expect("user memory"),
     );
-    let mut m = FdModel::default();
     let default_rlimit = files.rlimit_nofile();
+    let mut m = FdModel {
+        limit: default_rlimit,
+        ..FdModel::default()
+    };
     for op in &ops {
         match *op {
             Op::Regular => {
-                let fd = files.open_regular().expect("open");
-                m.install(fd, Kind::Regular);
+                let got = files.open_regular();
+                assert_eq!(got, m.next_fd(), "open");
+                if let Ok(fd) = got {
+                    m.install(fd, Kind::Regular);
+                }
             }
             Op::EventFd { init, sem } => {
                 let count = u64::from(init % 3) * 2;
-                let fd = files.eventfd(count, sem).expect("eventfd");
-                m.install(fd, Kind::Event { count, sem });
+                let got = files.eventfd(count, sem);
+                assert_eq!(got, m.next_fd(), "eventfd");
+                if let Ok(fd) = got {
+                    m.install(fd, Kind::Event { count, sem });
+                }
             }
             Op::Pipe => {
-                let [r, w] = files.pipe().expect("pipe");
+                let got = files.pipe();
+                let want = m.next_fd().and_then(|r| {
+                    let w = m.free_from(r + 1);
+                    if u64::try_from(w).expect("non-negative") >= m.limit {
+                        Err(Errno::EMFILE)
+                    } else {
+                        Ok([r, w])
+                    }
+                });
+                assert_eq!(got, want, "pipe");
+                let Ok([r, w]) = got else { continue };
                 m.pipes.push(PipeSt {
                     readers: true,
                     writers: true,
@@ -285,8 +328,8 @@ pub fn run(data: &[u8]) {
                 match m.fds.get(&fd).copied() {
                     None => assert_eq!(got, Err(Errno::EBADF), "dup({fd})"),
                     Some(o) => {
-                        let new = got.expect("dup");
-                        assert_eq!(new, m.lowest_free(), "dup: lowest free descriptor");
+                        assert_eq!(got, m.next_fd(), "dup");
+                        let Ok(new) = got else { continue };
                         m.objs[o].1 += 1;
                         m.fds.insert(new, o);
                     }
@@ -351,6 +394,7 @@ pub fn run(data: &[u8]) {
                 // Lowering below an open descriptor is allowed for the limit (it only
                 // constrains new descriptors and nfds).
                 files.set_rlimit_nofile(r).expect("rlimit");
+                m.limit = r;
             }
             Op::Poll {
                 count,
