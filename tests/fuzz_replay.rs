@@ -67,6 +67,21 @@ fn replay_dup_ops() {
 }
 
 #[test]
+fn replay_mm_ops() {
+    replay("mm_ops");
+}
+
+#[test]
+fn replay_uffd_ops() {
+    replay("uffd_ops");
+}
+
+#[test]
+fn replay_poll_ops() {
+    replay("poll_ops");
+}
+
+#[test]
 fn every_target_has_a_replay_test_and_a_fuzz_binary() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let this = std::fs::read_to_string(root.join("tests/fuzz_replay.rs")).unwrap();
@@ -101,6 +116,39 @@ fn describe_input() {
     let data = std::fs::read(&path).expect("read FUZZ_INPUT");
     println!("{}", (t.describe)(&data));
     (t.run)(&data);
+}
+
+/// Runs every file of a directory through a target and prints the time per input:
+/// `FUZZ_TARGET=mm_ops FUZZ_DIR=fuzz/corpus-work/mm_ops cargo test --release --test fuzz_replay
+/// time_dir -- --ignored --nocapture`.
+#[test]
+#[ignore = "a tool: needs FUZZ_TARGET and FUZZ_DIR"]
+fn time_dir() {
+    let name = std::env::var("FUZZ_TARGET").expect("FUZZ_TARGET");
+    let dir = std::env::var("FUZZ_DIR").expect("FUZZ_DIR");
+    let t = TARGETS
+        .iter()
+        .find(|t| t.name == name)
+        .expect("known target");
+    let repeat: usize = std::env::var("FUZZ_REPEAT").map_or(1, |r| r.parse().expect("FUZZ_REPEAT"));
+    let mut slow = Vec::new();
+    let start = std::time::Instant::now();
+    let mut n = 0;
+    for _ in 0..repeat {
+        for e in std::fs::read_dir(&dir).expect("FUZZ_DIR") {
+            let p = e.expect("dir entry").path();
+            let data = std::fs::read(&p).expect("read");
+            let t0 = std::time::Instant::now();
+            (t.run)(&data);
+            slow.push((t0.elapsed(), p));
+            n += 1;
+        }
+    }
+    slow.sort();
+    println!("{n} inputs in {:?}", start.elapsed());
+    for (d, p) in slow.iter().rev().take(5) {
+        println!("{d:?} {}", p.display());
+    }
 }
 
 /// The model itself against the kernel's `check_empty_area_window` table (K§2.3), so the
@@ -328,7 +376,6 @@ fn kernel_prev_range_after_overflow_returns_current_entry() {
 /// entry; on an empty range it goes on to `mas_next_slot`, so `mas_next_range` moves to the
 /// next range. Here: underflow on the empty `[16, 19]`, then `next_range` gives `[20, 25]`.
 #[test]
-#[ignore = "core divergence from the kernel: next_range() after underflow on an empty range stays"]
 fn kernel_next_range_after_underflow_on_empty_moves() {
     use maple_tree::Status;
     let t = two_entries();
@@ -347,7 +394,6 @@ fn kernel_next_range_after_underflow_on_empty_moves() {
 /// Kernel `mas_next_setup` checks `last >= max` before anything else: from underflow on
 /// `[10, 15]`, `next_range(12)` overflows and returns nothing.
 #[test]
-#[ignore = "core divergence from the kernel: next_range() after underflow ignores max"]
 fn kernel_next_range_after_underflow_respects_max() {
     use maple_tree::Status;
     let t = two_entries();
@@ -365,7 +411,6 @@ fn kernel_next_range_after_underflow_respects_max() {
 /// Mirror of the above for `prev_range` after overflow on the empty `[16, 19]`: the kernel
 /// moves to `[10, 15]`.
 #[test]
-#[ignore = "core divergence from the kernel: prev_range() after overflow on an empty range stays"]
 fn kernel_prev_range_after_overflow_on_empty_moves() {
     use maple_tree::Status;
     let t = two_entries();
@@ -384,7 +429,6 @@ fn kernel_prev_range_after_overflow_on_empty_moves() {
 /// Kernel `mas_prev_setup` checks `index <= min` first: from overflow on `[20, 25]`,
 /// `prev_range(20)` underflows and returns nothing.
 #[test]
-#[ignore = "core divergence from the kernel: prev_range() after overflow ignores min"]
 fn kernel_prev_range_after_overflow_respects_min() {
     use maple_tree::Status;
     let t = two_entries();

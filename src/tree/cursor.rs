@@ -296,16 +296,24 @@ impl<'g> Core<'g> {
         }
     }
 
-    /// `mas_next_range`: one slot forwards, NULL ranges included; leaving underflow returns the
-    /// current range first (it shares `mas_next`'s setup).
+    /// `mas_next_range`: one slot forwards, NULL ranges included. Leaving underflow follows
+    /// `mas_next_setup`: a range already ending at or past `max` overflows at once; otherwise
+    /// the current range comes first if it is occupied (an entry or a zero entry), and an empty
+    /// one is stepped over like an active cursor's.
     fn next_range(&mut self, max: u64) -> usize {
         if self.status == Status::Underflow {
+            if self.last >= max {
+                self.status = Status::Overflow;
+                return 0;
+            }
             if !self.ensure() {
                 return 0;
             }
             self.take_pos();
             self.status = Status::Active;
-            return self.w.word;
+            if self.w.word != 0 {
+                return self.w.word;
+            }
         }
         self.step_next_range(max)
     }
@@ -329,16 +337,24 @@ impl<'g> Core<'g> {
         self.w.word
     }
 
-    /// `mas_prev_range`: one slot backwards, NULL ranges included; leaving overflow returns the
-    /// current range first (it shares `mas_prev`'s setup).
+    /// `mas_prev_range`: one slot backwards, NULL ranges included. Leaving overflow follows
+    /// `mas_prev_setup`: a range already starting at or below `min` underflows at once;
+    /// otherwise the current range comes first if it is occupied (an entry or a zero entry),
+    /// and an empty one is stepped over like an active cursor's.
     fn prev_range(&mut self, min: u64) -> usize {
         if self.status == Status::Overflow {
+            if self.index <= min {
+                self.status = Status::Underflow;
+                return 0;
+            }
             if !self.ensure() {
                 return 0;
             }
             self.take_pos();
             self.status = Status::Active;
-            return self.w.word;
+            if self.w.word != 0 {
+                return self.w.word;
+            }
         }
         self.step_prev_range(min)
     }

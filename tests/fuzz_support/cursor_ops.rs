@@ -17,7 +17,10 @@
 //! - leaving overflow/underflow: `find` returns the entry at the current position first (if it
 //!   starts at or below `max`), so do `next` after underflow (if it starts at or below `max`)
 //!   and `prev` after overflow (if it ends at or above `min`); `find_rev` after overflow moves
-//!   back like an active cursor; the range moves just move;
+//!   back like an active cursor; `next_range` after underflow and `prev_range` after overflow
+//!   first check the limit (a range ending at or past `max` overflows, one starting at or below
+//!   `min` underflows, unchanged), then return the current range if it is occupied and step
+//!   over it if it is empty (kernel `mas_next_setup`/`mas_prev_setup`);
 //! - a write through the cursor leaves it active on the written range (a NULL store or an
 //!   erase on the widened empty range).
 //!
@@ -308,10 +311,17 @@ impl MCursor {
 
     fn next_range(&mut self, m: &Model, max: u64) -> Got {
         if self.status == Status::Underflow {
-            // Kernel `mas_next_range` shares `mas_next_setup`: the current range comes first.
+            // Kernel `mas_next_range` shares `mas_next_setup`: the limit is checked first, then
+            // an occupied current range comes first; an empty one is stepped over.
+            if self.last >= max {
+                self.status = Status::Overflow;
+                return None;
+            }
             let c = self.ensure(m);
             self.status = Status::Active;
-            return as_got(c);
+            if c.is_some() {
+                return as_got(c);
+            }
         }
         self.step_next_range(m, max)
     }
@@ -328,10 +338,17 @@ impl MCursor {
 
     fn prev_range(&mut self, m: &Model, min: u64) -> Got {
         if self.status == Status::Overflow {
-            // Kernel `mas_prev_range` shares `mas_prev_setup`: the current range comes first.
+            // Kernel `mas_prev_range` shares `mas_prev_setup`: the limit is checked first, then
+            // an occupied current range comes first; an empty one is stepped over.
+            if self.index <= min {
+                self.status = Status::Underflow;
+                return None;
+            }
             let c = self.ensure(m);
             self.status = Status::Active;
-            return as_got(c);
+            if c.is_some() {
+                return as_got(c);
+            }
         }
         self.step_prev_range(m, min)
     }

@@ -15,8 +15,13 @@ pub mod dup_ops;
 pub mod entry;
 pub mod gap_ops;
 pub mod harness;
+pub mod mm_ops;
 pub mod model;
+#[allow(dead_code)]
+pub mod page_model;
+pub mod poll_ops;
 pub mod tree_ops;
+pub mod uffd_ops;
 
 /// A fuzz target.
 pub struct Target {
@@ -49,5 +54,20 @@ pub const TARGETS: &[Target] = &[
         name: "dup_ops",
         run: dup_ops::run,
         describe: dup_ops::describe,
+    },
+    Target {
+        name: "mm_ops",
+        run: mm_ops::run,
+        describe: mm_ops::describe,
+    },
+    Target {
+        name: "uffd_ops",
+        run: uffd_ops::run,
+        describe: uffd_ops::describe,
+    },
+    Target {
+        name: "poll_ops",
+        run: poll_ops::run,
+        describe: poll_ops::describe,
     },
 ];
