@@ -352,3 +352,27 @@ fn whole_space_replacement_is_exact_fit() {
     assert_eq!(d.erase(5), Some((0, u64::MAX)));
     assert!(d.is_empty());
 }
+
+/// A whole-space store over a tree of several ranges is one new root (`wr_new_root`), counted
+/// once (it was counted twice: by the whole-space branch and by the new leaf root); a
+/// whole-space NULL store empties the tree, also one new root.
+#[test]
+fn whole_space_store_counts_one_new_root() {
+    use maple_tree::{MapleTree, Value};
+    let t = MapleTree::<Value>::new();
+    for i in 0..50u64 {
+        t.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+    }
+    let s0 = t.stats();
+    t.store_range(0, u64::MAX, Value::new(7)).unwrap();
+    let s1 = t.stats();
+    assert_eq!(s1.new_root - s0.new_root, 1, "{s1:?}");
+    assert_eq!(t.get(12_345), Some(Value::new(7)));
+    t.store_range(3, 4, Value::new(8)).unwrap();
+    let s2 = t.stats();
+    t.erase_range(0, u64::MAX).unwrap();
+    let s3 = t.stats();
+    assert_eq!(s3.new_root - s2.new_root, 1, "{s3:?}");
+    assert!(t.is_empty());
+    t.validate().unwrap();
+}

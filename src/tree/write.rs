@@ -414,10 +414,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             if entry == 0 {
                 self.publish_root(0);
                 self.st.height = 0;
+                self.st.stats.new_root += 1;
             } else {
-                self.new_leaf_root(0, u64::MAX, entry);
+                self.new_leaf_root(0, u64::MAX, entry); // counts the new root
             }
-            self.st.stats.new_root += 1;
             for n in retired {
                 self.retire_node(n);
             }
