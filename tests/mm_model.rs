@@ -53,23 +53,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn run(ops: Vec<Op>, max: usize) {
-    let cfg = MmConfig {
-        max_map_count: max,
-        ..MmConfig::default()
-    };
-    let files = (0..3u64)
-        .map(|i| {
-            MappedFile::new(
-                &format!("/f{i}"),
-                (8, 1),
-                (1 << 40) + i,
-                FileKind::Regular,
-                true,
-            )
-        })
-        .collect();
-    let _ = cfg;
-    let mut w = World::new(max, files);
+    let mut w = World::new(max, page_model::files());
     for op in &ops {
         w.step(op);
         check(&w.mm, &w.model, max);
