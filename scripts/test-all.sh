@@ -19,9 +19,9 @@ step "cargo test (unit, property, integration, doc)"
 cargo test --release
 
 if [ -d loom-tests ]; then
-  step "loom models"
+  step "loom models (each prints its executions and time)"
   (cd loom-tests && RUSTFLAGS="--cfg loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
-    cargo test --release -- --test-threads=1)
+    cargo test --release -- --test-threads=1 --nocapture)
 fi
 
 step "seeds demo (quick mode): the table must be there"
