@@ -335,6 +335,22 @@ impl Writer {
         self.model.store(a, b, None);
     }
 
+    /// Grows the tree by one level with in-order appends past the data (one lock per append,
+    /// readers running), then erases them all in one store: the root collapses back (`shrink`).
+    /// With leaves filled to 16 slots by in-order builds, random phases alone rarely change the
+    /// height, so both directions are made to happen here.
+    fn grow_and_shrink(&mut self, tree: &Tree) {
+        self.erase(&mut tree.lock(), TAIL + 1, u64::MAX);
+        let h = tree.lock().height();
+        let mut a = TAIL + 10;
+        while tree.lock().height() == h {
+            assert!(a < TAIL + 10_000_000, "the tree never grew");
+            self.store(&mut tree.lock(), a, a + 5);
+            a += 10;
+        }
+        self.erase(&mut tree.lock(), TAIL + 1, u64::MAX);
+    }
+
     /// One write; `phase` biases the mix (0: mixed, 1: append-heavy, 2: erase-heavy, 3: fill).
     fn step(&mut self, w: &mut maple_tree::WriteGuard<'_, Box<Payload>>, phase: u32) {
         let r = self.rng.below(100);
@@ -507,6 +523,9 @@ fn stress(alloc: bool, seed: u64, size: Size) -> Stats {
             let mut w = tree.lock();
             wr.step(&mut w, phase);
             writes += 1;
+        }
+        if phase == 1 && round % 8 == 1 && size.writes >= 100 {
+            wr.grow_and_shrink(&tree);
         }
         stop.store(true, Ordering::Relaxed);
         for r in readers {

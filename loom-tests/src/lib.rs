@@ -400,6 +400,7 @@ pub fn path_delta(before: &Stats, after: &Stats) -> Vec<(&'static str, u64)> {
             ("node_store", s.node_store),
             ("split", s.split),
             ("append_split", s.append_split),
+            ("append_fill", s.append_fill),
             ("grow", s.grow),
             ("rebalance", s.rebalance),
             ("spanning_store", s.spanning_store),

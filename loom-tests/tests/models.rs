@@ -159,6 +159,41 @@ fn append_split_two_levels() {
     .check_all();
 }
 
+/// The full right leaf with one free slot (it starts with a gap, so 15 slots are in use) takes a
+/// three-way append by copy-on-write: a new leaf with its slots plus the entry as the 16th, a new
+/// leaf for the rest of the gap, and a new root above both, published by the root pointer.
+#[test]
+fn append_fill_grow_root() {
+    let pre: Vec<Op> = (1..8).map(|i| Op::Store(10 * i, 10 * i + 4, i)).collect();
+    scenario(
+        pre,
+        Op::Store(80, 84, 100),
+        &[70, 77, 80, 85],
+        (1, 2),
+        &[
+            ("split", 1),
+            ("append_split", 1),
+            ("append_fill", 1),
+            ("grow", 1),
+        ],
+    )
+    .check_all();
+}
+
+/// The same fill in the right leaf of a two-level tree: the new leaves go into a copy of the
+/// root, published by the root pointer; the old root and leaf are retired, never changed.
+#[test]
+fn append_fill_two_levels() {
+    scenario(
+        spaced(15),
+        Op::Store(150, 154, 100),
+        &[145, 147, 150, 155],
+        (2, 2),
+        &[("split", 1), ("append_split", 1), ("append_fill", 1)],
+    )
+    .check_all();
+}
+
 // ---- copy-on-write in RCU mode (in place only in exclusive mode) --------------------------------
 
 /// Two-slot slot store (`[10, 16]` over `[10, 14]` and part of `[15, 19]`): a visible boundary

@@ -20,9 +20,12 @@
 //! reads the lowered pivot sees the truncated leaf and the new node, already written. Nodes keep
 //! stale words beyond their end, which nobody reads (the end is derived from the pivots).
 
+use smallvec::SmallVec;
+
 use crate::entry::Entry;
 
 use super::node::{node_word, Kind, RANGE_SLOTS};
+use super::rebuild::node_slots;
 use super::walk::Walker;
 use super::write::{Item, WriteGuard};
 
@@ -70,7 +73,16 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 word: ls.content,
                 gap: 0,
             }];
+            self.st.stats.append_fill += 1;
             return self.append_climb(lw, last, &items);
+        }
+        if !self.exclusive
+            && ls.end + 2 == RANGE_SLOTS
+            && ls.r_min < first
+            && last < u64::MAX
+            && self.append_fill_cow(lw, first, last, entry, &ls)
+        {
+            return;
         }
         // The leaf keeps slots 0..k; it must not end in NULL.
         let (k, kept_max) = if ls.prev_word == 0 {
@@ -111,6 +123,104 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             self.share_entry(ls.content);
         }
         self.append_climb(lw, kept_max, &items);
+    }
+
+    /// The same 16-slot fill under readers, by copy-on-write: a new leaf with the old one's
+    /// slots plus the entry as its last slot, a new leaf for the rest of the old last range, and
+    /// a new parent holding both in place of the old leaf (or a new root above both), published by
+    /// one Release store of the parent's slot in the grandparent (or of the root). Readers see the
+    /// old parent and leaf, untouched, or the new ones, complete. `false` (nothing done) when the
+    /// parent has no free slot: then the truncation below climbs instead.
+    fn append_fill_cow(
+        &mut self,
+        lw: &Walker<'t>,
+        first: u64,
+        last: u64,
+        entry: usize,
+        ls: &LastSlot,
+    ) -> bool {
+        let leaf = *lw.leaf();
+        let path = lw.path();
+        let d = path.len() - 1;
+        if d > 0 && path[d - 1].offset + 1 >= path[d - 1].node.kind().slots() {
+            return false;
+        }
+        let mut items: SmallVec<[Item; RANGE_SLOTS]> = node_slots(leaf.node, leaf.min, leaf.max)
+            .take(ls.end)
+            .map(|(_, hi, word)| Item { hi, word, gap: 0 })
+            .collect();
+        items.push(Item {
+            hi: first - 1,
+            word: ls.content,
+            gap: 0,
+        });
+        items.push(Item {
+            hi: last,
+            word: entry,
+            gap: 0,
+        });
+        let filled = self.alloc_node(Kind::Leaf);
+        self.write_items(filled, &items, last);
+        let rest = self.alloc_node(Kind::Leaf);
+        let rest_items = [Item {
+            hi: u64::MAX,
+            word: ls.content,
+            gap: 0,
+        }];
+        self.write_items(rest, &rest_items, u64::MAX);
+        self.share_entry(ls.content);
+        let pair = [
+            Item {
+                hi: last,
+                word: node_word(filled),
+                gap: self.node_max_gap(filled, leaf.min, last),
+            },
+            Item {
+                hi: u64::MAX,
+                word: node_word(rest),
+                gap: self.node_max_gap(rest, last + 1, u64::MAX),
+            },
+        ];
+        self.st.stats.split += 1;
+        self.st.stats.append_split += 1;
+        self.st.stats.append_fill += 1;
+        if d == 0 {
+            // The leaf was the root: a new root above both.
+            let root = self.alloc_node(self.internal);
+            self.write_items(root, &pair, u64::MAX);
+            root.set_parent(None, 0);
+            self.publish_root(node_word(root));
+            self.st.height += 1;
+            self.st.stats.grow += 1;
+        } else {
+            let p = path[d - 1];
+            debug_assert_eq!(p.max, u64::MAX);
+            let mut pitems: SmallVec<[Item; RANGE_SLOTS]> = node_slots(p.node, p.min, p.max)
+                .enumerate()
+                .take(p.offset)
+                .map(|(i, (_, hi, word))| Item {
+                    hi,
+                    word,
+                    gap: if self.is_alloc() { p.node.gap(i) } else { 0 },
+                })
+                .collect();
+            pitems.extend(pair);
+            let parent = self.alloc_node(p.node.kind());
+            self.write_items(parent, &pitems, p.max);
+            if d == 1 {
+                parent.set_parent(None, 0);
+                self.publish_root(node_word(parent));
+            } else {
+                let gp = path[d - 2];
+                parent.set_parent(Some(gp.node), gp.offset);
+                gp.node.publish_slot(gp.offset, node_word(parent));
+                let g = self.node_max_gap(parent, p.min, p.max);
+                self.propagate_gap(&path[..d - 1], g);
+            }
+            self.retire_node(p.node);
+        }
+        self.retire_node(leaf.node);
+        true
     }
 
     /// The leaf of `lw` now ends at `kept_max`; `items` (up to `u64::MAX`) go into a new leaf

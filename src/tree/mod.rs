@@ -79,6 +79,10 @@ pub struct Stats {
     /// Splits of the full rightmost leaf by truncation during in-order appends (no copy-on-write;
     /// see the `append` module). Also counted in `split`.
     pub append_split: u64,
+    /// Of those, splits where the full leaf kept the new entry as its sixteenth slot and only the
+    /// rest of the old last range moved on (in place without readers, by copy-on-write of the
+    /// leaf and its parent under them): in-order builds then fill leaves completely.
+    pub append_fill: u64,
     /// The root split, growing the tree by one level.
     pub grow: u64,
     /// A node fell below minimum occupancy and was merged/redistributed (`wr_rebalance`).
