@@ -9,11 +9,13 @@
 //! end, then the old end pivot is lowered by one Release store. If the parent is full it is
 //! truncated the same way and the new node climbs; a full root grows a new root above.
 //!
-//! Without readers (`exclusive()`), a leaf with one free slot takes the new entry as its last
-//! slot instead and only the rest of the old last range moves on, so in-order builds fill leaves
-//! to all sixteen slots (eight `[entry][gap]` pairs), as the kernel's rightmost split does:
-//! 34.3 bytes per range for the `[10i, 10i+5]` shape in a range tree, against 39.2 when
-//! truncating.
+//! A leaf with one free slot takes the new entry as its last slot instead and only the rest of
+//! the old last range moves on, so in-order builds fill leaves to all sixteen slots (eight
+//! `[entry][gap]` pairs), as the kernel's rightmost split does: 34.3 bytes per range for the
+//! `[10i, 10i+5]` shape in a range tree, against 39.2 when truncating. Without readers
+//! (`exclusive()`) this is done in place; under readers by copy-on-write of the leaf and its
+//! parent (the leaf's last slot would otherwise reach the old maximum for a reader that read the
+//! parent's old pivot), and by truncation when the parent is full.
 //!
 //! Readers stay correct without any node being replaced: a reader that read the parent's old end
 //! pivot sees the old leaf whole (its max is still the old one in that reader's view); one that
@@ -63,7 +65,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             // and only the rest of the old last range moves to the new leaf. In-order builds
             // then fill leaves to 16 slots, as the kernel's rightmost split does. Under readers
             // this would move a boundary inside a node whose max a reader may still read as the
-            // old one, so RCU mode truncates below instead.
+            // old one, so RCU mode copies the leaf and its parent instead (`append_fill_cow`).
             let n = leaf.node;
             n.init_slot(ls.end + 1, entry);
             n.init_pivot(ls.end, first - 1);
