@@ -70,11 +70,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             n.init_slot(ls.end + 1, entry);
             n.init_pivot(ls.end, first - 1);
             self.share_entry(ls.content);
-            let items = [Item {
-                hi: u64::MAX,
-                word: ls.content,
-                gap: 0,
-            }];
+            let items = [Item::slot(u64::MAX, ls.content)];
             self.st.stats.append_fill += 1;
             return self.append_climb(lw, last, &items);
         }
@@ -92,34 +88,18 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         } else {
             (ls.end, ls.prev_hi)
         };
-        let mut items: smallvec::SmallVec<[Item; 5]> = smallvec::SmallVec::new();
+        let mut items: SmallVec<[Item; 5]> = SmallVec::new();
         if k < ls.end {
-            items.push(Item {
-                hi: ls.prev_hi,
-                word: 0,
-                gap: 0,
-            });
+            items.push(Item::slot(ls.prev_hi, 0));
         }
         let left = ls.r_min < first;
         let right = last < u64::MAX;
         if left {
-            items.push(Item {
-                hi: first - 1,
-                word: ls.content,
-                gap: 0,
-            });
+            items.push(Item::slot(first - 1, ls.content));
         }
-        items.push(Item {
-            hi: last,
-            word: entry,
-            gap: 0,
-        });
+        items.push(Item::slot(last, entry));
         if right {
-            items.push(Item {
-                hi: u64::MAX,
-                word: ls.content,
-                gap: 0,
-            });
+            items.push(Item::slot(u64::MAX, ls.content));
         }
         if left && right {
             self.share_entry(ls.content);
@@ -149,26 +129,14 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
         let mut items: SmallVec<[Item; RANGE_SLOTS]> = node_slots(leaf.node, leaf.min, leaf.max)
             .take(ls.end)
-            .map(|(_, hi, word)| Item { hi, word, gap: 0 })
+            .map(|(_, hi, word)| Item::slot(hi, word))
             .collect();
-        items.push(Item {
-            hi: first - 1,
-            word: ls.content,
-            gap: 0,
-        });
-        items.push(Item {
-            hi: last,
-            word: entry,
-            gap: 0,
-        });
+        items.push(Item::slot(first - 1, ls.content));
+        items.push(Item::slot(last, entry));
         let filled = self.alloc_node(Kind::Leaf);
         self.write_items(filled, &items, last);
         let rest = self.alloc_node(Kind::Leaf);
-        let rest_items = [Item {
-            hi: u64::MAX,
-            word: ls.content,
-            gap: 0,
-        }];
+        let rest_items = [Item::slot(u64::MAX, ls.content)];
         self.write_items(rest, &rest_items, u64::MAX);
         self.share_entry(ls.content);
         let pair = [

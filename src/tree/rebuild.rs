@@ -153,19 +153,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                     let left = lo < first;
                     let right = hi > last;
                     if left {
-                        items.push(Item {
-                            hi: first - 1,
-                            word: w,
-                            gap: 0,
-                        });
+                        items.push(Item::slot(first - 1, w));
                     }
                     if !placed {
                         entry_pos = items.len();
-                        items.push(Item {
-                            hi: last,
-                            word: entry,
-                            gap: 0,
-                        });
+                        items.push(Item::slot(last, entry));
                         placed = true;
                     }
                     if right {

@@ -40,6 +40,14 @@ pub(crate) struct Item {
     pub(crate) gap: u64,
 }
 
+impl Item {
+    /// A leaf slot (leaves keep no gaps per slot).
+    #[inline]
+    pub(crate) const fn slot(hi: u64, word: usize) -> Self {
+        Item { hi, word, gap: 0 }
+    }
+}
+
 /// The items of a level being rebuilt.
 #[derive(Clone, Default)]
 pub(crate) struct Items(SmallVec<[Item; 48]>);
@@ -508,23 +516,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     fn new_leaf_root(&mut self, first: u64, last: u64, entry: usize) {
         let mut items = Items::new();
         if first > 0 {
-            items.push(Item {
-                hi: first - 1,
-                word: 0,
-                gap: 0,
-            });
+            items.push(Item::slot(first - 1, 0));
         }
-        items.push(Item {
-            hi: last,
-            word: entry,
-            gap: 0,
-        });
+        items.push(Item::slot(last, entry));
         if last < u64::MAX {
-            items.push(Item {
-                hi: u64::MAX,
-                word: 0,
-                gap: 0,
-            });
+            items.push(Item::slot(u64::MAX, 0));
         }
         let n = self.alloc_node(Kind::Leaf);
         self.write_items(n, items.as_slice(), u64::MAX);
@@ -666,39 +662,19 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             len += 1;
         };
         for i in 0..off {
-            push(Item {
-                hi: his[i],
-                word: ws[i],
-                gap: 0,
-            });
+            push(Item::slot(his[i], ws[i]));
         }
         let left = r_min < first;
         let right = last < end_piv;
         if left {
-            push(Item {
-                hi: first - 1,
-                word: ws[off],
-                gap: 0,
-            });
+            push(Item::slot(first - 1, ws[off]));
         }
-        push(Item {
-            hi: last,
-            word: entry,
-            gap: 0,
-        });
+        push(Item::slot(last, entry));
         if right {
-            push(Item {
-                hi: end_piv,
-                word: ws[off_end],
-                gap: 0,
-            });
+            push(Item::slot(end_piv, ws[off_end]));
         }
         for i in off_end + 1..=end {
-            push(Item {
-                hi: his[i],
-                word: ws[i],
-                gap: 0,
-            });
+            push(Item::slot(his[i], ws[i]));
         }
         debug_assert_eq!(len, new_end + 1);
         for (i, &w) in ws.iter().enumerate().take(off_end + 1).skip(off) {
