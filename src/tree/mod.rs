@@ -266,6 +266,11 @@ impl<E: Entry> MapleTree<E> {
 
     /// Takes the writer lock for RCU-mode writes: concurrent readers stay correct; replaced nodes
     /// and entries are freed after a grace period.
+    ///
+    /// The lock is not reentrant: while a thread holds the guard, it writes, validates and dumps
+    /// through the guard ([`WriteGuard::height`], [`WriteGuard::validate`],
+    /// [`WriteGuard::dump`]); the tree's own writing methods and its `height`, `stats`,
+    /// `validate` and `dump` take the lock again and would wait for ever.
     pub fn lock(&self) -> WriteGuard<'_, E> {
         WriteGuard::new_rcu(self)
     }
