@@ -376,3 +376,35 @@ fn whole_space_store_counts_one_new_root() {
     assert!(t.is_empty());
     t.validate().unwrap();
 }
+
+/// Found by the property test (`full_space`, a random seed in CI): a NULL store strictly inside
+/// the last entry of a full rightmost leaf with one free slot took the append split's 16-slot fill,
+/// which keeps the written range as the leaf's last slot — here a NULL, so a leaf that was no
+/// longer the rightmost ended in NULL (`validate`: "non-rightmost leaf ends in NULL"). The fills
+/// are for entries only; NULL stores truncate.
+#[test]
+fn null_store_inside_the_last_entry_of_a_full_leaf() {
+    use maple_tree::{MapleTree, Value};
+    for exclusive in [false, true] {
+        let mut t = MapleTree::<Value>::new();
+        {
+            let mut w = if exclusive { t.exclusive() } else { t.lock() };
+            for i in 1..=7u64 {
+                w.store_range(10 * i, 10 * i + 4, Value::new(i)).unwrap();
+            }
+            // 15 slots: [0, 9] NULL, seven entries with gaps, then this entry up to u64::MAX.
+            w.store_range(75, u64::MAX, Value::new(99)).unwrap();
+            w.validate().unwrap();
+            w.erase_range(80, 81).unwrap();
+            if let Err(e) = w.validate() {
+                panic!("exclusive {exclusive}: {e}\n{}", w.dump());
+            }
+        }
+        assert_eq!(t.get(79), Some(Value::new(99)));
+        assert_eq!(t.get(80), None);
+        assert_eq!(t.get(81), None);
+        assert_eq!(t.get(82), Some(Value::new(99)));
+        assert_eq!(t.get(u64::MAX), Some(Value::new(99)));
+        assert_eq!(t.count(), 9);
+    }
+}

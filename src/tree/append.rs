@@ -59,7 +59,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     ) {
         let leaf = *lw.leaf();
         debug_assert_eq!(leaf.max, u64::MAX);
-        if self.exclusive && ls.end + 2 == RANGE_SLOTS && ls.r_min < first && last < u64::MAX {
+        // The fills keep the written range as the leaf's last slot, so never for a NULL store: a
+        // leaf that is not the rightmost must not end in NULL.
+        let fill = entry != 0 && ls.end + 2 == RANGE_SLOTS && ls.r_min < first && last < u64::MAX;
+        if self.exclusive && fill {
             // No readers, one slot left (a three-way append needs two): the leaf takes the new
             // entry as its last slot and keeps all sixteen (it ends in the entry, never in NULL),
             // and only the rest of the old last range moves to the new leaf. In-order builds
@@ -74,12 +77,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             self.st.stats.append_fill += 1;
             return self.append_climb(lw, last, &items);
         }
-        if !self.exclusive
-            && ls.end + 2 == RANGE_SLOTS
-            && ls.r_min < first
-            && last < u64::MAX
-            && self.append_fill_cow(lw, first, last, entry, &ls)
-        {
+        if !self.exclusive && fill && self.append_fill_cow(lw, first, last, entry, &ls) {
             return;
         }
         // The leaf keeps slots 0..k; it must not end in NULL.
