@@ -416,6 +416,34 @@ pub fn path_delta(before: &Stats, after: &Stats) -> Vec<(&'static str, u64)> {
         .collect()
 }
 
+/// Ranges `[10 i, 10 i + 4]` holding value `i + 1`, for `i` in `0..n`: the pre-fill most models
+/// (and their mutant twins) start from.
+pub fn spaced(n: u64) -> Vec<Op> {
+    (0..n)
+        .map(|i| Op::Store(10 * i, 10 * i + 4, i + 1))
+        .collect()
+}
+
+/// A range-tree scenario: `prefill`, then the write `op` against one reader probing `probes`;
+/// `heights` before and after, and the write paths `op` must take.
+pub fn scenario(
+    prefill: Vec<Op>,
+    op: Op,
+    probes: &[u64],
+    heights: (usize, usize),
+    paths: &[(&'static str, u64)],
+) -> Scenario {
+    Scenario {
+        alloc: false,
+        prefill,
+        write: Write::Op(op),
+        probes: probes.to_vec(),
+        heights,
+        paths: paths.to_vec(),
+        reclaim: false,
+    }
+}
+
 impl Scenario {
     /// The reference before and after the write.
     pub fn states(&self) -> (Ranges, Ranges) {

@@ -12,36 +12,11 @@
 
 #![cfg(loom)]
 
-use maple_tree_loom_tests::{reclaimed, Op, Reads, Scenario, Write};
-
-/// Ranges `[10 i, 10 i + 4]` holding value `i + 1`, for `i` in `0..n`.
-fn spaced(n: u64) -> Vec<Op> {
-    (0..n)
-        .map(|i| Op::Store(10 * i, 10 * i + 4, i + 1))
-        .collect()
-}
+use maple_tree_loom_tests::{reclaimed, scenario, spaced, Op, Reads, Scenario, Write};
 
 fn with(mut ops: Vec<Op>, more: &[Op]) -> Vec<Op> {
     ops.extend_from_slice(more);
     ops
-}
-
-fn scenario(
-    prefill: Vec<Op>,
-    op: Op,
-    probes: &[u64],
-    heights: (usize, usize),
-    paths: &[(&'static str, u64)],
-) -> Scenario {
-    Scenario {
-        alloc: false,
-        prefill,
-        write: Write::Op(op),
-        probes: probes.to_vec(),
-        heights,
-        paths: paths.to_vec(),
-        reclaim: false,
-    }
 }
 
 // ---- in place in RCU mode ----------------------------------------------------------------------

@@ -5,7 +5,7 @@
 #![cfg(loom)]
 
 use maple_tree::loom_knobs;
-use maple_tree_loom_tests::{executions, Op, Reads, Scenario, Write};
+use maple_tree_loom_tests::{executions, scenario, spaced, Op, Reads};
 
 /// Turns one knob on; turns every knob off when dropped, also when the model panics (as it must).
 /// The knobs are process-wide and the test harness runs tests on parallel threads, so a knob
@@ -33,30 +33,6 @@ impl Drop for Knob {
         if std::thread::panicking() {
             eprintln!("    caught in execution {}", executions());
         }
-    }
-}
-
-fn spaced(n: u64) -> Vec<Op> {
-    (0..n)
-        .map(|i| Op::Store(10 * i, 10 * i + 4, i + 1))
-        .collect()
-}
-
-fn scenario(
-    prefill: Vec<Op>,
-    op: Op,
-    probes: &[u64],
-    heights: (usize, usize),
-    paths: &[(&'static str, u64)],
-) -> Scenario {
-    Scenario {
-        alloc: false,
-        prefill,
-        write: Write::Op(op),
-        probes: probes.to_vec(),
-        heights,
-        paths: paths.to_vec(),
-        reclaim: false,
     }
 }
 
