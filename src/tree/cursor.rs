@@ -14,9 +14,8 @@ use core::marker::PhantomData;
 
 use crate::entry::{Entry, ZERO_WORD};
 use crate::error::Error;
-use crate::sync::AtomicUsize;
 
-use super::node::Kind;
+use super::node::{Kind, Root};
 use super::walk::Walker;
 use super::write::WriteGuard;
 use super::{borrow_word, MapleTree};
@@ -49,7 +48,7 @@ struct Core<'g> {
 }
 
 impl<'g> Core<'g> {
-    fn new(root: &'g AtomicUsize, internal: Kind, index: u64) -> Self {
+    fn new(root: &'g Root, internal: Kind, index: u64) -> Self {
         Core {
             w: Walker::from_parts(root, internal),
             valid: false,

@@ -9,9 +9,8 @@ use crossbeam_epoch::Guard;
 
 use crate::entry::{is_reserved_word, Entry};
 use crate::error::Error;
-use crate::sync::AtomicUsize;
 
-use super::node::{Kind, NodeRef, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::{Kind, NodeRef, Root, RANGE_PIVOTS, RANGE_SLOTS};
 use super::walk::root_node;
 use super::write::WriteGuard;
 use super::MapleTree;
@@ -104,9 +103,12 @@ fn search(
             } else if hi.min(max) - lo.max(min) >= size - 1
                 && (internal != Kind::ARange || n.gap(i) >= size)
             {
-                let c = n.child(i, internal);
-                if let Some(s) = search(c, lo, hi, internal, q) {
-                    return Some(s);
+                // An empty child slot is a state only a race with the writer produces (see
+                // `NodeRef::try_child`); the answer is a hint then anyway, so skip it.
+                if let Some(c) = n.try_child(i, internal) {
+                    if let Some(s) = search(c, lo, hi, internal, q) {
+                        return Some(s);
+                    }
                 }
             }
         }
@@ -134,7 +136,7 @@ fn search(
 
 /// `mas_empty_area` (`rev = false`) and `mas_empty_area_rev` (`rev = true`).
 pub(crate) fn empty_area_at(
-    root: &AtomicUsize,
+    root: &Root,
     internal: Kind,
     min: u64,
     max: u64,

@@ -7,9 +7,8 @@
 use core::marker::PhantomData;
 
 use crate::entry::{Entry, ZERO_WORD};
-use crate::sync::AtomicUsize;
 
-use super::node::Kind;
+use super::node::{Kind, Root};
 use super::walk::Walker;
 use super::{borrow_word, MapleTree};
 
@@ -35,7 +34,7 @@ impl<'g, E: Entry> Iter<'g, E> {
         Self::from_parts(&tree.root, tree.internal, first, last)
     }
 
-    pub(crate) fn from_parts(root: &'g AtomicUsize, internal: Kind, first: u64, last: u64) -> Self {
+    pub(crate) fn from_parts(root: &'g Root, internal: Kind, first: u64, last: u64) -> Self {
         Iter {
             front: Walker::from_parts(root, internal),
             back: Walker::from_parts(root, internal),

@@ -38,6 +38,7 @@ mod gap;
 mod iter;
 pub(crate) mod node;
 mod rebuild;
+mod seal;
 mod validate;
 mod walk;
 mod write;
@@ -74,6 +75,15 @@ pub struct Stats {
     pub append_three_way: u64,
     /// The leaf rebuilt as one node (`wr_node_store`): a new node swapped in, or in place.
     pub node_store: u64,
+    /// Parents copied because a pivot lowered in place within the current grace period sealed
+    /// re-pointing their child in place (see the publication protocol in `node`).
+    pub sealed_copy: u64,
+    /// Writes that would have appended in place into a node whose range shrank within the
+    /// current grace period (after an append split), done by copy-on-write instead.
+    pub sealed_extend: u64,
+    /// Exact fits into a slot whose bound was lowered in place within the current grace period,
+    /// done by copy-on-write instead.
+    pub sealed_repoint: u64,
     /// A node split (`wr_split_store`), counted per write.
     pub split: u64,
     /// Splits of the full rightmost leaf by truncation during in-order appends (no copy-on-write;
@@ -95,6 +105,9 @@ pub struct Stats {
     pub new_root: u64,
     /// Nodes allocated.
     pub nodes_allocated: u64,
+    /// Times a lock-free reader walked again from the root because it met a node the writer had
+    /// replaced (or a state only such a race produces). Filled in by [`MapleTree::stats`].
+    pub reader_restarts: u64,
     /// Nodes freed or retired.
     pub nodes_freed: u64,
 }
@@ -124,6 +137,8 @@ pub(crate) struct WriterState {
     /// The path of the last in-place append, if no write changed the structure since (empty
     /// otherwise: every write empties it first; see `WriteGuard::write`).
     pub(crate) saved: walk::SavedPath,
+    /// What in-place stores left sealed for readers that read before them (see `seal`).
+    pub(crate) seals: seal::Seals,
 }
 
 /// An RCU-safe maple tree mapping non-overlapping inclusive ranges of `u64` to entries.
@@ -149,7 +164,7 @@ pub(crate) struct WriterState {
 /// ```
 pub struct MapleTree<E: Entry> {
     /// Root node word (0: empty).
-    pub(crate) root: AtomicUsize,
+    pub(crate) root: node::Root,
     /// Internal node kind: `ARange` for allocation trees, else `Range`.
     pub(crate) internal: Kind,
     pub(crate) writer: Mutex<WriterState>,
@@ -193,7 +208,7 @@ impl<E: Entry> MapleTree<E> {
             None => (crossbeam_epoch::default_collector().clone(), true),
         };
         MapleTree {
-            root: AtomicUsize::new(0),
+            root: node::Root::new(),
             internal: if opts.alloc {
                 Kind::ARange
             } else {
@@ -206,6 +221,7 @@ impl<E: Entry> MapleTree<E> {
                 cyclic_wrapped: false,
                 append: true,
                 saved: walk::SavedPath::default(),
+                seals: seal::Seals::new(),
             }),
             collector,
             default_collector,
@@ -251,9 +267,11 @@ impl<E: Entry> MapleTree<E> {
         self.writer.lock().height
     }
 
-    /// Per-path write counters since creation. Takes the writer lock.
+    /// Per-path write counters since creation, and the readers' restarts. Takes the writer lock.
     pub fn stats(&self) -> Stats {
-        self.writer.lock().stats
+        let mut s = self.writer.lock().stats;
+        s.reader_restarts = self.root.restarts();
+        s
     }
 
     /// Turns the in-place appends on or off (seed 001's switch; for benchmarks and tests). When
@@ -565,7 +583,7 @@ impl<E: Entry + Clone + Send + Sync> MapleTree<E> {
 
 impl<E: Entry> Drop for MapleTree<E> {
     fn drop(&mut self) {
-        let root = atomic_take(&mut self.root);
+        let root = atomic_take(self.root.word_mut());
         let st = self.writer.get_mut();
         let internal = self.internal;
         // SAFETY: `&mut self`: no reader or writer can reach the tree any more.

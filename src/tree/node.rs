@@ -35,20 +35,58 @@
 //! One writer at a time (the tree's lock, or `&mut`); readers hold a crossbeam-epoch guard. Every
 //! field a reader may load is an atomic:
 //!
-//! | field | writer store | ordering | reader load | pairs with |
-//! |---|---|---|---|---|
-//! | tree root word | new root published | Release | Acquire | everything written into the new root subtree before |
-//! | internal slot | fresh node (before publish) | Relaxed | Acquire | — (published by the pointer that exposes the node) |
-//! | internal slot | child replaced in place (node store, single-node rebuild) | Release | Acquire | the new child's contents |
-//! | leaf slot | fresh node | Relaxed | Acquire | — (as above) |
-//! | leaf slot | exact fit / slot store in place | Release | Acquire | the entry's pointee |
-//! | leaf slot beyond the end | append, before the publishing pivot | Relaxed | Acquire | published by the pivot below |
-//! | pivot | fresh node | Relaxed | Acquire | — |
-//! | pivot beyond the end | append, before the publishing pivot | Relaxed | Acquire | published by the pivot below |
-//! | pivot `end` (lowered) | append: the **single publishing store**, last | Release | Acquire (scan) | every slot/pivot written beyond the end |
-//! | gap | any | Relaxed | Relaxed | gaps are search hints; leaves are re-checked |
-//! | parent word (re-parent) | any | Relaxed | Relaxed | read by the writer and `validate` only |
-//! | parent word (dead bit) | node retired | Release | Acquire | a reader that sees it restarts from the root |
+//! | row | field | writer store | ordering | reader load | pairs with |
+//! |---|---|---|---|---|---|
+//! | P1 | tree root word | new root published | Release | Acquire | everything written into the new root subtree before |
+//! | P2 | internal slot | fresh node (before publish) | Relaxed | Acquire | — (published by the pointer that exposes the node) |
+//! | P3 | internal slot | child replaced in place (node store, single-node rebuild) | Release | Acquire | the new child's contents |
+//! | P4 | leaf slot | fresh node | Relaxed | Acquire | — (as above) |
+//! | P5 | leaf slot | exact fit in place | Release | Acquire | the entry's pointee |
+//! | P6 | leaf slot beyond the end | append, before the publishing pivot | Relaxed | Acquire | published by the pivot below |
+//! | P7 | pivot | fresh node | Relaxed | Acquire | — |
+//! | P8 | pivot beyond the end | append, before the publishing pivot | Relaxed | Acquire | published by the pivot below |
+//! | P9 | pivot `end` (lowered) | append: the **single publishing store**, last | Release | Acquire (scan) | every slot/pivot written beyond the end |
+//! | P10 | slot bounded by a lowered pivot | re-pointed (P3/P5) | — | — | **sealed** until a grace period after P9 (`seal`): copy-on-write instead |
+//! | P11 | words beyond the end of a node whose max shrank | append (P6/P8/P9) | — | — | **sealed** until a grace period after the shrink (`seal`): copy-on-write instead |
+//! | P12 | gap | any | Relaxed | Relaxed | gaps are search hints; leaves are re-checked |
+//! | P13 | parent word (re-parent) | any | Relaxed | Relaxed | read by the writer and `validate` only |
+//! | P14 | parent word (dead bit) | node retired | Release | Acquire | a reader that sees it restarts from the root |
+//!
+//! ## What a reader may hold, across any number of writes
+//!
+//! A reader holds, for the node it is in, the node's address and the limits `[min, max]` it
+//! derived on the way down (a pivot of each ancestor, or the ancestor's own limit), and, inside
+//! the node, the pivots it has loaded. Every later store of the writer is one of:
+//!
+//! 1. **A fresh subtree published by one pointer** (P1/P3, copy-on-write of node stores, splits,
+//!    rebalances, spanning stores, the leaf fill). The replaced nodes are never written again and
+//!    are marked dead (P14): a reader inside them reads one consistent old state, for as long as
+//!    its guard lives (they are freed only after it); a reader that loads the new pointer sees the
+//!    whole new subtree (P1/P3 pair with everything written before).
+//! 2. **An exact fit** (P5): a reader sees the old entry or the new one in a slot whose bounds
+//!    did not change — unless it loaded the slot's upper bound before that bound was lowered by an
+//!    append (P9) and the slot after: it would pair the old bound with the new entry, a range that
+//!    never held it. Hence P10.
+//! 3. **An in-place append** (P6–P9): until the reader loads the lowered end pivot, everything
+//!    beyond the end is unreachable for it; once it does, everything is written. This holds only
+//!    if the node's max is the one the reader derived: a node truncated by the append split keeps
+//!    its words and gets a smaller max from its parent (P9 one level up), so a reader that derived
+//!    the old max reads on beyond the new end — where an append into the node would write. Hence
+//!    P11. (The truncation itself changes no word of the node: such a reader sees the node as it
+//!    was, which is the state before the split.)
+//! 4. **A child replaced under a lowered pivot** (P3 after a P9 in the parent): a reader that
+//!    loaded the old pivot and then the new child would walk the child with a max it never had,
+//!    past its end into zeroed words. P10 covers it: the parent is copied (and, if its own slot is
+//!    sealed, the grandparent — the root word is never sealed), see `WriteGuard::replace_child`.
+//!
+//! A seal lasts until every guard pinned at the sealing store has been dropped (the lift is a
+//! closure deferred on the writer's guard after that store, as a retired node's free is). A
+//! reader pinned after the lift loads the lowered pivots and the shrunk max (crossbeam's epoch
+//! fences order the writer's stores before the deferral), so it holds nothing a later in-place
+//! store could contradict. By induction over the writes, every reader, whatever number of
+//! writes its guard spans, sees for each slot it reads a bound and a word that were together in
+//! some state, and sees each node either whole as of one state or through published pivots only.
+//! Exclusive mode (`&mut`) has no readers: nothing is sealed and everything may be in place.
 //!
 //! Readers never trust anything but pivots to find a slot: a pivot is always loaded (Acquire)
 //! before the slot it exposes. Retired nodes are never written again; they are freed (and, under
@@ -85,6 +123,50 @@ const DEAD: usize = 1;
 const OFFSET_SHIFT: u32 = 59;
 const OFFSET_MASK: usize = 0x1f << OFFSET_SHIFT;
 const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
+
+/// The tree's root word (row P1) and the count of reader restarts (a reader that meets a dead
+/// node, or a state only a race can produce, walks again from here).
+pub(crate) struct Root {
+    word: AtomicUsize,
+    restarts: AtomicU64,
+}
+
+impl Root {
+    pub(crate) fn new() -> Self {
+        Root {
+            word: AtomicUsize::new(0),
+            restarts: AtomicU64::new(0),
+        }
+    }
+
+    /// Loads the root word (readers: Acquire, P1; the writer's own loads: Relaxed).
+    #[inline]
+    pub(crate) fn load(&self, order: Ordering) -> usize {
+        self.word.load(order)
+    }
+
+    /// Stores the root word (Release to publish a new root, P1).
+    #[inline]
+    pub(crate) fn store(&self, w: usize, order: Ordering) {
+        self.word.store(w, order);
+    }
+
+    /// The root word under `&mut` (no reader exists).
+    pub(crate) fn word_mut(&mut self) -> &mut AtomicUsize {
+        &mut self.word
+    }
+
+    /// Counts one reader restart (a statistic: Relaxed).
+    #[cold]
+    pub(crate) fn restarted(&self) {
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Reader restarts so far.
+    pub(crate) fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
+    }
+}
 
 /// The three node kinds a port needs (`maple_dense` is never created by the kernel and is left out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -508,7 +590,22 @@ impl<'g> NodeRef<'g> {
         }
     }
 
-    /// Child `i` of an internal node.
+    /// Child `i` of an internal node, `None` if the slot is empty — a state no reader can meet
+    /// under the publication protocol; readers treat it as a race and restart rather than trust
+    /// it (only `validate` reports corruption).
+    #[inline]
+    pub(crate) fn try_child(&self, i: usize, internal: Kind) -> Option<NodeRef<'g>> {
+        debug_assert!(!self.is_leaf());
+        let w = self.slot(i);
+        if w == 0 {
+            return None;
+        }
+        // SAFETY: the word is non-zero and is a node word (internal slots hold nothing else);
+        // the child stays allocated for 'g (see `child`).
+        Some(unsafe { NodeRef::from_word(w, internal) })
+    }
+
+    /// Child `i` of an internal node (the writer's view, where an empty slot is corruption).
     ///
     /// Sound because children of a node reachable under the guard are reachable too: a child is
     /// retired only after it has been unlinked, and unlinking happens-before the retire.

@@ -247,20 +247,22 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                     retired.push(x.node);
                     n
                 };
-                if is_root {
-                    new.set_parent(None, 0);
-                    if !self.exclusive {
-                        self.publish_root(node_word(new));
-                    }
+                let ancestors: Levels<'g> = if is_root {
+                    Levels::new()
                 } else {
-                    let parent = parent_of(&paths, level);
-                    new.set_parent(Some(parent.node), parent.offset);
-                    if !self.exclusive {
-                        parent.node.publish_slot(parent.offset, node_word(new));
+                    path_to(&paths, level - 1)
+                };
+                let g = self.node_max_gap(new, x.min, x.max);
+                if self.exclusive {
+                    if let Some(parent) = ancestors.last() {
+                        new.set_parent(Some(parent.node), parent.offset);
+                    } else {
+                        new.set_parent(None, 0);
                     }
-                    let g = self.node_max_gap(new, x.min, x.max);
-                    let ancestors: Levels<'g> = path_to(&paths, level - 1);
                     self.propagate_gap(&ancestors, g);
+                } else {
+                    // One Release store of the parent's slot (or a copy of a sealed parent).
+                    self.replace_child(&ancestors, new, g);
                 }
                 if level == leaf_level && !spanning && !pulled && !split {
                     self.st.stats.node_store += 1;
@@ -435,15 +437,6 @@ fn rightmost_path<'g>(paths: &[Path<'g>], level: usize) -> Path<'g> {
     Path {
         levels: Levels::from_slice(&p.levels[..=level]),
     }
-}
-
-/// The parent level entry (node + offset of the child) of the single consumed node at `level`.
-fn parent_of<'g>(paths: &[Path<'g>], level: usize) -> Level<'g> {
-    paths
-        .iter()
-        .find(|p| p.levels.len() > level)
-        .map(|p| p.levels[level - 1])
-        .unwrap()
 }
 
 /// Root-to-`level` levels of a path reaching it.

@@ -6,9 +6,9 @@
 use core::mem::MaybeUninit;
 
 use crate::entry::{Entry, ZERO_WORD};
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sync::Ordering;
 
-use super::node::{Kind, NodeRef, RANGE_PIVOTS};
+use super::node::{Kind, NodeRef, Root, RANGE_PIVOTS};
 use super::MapleTree;
 
 /// Deepest tree the walkers can follow. The kernel allows 31 levels; here every level above the
@@ -18,7 +18,7 @@ pub(crate) const MAX_DEPTH: usize = 24;
 
 /// The root node, if any.
 #[inline]
-pub(crate) fn root_node<'g>(root: &AtomicUsize, internal: Kind) -> Option<NodeRef<'g>> {
+pub(crate) fn root_node<'g>(root: &Root, internal: Kind) -> Option<NodeRef<'g>> {
     let w = root.load(Ordering::Acquire);
     if w == 0 {
         None
@@ -55,7 +55,7 @@ pub(crate) fn load_word<E: Entry>(tree: &MapleTree<E>, index: u64) -> usize {
 
 /// [`load_word`] on the parts of a tree.
 #[inline]
-pub(crate) fn load_word_at(root: &AtomicUsize, internal: Kind, index: u64) -> usize {
+pub(crate) fn load_word_at(root: &Root, internal: Kind, index: u64) -> usize {
     'restart: loop {
         let Some(mut n) = root_node(root, internal) else {
             return 0;
@@ -69,11 +69,16 @@ pub(crate) fn load_word_at(root: &AtomicUsize, internal: Kind, index: u64) -> us
             if n.is_leaf() {
                 let s = n.slot(i);
                 if n.is_dead() {
+                    root.restarted();
                     continue 'restart;
                 }
                 return s;
             }
-            n = n.child(i, internal);
+            let Some(c) = n.try_child(i, internal) else {
+                root.restarted();
+                continue 'restart;
+            };
+            n = c;
         }
     }
 }
@@ -117,7 +122,7 @@ impl SavedPath {
 
 /// A reader position that keeps its path, so moving to a neighbouring slot is `O(1)` amortised.
 pub(crate) struct Walker<'g> {
-    root: &'g AtomicUsize,
+    root: &'g Root,
     internal: Kind,
     /// Root-to-leaf levels; entries below `init` are initialised (left uninitialised otherwise,
     /// so creating a walker costs nothing).
@@ -136,7 +141,7 @@ impl<'g> Walker<'g> {
         Self::from_parts(&tree.root, tree.internal)
     }
 
-    pub(crate) fn from_parts(root: &'g AtomicUsize, internal: Kind) -> Self {
+    pub(crate) fn from_parts(root: &'g Root, internal: Kind) -> Self {
         Walker {
             root,
             internal,
@@ -283,6 +288,7 @@ impl<'g> Walker<'g> {
                 if n.is_leaf() {
                     let s = n.slot(i);
                     if n.is_dead() {
+                        self.root.restarted();
                         continue 'restart;
                     }
                     self.depth = d;
@@ -291,7 +297,11 @@ impl<'g> Walker<'g> {
                     self.word = s;
                     return Some(());
                 }
-                n = n.child(i, self.internal);
+                let Some(c) = n.try_child(i, self.internal) else {
+                    self.root.restarted();
+                    continue 'restart;
+                };
+                n = c;
                 min = lo;
                 max = hi;
             }
@@ -389,7 +399,7 @@ impl<'g> Walker<'g> {
         let target = self.hi.checked_add(1)?;
         let leaf = *self.at(self.depth - 1);
         if leaf.node.is_dead() {
-            return self.walk(target);
+            return self.restart_at(target);
         }
         // Climb to the first ancestor with a child after ours.
         let mut d = self.depth - 1;
@@ -400,14 +410,16 @@ impl<'g> Walker<'g> {
             d -= 1;
             let lvl = *self.at(d);
             if lvl.node.is_dead() {
-                return self.walk(target);
+                return self.restart_at(target);
             }
             if self.at(d + 1).max < lvl.max {
                 let i = lvl.offset + 1;
                 self.at_mut(d).offset = i;
                 let mut min = target;
                 let mut max = lvl.node.slot_max(i, lvl.max);
-                let mut n = lvl.node.child(i, self.internal);
+                let Some(mut n) = lvl.node.try_child(i, self.internal) else {
+                    return self.restart_at(target);
+                };
                 // Descend to the leftmost leaf of that child.
                 loop {
                     d += 1;
@@ -429,12 +441,22 @@ impl<'g> Walker<'g> {
                         self.word = s;
                         return Some(());
                     }
-                    n = n.child(0, self.internal);
+                    let Some(c) = n.try_child(0, self.internal) else {
+                        return self.restart_at(target);
+                    };
+                    n = c;
                     max = hi;
                     let _ = &mut min;
                 }
             }
         }
+    }
+
+    /// Walks again from the root to `target` after meeting a replaced node (counted).
+    #[cold]
+    fn restart_at(&mut self, target: u64) -> Option<()> {
+        self.root.restarted();
+        self.walk(target)
     }
 
     /// Moves to the previous slot (NULL ranges included). `None` before index 0.
@@ -459,7 +481,7 @@ impl<'g> Walker<'g> {
             return Some(());
         }
         if leaf.node.is_dead() {
-            return self.walk(target);
+            return self.restart_at(target);
         }
         let mut d = self.depth - 1;
         loop {
@@ -469,7 +491,7 @@ impl<'g> Walker<'g> {
             d -= 1;
             let lvl = *self.at(d);
             if lvl.node.is_dead() {
-                return self.walk(target);
+                return self.restart_at(target);
             }
             if self.at(d + 1).min > lvl.min {
                 let i = lvl.offset - 1;
@@ -480,7 +502,9 @@ impl<'g> Walker<'g> {
                 } else {
                     lvl.node.pivot(i - 1) + 1
                 };
-                let mut n = lvl.node.child(i, self.internal);
+                let Some(mut n) = lvl.node.try_child(i, self.internal) else {
+                    return self.restart_at(target);
+                };
                 // Descend to the rightmost leaf of that child.
                 loop {
                     d += 1;
@@ -503,7 +527,10 @@ impl<'g> Walker<'g> {
                         self.word = s;
                         return Some(());
                     }
-                    n = n.child(end, self.internal);
+                    let Some(c) = n.try_child(end, self.internal) else {
+                        return self.restart_at(target);
+                    };
+                    n = c;
                     min = lo;
                     let _ = &mut max;
                 }

@@ -23,10 +23,10 @@ use smallvec::SmallVec;
 
 use crate::entry::{Entry, ZERO_WORD};
 use crate::error::Error;
-use crate::sync::{AtomicUsize, MutexGuard, Ordering};
+use crate::sync::{MutexGuard, Ordering};
 
 use super::append::LastSlot;
-use super::node::{node_word, Kind, NodeRef, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::{node_word, Kind, NodeRef, Root, RANGE_PIVOTS, RANGE_SLOTS};
 use super::rebuild::{node_slots, Path, Retired};
 use super::walk::{Level, Walker};
 use super::{MapleTree, WriterState};
@@ -131,7 +131,7 @@ pub(crate) enum GuardRef {
 /// tree.validate().unwrap();
 /// ```
 pub struct WriteGuard<'t, E: Entry> {
-    pub(crate) root: &'t AtomicUsize,
+    pub(crate) root: &'t Root,
     pub(crate) internal: Kind,
     pub(crate) st: StateRef<'t>,
     guard: GuardRef,
@@ -171,10 +171,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             default_collector,
             ..
         } = tree;
+        let st = writer.get_mut();
+        // `&mut` tree: no reader exists, none can hold a value an earlier store replaced.
+        st.seals.clear();
         WriteGuard {
             root,
             internal: *internal,
-            st: StateRef::Exclusive(writer.get_mut()),
+            st: StateRef::Exclusive(st),
             // SAFETY: `&mut MapleTree` means no other thread can reach the tree, so running
             // deferred frees immediately (what the unprotected guard does) is sound.
             guard: GuardRef::Unprotected(unsafe { crossbeam_epoch::unprotected() }),
@@ -218,6 +221,99 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     pub(crate) fn publish_root(&self, w: usize) {
         self.root.store(w, Ordering::Release);
+    }
+
+    /// The seals and the guard together (the seals schedule their lift on the guard).
+    fn seals(&mut self) -> (&mut super::seal::Seals, &Guard) {
+        let g = match &self.guard {
+            GuardRef::Pinned(g) => g,
+            GuardRef::Unprotected(g) => *g,
+        };
+        (&mut self.st.seals, g)
+    }
+
+    /// Records, in RCU mode, that `pivot[offset]` of `n` was lowered in place (see `seal`).
+    pub(crate) fn seal_lowered(&mut self, n: NodeRef<'_>, offset: usize) {
+        if !self.exclusive {
+            self.st.seals.lowered(n, offset);
+        }
+    }
+
+    /// Records, in RCU mode, that `n`'s maximum shrank in place (see `seal`).
+    pub(crate) fn seal_shrunk(&mut self, n: NodeRef<'_>) {
+        if !self.exclusive {
+            self.st.seals.shrunk(n);
+        }
+    }
+
+    /// Whether slot `offset` of `n` may be re-pointed in place (`last`: it is the node's last
+    /// slot). Always in exclusive mode; in RCU mode unless a lowered pivot seals it.
+    pub(crate) fn may_repoint(&self, n: NodeRef<'_>, offset: usize, last: bool) -> bool {
+        self.exclusive || self.st.seals.may_repoint(n, offset, last)
+    }
+
+    /// Whether the writer may write beyond `n`'s end in place (append into it).
+    pub(crate) fn may_extend(&self, n: NodeRef<'_>) -> bool {
+        self.exclusive || self.st.seals.may_extend(n)
+    }
+
+    /// RCU mode: publishes the fresh node `new` in place of the child that `ancestors` (root
+    /// first, ending at its parent) lead to, covering the same range, and brings the recorded
+    /// gaps up to date (`new_gap`: its largest gap). One Release store of the parent's slot —
+    /// unless a lowered pivot seals that slot: then the parent is copied with `new` in it and
+    /// replaces the parent the same way, one level up (the root word is never sealed). Copied
+    /// parents are retired.
+    pub(crate) fn replace_child<'g>(
+        &mut self,
+        ancestors: &[Level<'g>],
+        mut new: NodeRef<'g>,
+        mut new_gap: u64,
+    ) {
+        let mut copied: SmallVec<[NodeRef<'g>; 4]> = SmallVec::new();
+        let mut d = ancestors.len();
+        let in_parent = loop {
+            let Some(up) = d.checked_sub(1) else {
+                break false;
+            };
+            let p = ancestors[up];
+            let last = p.node.slot_max(p.offset, p.max) == p.max;
+            if self.may_repoint(p.node, p.offset, last) {
+                new.set_parent(Some(p.node), p.offset);
+                p.node.publish_slot(p.offset, node_word(new));
+                self.propagate_gap(&ancestors[..d], new_gap);
+                break true;
+            }
+            let items: SmallVec<[Item; RANGE_SLOTS]> = node_slots(p.node, p.min, p.max)
+                .enumerate()
+                .map(|(i, (_, hi, w))| {
+                    if i == p.offset {
+                        Item {
+                            hi,
+                            word: node_word(new),
+                            gap: new_gap,
+                        }
+                    } else {
+                        let gap = if self.is_alloc() { p.node.gap(i) } else { 0 };
+                        Item { hi, word: w, gap }
+                    }
+                })
+                .collect();
+            let copy = self.alloc_node(p.node.kind());
+            self.write_items(copy, &items, p.max);
+            new_gap = self.node_max_gap(copy, p.min, p.max);
+            self.st.stats.sealed_copy += 1;
+            copied.push(p.node);
+            new = copy;
+            d = up;
+        };
+        if !in_parent {
+            new.set_parent(None, 0);
+            self.publish_root(node_word(new));
+        }
+        // Unlinked now; readers that reached them see them unchanged.
+        for n in copied {
+            self.retire_node(n);
+        }
     }
 
     /// Replaced node: dead for readers, freed after a grace period (at once in exclusive mode).
@@ -402,6 +498,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     ) -> (u64, u64) {
         debug_assert!(first <= last);
         self.st.saved.clear();
+        if !self.exclusive {
+            let (seals, g) = self.seals();
+            seals.schedule(g);
+        }
         let root = self.root.load(Ordering::Relaxed);
         if root == 0 {
             if entry == 0 {
@@ -502,6 +602,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             return false;
         }
         let leaf = *lw.leaf();
+        if !self.may_repoint(leaf.node, leaf.offset, lw.hi == leaf.max) {
+            self.st.stats.sealed_repoint += 1;
+            return false; // the leaf store copies the leaf instead
+        }
         let old = lw.word;
         if old != entry {
             leaf.node.publish_slot(leaf.offset, entry);
@@ -589,8 +693,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             end + 2 - (off_end - off) - usize::from(r_min == first) - usize::from(end_piv == last);
         let is_root = lw.depth == 1;
 
-        // Exact fit.
-        if off == off_end && r_min == first && end_piv == last {
+        // Exact fit (in place unless a lowered pivot seals the slot: then a node store).
+        if off == off_end
+            && r_min == first
+            && end_piv == last
+            && self.may_repoint(n, off, end_piv == max)
+        {
             let old = ws[off];
             if old != entry {
                 n.publish_slot(off, entry);
@@ -705,6 +813,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let leaf = *lw.leaf();
         let (n, end, max) = (leaf.node, leaf.offset, leaf.max);
         let p = Kind::Leaf.pivots();
+        if !self.may_extend(n) {
+            // The leaf shrank in place (append split) within the current grace period: a reader
+            // may still read it up to its old max, beyond the end. Copy it instead.
+            self.st.stats.sealed_extend += 1;
+            return false;
+        }
         if r_min < first && last < max {
             if end + 2 >= RANGE_SLOTS {
                 return false;
@@ -717,6 +831,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             n.init_pivot(end + 1, last);
             n.init_slot(end + 1, entry);
             n.publish_pivot(end, first - 1);
+            self.seal_lowered(n, end);
             self.share_entry(content);
             self.st.stats.append_three_way += 1;
         } else if r_min < first {
@@ -729,6 +844,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 n.init_pivot(end + 1, max);
             }
             n.publish_pivot(end, first - 1);
+            self.seal_lowered(n, end);
             self.st.stats.append_end += 1;
         } else if last < max && self.exclusive {
             if end + 1 >= RANGE_SLOTS {
@@ -754,28 +870,20 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// Replaces the leaf of `lw` with `items` (`wr_node_store`).
     fn node_store(&mut self, lw: &Walker<'t>, items: &[Item]) {
         let leaf = *lw.leaf();
-        let n = if self.exclusive {
-            self.write_items(leaf.node, items, leaf.max);
-            leaf.node
-        } else {
-            let n = self.alloc_node(Kind::Leaf);
-            self.write_items(n, items, leaf.max);
-            if lw.depth == 1 {
-                n.set_parent(None, 0);
-                self.publish_root(node_word(n));
-            } else {
-                let p = lw.path()[lw.depth - 2];
-                n.set_parent(Some(p.node), p.offset);
-                p.node.publish_slot(p.offset, node_word(n));
-            }
-            self.retire_node(leaf.node);
-            n
-        };
         self.st.stats.node_store += 1;
-        if self.is_alloc() && lw.depth > 1 {
-            let g = super::gap::leaf_max_gap(n, leaf.min, leaf.max);
-            self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+        if self.exclusive {
+            self.write_items(leaf.node, items, leaf.max);
+            if self.is_alloc() && lw.depth > 1 {
+                let g = super::gap::leaf_max_gap(leaf.node, leaf.min, leaf.max);
+                self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+            }
+            return;
         }
+        let n = self.alloc_node(Kind::Leaf);
+        self.write_items(n, items, leaf.max);
+        let g = self.node_max_gap(n, leaf.min, leaf.max);
+        self.replace_child(&lw.path()[..lw.depth - 1], n, g);
+        self.retire_node(leaf.node);
     }
 
     /// Gap maintenance after an in-place append that split the leaf's last slot `[r_min, max]`

@@ -1,0 +1,212 @@
+//! Seals: the in-place writes that a reader holding an older pivot could misread, held back
+//! until a grace period has passed.
+//!
+//! Two in-place writes of RCU mode leave readers behind with a value the writer no longer has:
+//!
+//! * **A lowered pivot** (`+1` and three-way appends lower `pivot[end]` of a leaf; the append
+//!   split's climb lowers `pivot[o]` of the first ancestor with room). A reader that loaded the
+//!   old pivot before the store may load the slot it bounds at any later time. If the writer
+//!   then re-points that slot (an exact fit, or a child replaced by copy-on-write), the reader
+//!   pairs the old bound with the new word: an entry over a range that never held it, or a new
+//!   node read with a maximum it never had (its words beyond the end are zero: an empty internal
+//!   slot).
+//! * **A shrunk node** (the append split keeps the full leaf — and full ancestors — and lowers
+//!   the pivot above them). A reader that read the old maximum keeps reading the node up to it,
+//!   beyond the node's new end. If the writer then appends into the node, those words change
+//!   under that reader.
+//!
+//! So each such store **seals** what it left behind: a lowered pivot seals re-pointing the slot
+//! it bounds (the node's last slot is bounded by its max, never by a lowered pivot), a shrunk
+//! node seals every in-place write beyond its end (appends). A sealed write is done by copy-on-write instead, which readers see
+//! whole or not at all (see [`super::node`]'s publication protocol, rows P10–P11).
+//!
+//! A seal lifts when every guard that was pinned at the sealing store is gone: seals carry a
+//! generation; the writer defers (crossbeam `Guard::defer`, the same grace period that frees
+//! retired nodes) a closure that publishes "every generation up to `g` is lifted". One lift is
+//! outstanding at a time; seals made meanwhile get the next generation. A reader pinned after the
+//! lift sees the lowered pivots and the new maximum (the epoch's fences order the sealing stores
+//! before the deferral), so it cannot misread anything the writer does next.
+//!
+//! Exclusive mode (`&mut` tree) has no readers: it neither seals nor checks, and starting it
+//! drops every seal. Seals are writer-private (behind the writer lock); a stale seal of a node
+//! that was freed, whose address a new node reuses, only makes that node copy-on-write for a
+//! while — never the other way round.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use crossbeam_epoch::Guard;
+
+use super::node::NodeRef;
+use crate::sync::{AtomicU64, Ordering};
+
+/// What is sealed in one node.
+#[derive(Clone, Copy, Debug)]
+struct Seal {
+    /// Offsets whose pivot was lowered in place (bit `i`: `pivot[i]`).
+    lowered: u16,
+    /// The node's maximum shrank in place.
+    shrunk: bool,
+    /// Generation of the latest sealing store.
+    gen: u64,
+}
+
+impl Seal {
+    const fn new(gen: u64) -> Self {
+        Seal {
+            lowered: 0,
+            shrunk: false,
+            gen,
+        }
+    }
+
+    fn merge(&mut self, older: Seal) {
+        self.lowered |= older.lowered;
+        self.shrunk |= older.shrunk;
+    }
+}
+
+/// Hashes a node address: nodes are at least 8-byte aligned, so the low bits carry nothing.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        let x = (n as u64 >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = x ^ (x >> 29);
+    }
+}
+
+/// The writer's seals (see the module docs).
+pub(crate) struct Seals {
+    by_node: HashMap<usize, Seal, BuildHasherDefault<AddrHasher>>,
+    /// The node sealed last and its seal, not yet merged into `by_node` (consecutive appends
+    /// into one leaf seal the same node again and again).
+    last: Option<(usize, Seal)>,
+    /// Generation of seals made now.
+    gen: u64,
+    /// A seal of generation `gen` exists that no scheduled lift covers yet.
+    dirty: bool,
+    /// The generation the outstanding lift will release.
+    pending: Option<u64>,
+    /// Every generation `<=` this is lifted (stored by the deferred lift, Release; loaded by the
+    /// writer, Acquire: the writer then knows the grace period ended).
+    lifted: Arc<AtomicU64>,
+}
+
+impl Seals {
+    pub(crate) fn new() -> Self {
+        Seals {
+            by_node: HashMap::default(),
+            last: None,
+            gen: 1,
+            dirty: false,
+            pending: None,
+            lifted: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Drops every seal: no reader can exist (exclusive mode started).
+    pub(crate) fn clear(&mut self) {
+        self.by_node.clear();
+        self.last = None;
+    }
+
+    fn live(&self, n: NodeRef<'_>) -> Option<Seal> {
+        let key = n.addr();
+        let s = match self.last {
+            Some((k, s)) if k == key => s,
+            _ if self.by_node.is_empty() => return None,
+            _ => *self.by_node.get(&key)?,
+        };
+        (s.gen > self.lifted.load(Ordering::Acquire)).then_some(s)
+    }
+
+    /// Whether slot `offset` of `n` may be re-pointed in place. `last` says the slot is the
+    /// node's last (its bound is the node's max, a pivot that was never lowered).
+    pub(crate) fn may_repoint(&self, n: NodeRef<'_>, offset: usize, last: bool) -> bool {
+        last || !self.live(n).is_some_and(|s| s.lowered & (1 << offset) != 0)
+    }
+
+    /// Whether the writer may write beyond `n`'s end in place (append into it).
+    pub(crate) fn may_extend(&self, n: NodeRef<'_>) -> bool {
+        !self.live(n).is_some_and(|s| s.shrunk)
+    }
+
+    /// Records that `pivot[offset]` of `n` was lowered in place. The lift is scheduled by the
+    /// next [`schedule`](Self::schedule), which must come after the lowering store.
+    pub(crate) fn lowered(&mut self, n: NodeRef<'_>, offset: usize) {
+        self.seal(n.addr(), |s| s.lowered |= 1 << offset);
+    }
+
+    /// Records that `n`'s maximum shrank in place (as for [`lowered`](Self::lowered)).
+    pub(crate) fn shrunk(&mut self, n: NodeRef<'_>) {
+        self.seal(n.addr(), |s| s.shrunk = true);
+    }
+
+    fn seal(&mut self, key: usize, f: impl FnOnce(&mut Seal)) {
+        let gen = self.gen;
+        self.dirty = true;
+        if let Some((k, s)) = &mut self.last {
+            if *k == key {
+                f(s);
+                s.gen = gen;
+                return;
+            }
+        }
+        let lifted = self.lifted.load(Ordering::Acquire);
+        if let Some((k, s)) = self.last.take() {
+            if s.gen > lifted {
+                self.by_node.insert(k, s);
+            }
+        }
+        let mut s = Seal::new(gen);
+        if let Some(older) = self.by_node.remove(&key) {
+            if older.gen > lifted {
+                s.merge(older);
+            }
+        }
+        f(&mut s);
+        self.last = Some((key, s));
+    }
+
+    /// Collects a finished lift and schedules the next one if seals wait for it. Called at the
+    /// start of every RCU-mode write, so always after the stores of the seals it covers: the
+    /// grace period starts after them.
+    pub(crate) fn schedule(&mut self, guard: &Guard) {
+        if let Some(p) = self.pending {
+            let lifted = self.lifted.load(Ordering::Acquire);
+            if lifted < p {
+                return;
+            }
+            self.pending = None;
+            self.by_node.retain(|_, s| s.gen > lifted);
+            if self.last.is_some_and(|(_, s)| s.gen <= lifted) {
+                self.last = None;
+            }
+        }
+        if !self.dirty {
+            return;
+        }
+        let g = self.gen;
+        let lifted = Arc::clone(&self.lifted);
+        // The closure runs once every guard pinned now (so every reader that could hold a value
+        // the sealing stores replaced) has been dropped.
+        guard.defer(move || lifted.store(g, Ordering::Release));
+        // Hand the deferral to the collector now rather than when the local bag fills, so the
+        // seal lifts after about two epoch advances.
+        guard.flush();
+        self.pending = Some(g);
+        self.gen += 1;
+        self.dirty = false;
+    }
+}
