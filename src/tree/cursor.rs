@@ -597,6 +597,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
             // In place: the cursor's path is still the tree's, so it stays valid and a
             // following `next`/`find` moves on from here without a walk (dup_mmap's loop).
             self.core.status = Status::Active;
+            self.wg.drop_released();
             return Ok(());
         }
         let (a, b) = self.wg.write(first, last, w);

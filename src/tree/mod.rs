@@ -139,6 +139,8 @@ pub(crate) struct WriterState {
     pub(crate) saved: walk::SavedPath,
     /// What in-place stores left sealed for readers that read before them (see `seal`).
     pub(crate) seals: seal::Seals,
+    /// Exclusive mode: entry words a write released, dropped once it is complete.
+    pub(crate) released: Vec<usize>,
 }
 
 /// An RCU-safe maple tree mapping non-overlapping inclusive ranges of `u64` to entries.
@@ -222,6 +224,7 @@ impl<E: Entry> MapleTree<E> {
                 append: true,
                 saved: walk::SavedPath::default(),
                 seals: seal::Seals::new(),
+                released: Vec::new(),
             }),
             collector,
             default_collector,
@@ -249,11 +252,18 @@ impl<E: Entry> MapleTree<E> {
         }
     }
 
+    /// Every explicit-guard read checks, in every profile, that the guard is pinned on this
+    /// tree's collector (as crossbeam-skiplist's `check_guard` does): a guard of another
+    /// collector, or crossbeam's unprotected guard, would not hold back this tree's frees.
+    ///
+    /// # Panics
+    ///
+    /// On a guard that is not from [`MapleTree::pin`] (or this tree's collector).
     #[inline]
     pub(crate) fn check_guard(&self, guard: &Guard) {
-        debug_assert!(
-            guard.collector().is_none_or(|c| c == &self.collector),
-            "guard from another collector"
+        assert!(
+            guard.collector() == Some(&self.collector),
+            "maple tree: the guard is not pinned on this tree's collector"
         );
     }
 

@@ -134,12 +134,12 @@ impl Seals {
     /// Whether slot `offset` of `n` may be re-pointed in place. `last` says the slot is the
     /// node's last (its bound is the node's max, a pivot that was never lowered).
     pub(crate) fn may_repoint(&self, n: NodeRef<'_>, offset: usize, last: bool) -> bool {
-        last || !self.live(n).is_some_and(|s| s.lowered & (1 << offset) != 0)
+        last || self.live(n).is_none_or(|s| s.lowered & (1 << offset) == 0)
     }
 
     /// Whether the writer may write beyond `n`'s end in place (append into it).
     pub(crate) fn may_extend(&self, n: NodeRef<'_>) -> bool {
-        !self.live(n).is_some_and(|s| s.shrunk)
+        self.live(n).is_none_or(|s| !s.shrunk)
     }
 
     /// Records that `pivot[offset]` of `n` was lowered in place. The lift is scheduled by the

@@ -188,8 +188,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
     }
 
-    /// The epoch guard this writer holds (reads through the writer use it).
-    pub fn guard(&self) -> &Guard {
+    /// The epoch guard this writer defers frees on: a pinned guard of the tree's collector in
+    /// RCU mode, crossbeam's unprotected guard in exclusive mode (frees run at once). Never
+    /// handed out: the unprotected guard protects nothing.
+    pub(crate) fn guard(&self) -> &Guard {
         match &self.guard {
             GuardRef::Pinned(g) => g,
             GuardRef::Unprotected(g) => g,
@@ -341,10 +343,48 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             }
             return;
         }
+        if self.exclusive {
+            // Dropped when the write is complete (`drop_released`): an entry's `Drop` may panic,
+            // and the tree must be whole and valid by then.
+            self.st.released.push(w);
+            return;
+        }
         // SAFETY: `w` is a live entry word that no slot references any more (shared words were
         // handled above). In RCU mode the drop waits for every guard that could still read it.
         unsafe {
-            self.guard().defer_unchecked(move || drop(E::from_word(w)));
+            self.guard().defer_unchecked(move || {
+                // The drop runs after the grace period, on whichever thread collects, long after
+                // the write returned: a panic in the entry's `Drop` is contained here, so that
+                // the collector's other deferred frees still run.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    drop(E::from_word(w));
+                }));
+            });
+        }
+    }
+
+    /// Exclusive mode: drops the entries the completed write released. If one entry's `Drop`
+    /// panics, the rest are still dropped (once each) while the panic unwinds, and the tree is
+    /// already in its new, valid state.
+    pub(crate) fn drop_released(&mut self) {
+        struct DropRest<'a, E: Entry>(&'a mut Vec<usize>, PhantomData<E>);
+        impl<E: Entry> Drop for DropRest<'_, E> {
+            fn drop(&mut self) {
+                while let Some(w) = self.0.pop() {
+                    // SAFETY: each word was pushed once by `release_entry`, when the last slot
+                    // referencing it went, and is popped once; no reader exists (`&mut` tree).
+                    drop(unsafe { E::from_word(w) });
+                }
+            }
+        }
+        if self.st.released.is_empty() {
+            return;
+        }
+        // If a drop below panics, `rest` is dropped while unwinding and drops the others.
+        let rest = DropRest::<E>(&mut self.st.released, PhantomData);
+        while let Some(w) = rest.0.pop() {
+            // SAFETY: as in `DropRest::drop`.
+            drop(unsafe { E::from_word(w) });
         }
     }
 
@@ -489,6 +529,19 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// [`write`](Self::write), reusing a walker already positioned on the slot holding `first`.
     pub(crate) fn write_from(
+        &mut self,
+        lw: &mut Walker<'t>,
+        walked: bool,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> (u64, u64) {
+        let r = self.store_from(lw, walked, first, last, entry);
+        self.drop_released();
+        r
+    }
+
+    fn store_from(
         &mut self,
         lw: &mut Walker<'t>,
         walked: bool,
@@ -1041,6 +1094,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         for n in retired {
             self.retire_node(n);
         }
+        self.drop_released();
     }
 
     /// Height (levels).
