@@ -56,7 +56,7 @@ fn model_gap_rev(m: &[Option<u64>], min: u64, max: u64, size: u64) -> Option<u64
 #[test]
 fn random_ops_match_model_and_maple_tree() {
     for seed in 1..=40u64 {
-        let mut rng = Rng(seed * 0x9E37_79B9_7F4A_7C15);
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut m = vec![None; U as usize];
         let mut b = BTreeRangeMap::new();
         let t = MapleTree::<Value>::new_alloc();

@@ -99,7 +99,7 @@ impl BTreeRangeMap {
             if e < hi {
                 let lo = (e + 1).max(min);
                 if hi - lo >= size - 1 {
-                    return Some(hi - size + 1);
+                    return Some(hi - (size - 1));
                 }
             }
             if s <= min {
@@ -108,7 +108,7 @@ impl BTreeRangeMap {
             hi = s - 1;
         }
         if hi >= min && hi - min >= size - 1 {
-            Some(hi - size + 1)
+            Some(hi - (size - 1))
         } else {
             None
         }

@@ -241,8 +241,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             let o = p.offset;
             debug_assert_eq!(pn.end(p.max), o, "the rightmost child is the last one");
             if o + 1 < kind.slots() {
-                // Room: the in-place +1 append on the parent (on the right edge: never shrunk).
-                debug_assert!(self.may_extend(pn));
+                // Room: the in-place +1 append on the parent. It is on the right edge (its max is
+                // `u64::MAX`), and a node whose max shrank never gets it back: no reader holds a
+                // larger max for it, whatever the seals say (a seal found here is a stale one of a
+                // freed node at the same address).
                 pn.init_slot(o + 1, node_word(new_node));
                 if o + 1 < kind.pivots() {
                     pn.init_pivot(o + 1, u64::MAX);

@@ -32,6 +32,7 @@
 //! that was freed, whose address a new node reuses, only makes that node copy-on-write for a
 //! while — never the other way round.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
@@ -101,6 +102,10 @@ pub(crate) struct Seals {
     /// Every generation `<=` this is lifted (stored by the deferred lift, Release; loaded by the
     /// writer, Acquire: the writer then knows the grace period ended).
     lifted: Arc<AtomicU64>,
+    /// A write was turned into copy-on-write by a seal since the last lift was scheduled: the
+    /// next lift is handed to the collector at once (`Guard::flush`) instead of with the local
+    /// bag, which in-order builds, whose seals block nothing, never pay for.
+    wanted: Cell<bool>,
 }
 
 impl Seals {
@@ -112,6 +117,7 @@ impl Seals {
             dirty: false,
             pending: None,
             lifted: Arc::new(AtomicU64::new(0)),
+            wanted: Cell::new(false),
         }
     }
 
@@ -134,18 +140,38 @@ impl Seals {
     /// Whether slot `offset` of `n` may be re-pointed in place. `last` says the slot is the
     /// node's last (its bound is the node's max, a pivot that was never lowered).
     pub(crate) fn may_repoint(&self, n: NodeRef<'_>, offset: usize, last: bool) -> bool {
-        last || self.live(n).is_none_or(|s| s.lowered & (1 << offset) == 0)
+        let ok = last || self.live(n).is_none_or(|s| s.lowered & (1 << offset) == 0);
+        self.want_unless(ok)
     }
 
     /// Whether the writer may write beyond `n`'s end in place (append into it).
     pub(crate) fn may_extend(&self, n: NodeRef<'_>) -> bool {
-        self.live(n).is_none_or(|s| !s.shrunk)
+        let ok = self.live(n).is_none_or(|s| !s.shrunk);
+        self.want_unless(ok)
+    }
+
+    #[inline]
+    fn want_unless(&self, ok: bool) -> bool {
+        if !ok {
+            self.wanted.set(true);
+        }
+        ok
     }
 
     /// Records that `pivot[offset]` of `n` was lowered in place. The lift is scheduled by the
     /// next [`schedule`](Self::schedule), which must come after the lowering store.
+    #[inline]
     pub(crate) fn lowered(&mut self, n: NodeRef<'_>, offset: usize) {
-        self.seal(n.addr(), |s| s.lowered |= 1 << offset);
+        let key = n.addr();
+        self.dirty = true;
+        match &mut self.last {
+            // Consecutive appends into one leaf: the seal is the cached one.
+            Some((k, s)) if *k == key => {
+                s.lowered |= 1 << offset;
+                s.gen = self.gen;
+            }
+            _ => self.seal(key, |s| s.lowered |= 1 << offset),
+        }
     }
 
     /// Records that `n`'s maximum shrank in place (as for [`lowered`](Self::lowered)).
@@ -182,7 +208,16 @@ impl Seals {
     /// Collects a finished lift and schedules the next one if seals wait for it. Called at the
     /// start of every RCU-mode write, so always after the stores of the seals it covers: the
     /// grace period starts after them.
+    #[inline]
     pub(crate) fn schedule(&mut self, guard: &Guard) {
+        if self.pending.is_none() && !self.dirty {
+            return;
+        }
+        self.schedule_slow(guard);
+    }
+
+    #[inline(never)]
+    fn schedule_slow(&mut self, guard: &Guard) {
         if let Some(p) = self.pending {
             let lifted = self.lifted.load(Ordering::Acquire);
             if lifted < p {
@@ -202,9 +237,11 @@ impl Seals {
         // The closure runs once every guard pinned now (so every reader that could hold a value
         // the sealing stores replaced) has been dropped.
         guard.defer(move || lifted.store(g, Ordering::Release));
-        // Hand the deferral to the collector now rather than when the local bag fills, so the
-        // seal lifts after about two epoch advances.
-        guard.flush();
+        if self.wanted.replace(false) {
+            // Hand the deferral to the collector now rather than when the local bag fills, so
+            // the seal lifts after about two epoch advances.
+            guard.flush();
+        }
         self.pending = Some(g);
         self.gen += 1;
         self.dirty = false;

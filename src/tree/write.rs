@@ -366,7 +366,15 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// Exclusive mode: drops the entries the completed write released. If one entry's `Drop`
     /// panics, the rest are still dropped (once each) while the panic unwinds, and the tree is
     /// already in its new, valid state.
+    #[inline]
     pub(crate) fn drop_released(&mut self) {
+        if !self.st.released.is_empty() {
+            self.drop_released_slow();
+        }
+    }
+
+    #[cold]
+    fn drop_released_slow(&mut self) {
         struct DropRest<'a, E: Entry>(&'a mut Vec<usize>, PhantomData<E>);
         impl<E: Entry> Drop for DropRest<'_, E> {
             fn drop(&mut self) {
@@ -376,9 +384,6 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                     drop(unsafe { E::from_word(w) });
                 }
             }
-        }
-        if self.st.released.is_empty() {
-            return;
         }
         // If a drop below panics, `rest` is dropped while unwinding and drops the others.
         let rest = DropRest::<E>(&mut self.st.released, PhantomData);
