@@ -38,14 +38,21 @@ pub enum Status {
     Underflow,
 }
 
-/// Position logic shared by both cursors.
+/// Position logic shared by both cursors: the kernel's `ma_state` moves (`mas_walk`,
+/// `mas_find`, `mas_next`, ... with their `mas_*_setup` status handling and `mas_next_slot` /
+/// `mas_prev_slot` stepping), on a [`Walker`] path.
 struct Core<'g> {
     w: Walker<'g>,
-    /// The walker's position is current.
+    /// The walker's position is current (the kernel's `mas->node` is set and matches
+    /// `index`/`last`).
     valid: bool,
     index: u64,
     last: u64,
     status: Status,
+    /// Where the kernel's state would be `ma_root` on an empty tree (after a reverse find that
+    /// found nothing, see [`find_rev_setup`](Self::find_rev_setup)); reported as
+    /// [`Status::None`], but the next move leaves it as the kernel leaves `ma_root`.
+    root: bool,
 }
 
 impl<'g> Core<'g> {
@@ -56,16 +63,23 @@ impl<'g> Core<'g> {
             index,
             last: index,
             status: Status::Start,
+            root: false,
         }
     }
 
+    /// An entry an entry-seeking move stops at (not empty, not the zero entry).
     fn is_entry(word: usize) -> bool {
         word != 0 && word != ZERO_WORD
     }
 
-    /// Walks to `index`; sets the range to the slot's. `false` for an empty tree.
+    /// `mas_walk` from the root to `index`: the range becomes the slot's and the status active;
+    /// an empty tree gives status none and the range `[0, u64::MAX]`. `false` for an empty tree.
     fn walk_to(&mut self, index: u64) -> bool {
-        if self.w.walk(index).is_none() {
+        // A tree whose only slot is an empty `[0, u64::MAX]` holds nothing: the kernel keeps no
+        // node for that (its root is NULL), so it reads as empty.
+        if self.w.walk(index).is_none()
+            || (self.w.word == 0 && self.w.lo == 0 && self.w.hi == u64::MAX)
+        {
             self.valid = false;
             self.status = Status::None;
             self.index = 0;
@@ -83,16 +97,9 @@ impl<'g> Core<'g> {
         self.last = self.w.hi;
     }
 
-    /// Makes sure the walker sits on `[index, last]` (after a pause or a write).
-    fn ensure(&mut self) -> bool {
-        if self.valid {
-            return true;
-        }
-        let i = self.index;
-        self.walk_to(i)
-    }
-
+    /// `mas_walk`: re-walks to `index` whatever the status; the returned word may be empty.
     fn walk(&mut self) -> usize {
+        self.root = false;
         let i = self.index;
         if self.walk_to(i) {
             self.w.word
@@ -101,298 +108,346 @@ impl<'g> Core<'g> {
         }
     }
 
-    /// Forward scan from the current slot (exclusive) for an entry with `lo <= max`. On failure
-    /// the range is the last slot inspected (never past `max`) and `fail` is the status.
-    fn scan_next(&mut self, max: u64, fail: Status) -> usize {
-        if max == u64::MAX {
+    /// Makes the walker's position current before a step from an active, overflowed or
+    /// underflowed state. Normally it already is. It is not after a write through the cursor
+    /// (the range is the written one) or when the limit was hit before the cursor ever walked;
+    /// then the cursor re-walks to `at` (`last` for forward steps, `index` for backward ones),
+    /// as the kernel's `mas_rewalk` does for a node that died under a step. `false` if the
+    /// tree is empty (status none).
+    fn position(&mut self, at: u64) -> bool {
+        if self.valid {
+            return true;
+        }
+        self.walk_to(at)
+    }
+
+    /// `mas_next_slot`: from the current slot, forwards to the next slot (`empty`) or the next
+    /// entry (`!empty`) starting at or below `max`. A slot already ending at or past `max`
+    /// overflows with the range unchanged; a scan that runs out of room overflows on the last
+    /// empty slot it inspected.
+    fn next_slot(&mut self, max: u64, empty: bool) -> usize {
+        let at = self.last;
+        if !self.position(at) {
+            return 0;
+        }
+        if self.w.hi >= max {
+            self.status = Status::Overflow;
+            return 0;
+        }
+        if !empty && max == u64::MAX {
             // No limit to stop at: the walker's tight entry loop (`find` to the end, as in
-            // dup_mmap's loop); on failure it stands on the last slot.
+            // dup_mmap's loop); on failure it stands on the last slot, which is empty.
             if self.w.next_entry().is_some() {
                 self.take_pos();
-                self.status = Status::Active;
                 return self.w.word;
             }
-            if self.w.depth > 0 {
-                self.take_pos();
-            }
-            self.status = fail;
+            self.take_pos();
+            self.status = Status::Overflow;
             return 0;
         }
         loop {
-            if self.w.hi >= max || self.w.hi == u64::MAX {
-                self.take_pos();
-                self.status = fail;
-                return 0;
-            }
-            let saved = (self.w.lo, self.w.hi);
             if self.w.next_slot().is_none() {
-                self.status = fail;
+                // Unreachable: `hi < max` above, so a next slot exists.
+                self.status = Status::Overflow;
                 return 0;
             }
-            if self.w.lo > max {
-                // Should not happen (hi < max above); keep the previous range.
-                self.index = saved.0;
-                self.last = saved.1;
-                self.valid = false;
-                self.status = fail;
-                return 0;
+            self.take_pos();
+            let word = self.w.word;
+            if empty || Self::is_entry(word) {
+                return word;
             }
-            if Self::is_entry(self.w.word) {
-                self.take_pos();
-                self.status = Status::Active;
-                return self.w.word;
-            }
-        }
-    }
-
-    fn scan_prev(&mut self, min: u64) -> usize {
-        loop {
-            if self.w.lo <= min || self.w.lo == 0 {
-                self.take_pos();
-                self.status = Status::Underflow;
-                return 0;
-            }
-            if self.w.prev_slot().is_none() {
-                self.status = Status::Underflow;
-                return 0;
-            }
-            if Self::is_entry(self.w.word) {
-                self.take_pos();
-                self.status = Status::Active;
-                return self.w.word;
-            }
-        }
-    }
-
-    fn find(&mut self, max: u64) -> usize {
-        match self.status {
-            Status::Start | Status::None | Status::Pause => {
-                let from = if self.status == Status::Pause {
-                    if self.last == u64::MAX {
-                        return 0;
-                    }
-                    self.last + 1
-                } else {
-                    self.index
-                };
-                if from > max {
-                    return 0;
-                }
-                if !self.walk_to(from) {
-                    return 0;
-                }
-                if Self::is_entry(self.w.word) {
-                    return self.w.word;
-                }
-                self.scan_next(max, Status::Active)
-            }
-            Status::Overflow | Status::Underflow => {
-                if !self.ensure() {
-                    return 0;
-                }
-                if Self::is_entry(self.w.word) && self.w.lo <= max {
-                    self.status = Status::Active;
-                    return self.w.word;
-                }
-                self.scan_next(max, Status::Active)
-            }
-            Status::Active => {
-                if !self.ensure() {
-                    return 0;
-                }
-                self.scan_next(max, Status::Active)
-            }
-        }
-    }
-
-    fn find_rev(&mut self, min: u64) -> usize {
-        match self.status {
-            Status::Start | Status::None | Status::Pause => {
-                let from = if self.status == Status::Pause {
-                    if self.index == 0 {
-                        return 0;
-                    }
-                    self.index - 1
-                } else {
-                    self.index
-                };
-                if from < min {
-                    self.status = Status::Underflow;
-                    return 0;
-                }
-                if !self.walk_to(from) {
-                    return 0;
-                }
-                if Self::is_entry(self.w.word) {
-                    return self.w.word;
-                }
-                self.scan_prev(min)
-            }
-            // From overflow (as the kernel's find_rev setup) the cursor is active again and moves
-            // to the previous entry.
-            Status::Active | Status::Underflow | Status::Overflow => {
-                if !self.ensure() {
-                    return 0;
-                }
-                self.scan_prev(min)
-            }
-        }
-    }
-
-    fn next(&mut self, max: u64) -> usize {
-        match self.status {
-            Status::Start | Status::None | Status::Pause => {
-                let i = self.index;
-                if !self.walk_to(i) {
-                    return 0;
-                }
-                self.scan_next(max, Status::Overflow)
-            }
-            // After underflow the entry at the current position comes first (kernel `mas_next`).
-            Status::Underflow => {
-                if !self.ensure() {
-                    return 0;
-                }
-                if Self::is_entry(self.w.word) && self.w.lo <= max {
-                    self.status = Status::Active;
-                    return self.w.word;
-                }
-                self.scan_next(max, Status::Overflow)
-            }
-            _ => {
-                if !self.ensure() {
-                    return 0;
-                }
-                self.scan_next(max, Status::Overflow)
-            }
-        }
-    }
-
-    fn prev(&mut self, min: u64) -> usize {
-        match self.status {
-            Status::Start | Status::None | Status::Pause => {
-                let i = self.index;
-                if !self.walk_to(i) {
-                    return 0;
-                }
-                self.scan_prev(min)
-            }
-            Status::Overflow => {
-                if !self.ensure() {
-                    return 0;
-                }
-                if Self::is_entry(self.w.word) && self.w.hi >= min {
-                    self.status = Status::Active;
-                    return self.w.word;
-                }
-                self.scan_prev(min)
-            }
-            _ => {
-                if !self.ensure() {
-                    return 0;
-                }
-                self.scan_prev(min)
-            }
-        }
-    }
-
-    /// `mas_next_range`: one slot forwards, NULL ranges included. Leaving underflow follows
-    /// `mas_next_setup`: a range already ending at or past `max` overflows at once; otherwise
-    /// the current range comes first if it is occupied (an entry or a zero entry), and an empty
-    /// one is stepped over like an active cursor's.
-    fn next_range(&mut self, max: u64) -> usize {
-        if self.status == Status::Underflow {
             if self.last >= max {
                 self.status = Status::Overflow;
                 return 0;
             }
-            if !self.ensure() {
-                return 0;
-            }
-            self.take_pos();
-            self.status = Status::Active;
-            if self.w.word != 0 {
-                return self.w.word;
-            }
         }
-        self.step_next_range(max)
     }
 
-    /// One slot forwards, NULL ranges included.
-    fn step_next_range(&mut self, max: u64) -> usize {
-        if matches!(self.status, Status::Start | Status::None | Status::Pause) {
-            let i = self.index;
-            if !self.walk_to(i) {
-                return 0;
-            }
-        } else if !self.ensure() {
+    /// `mas_prev_slot`: the mirror of [`next_slot`](Self::next_slot), towards `min`, with
+    /// underflow.
+    fn prev_slot(&mut self, min: u64, empty: bool) -> usize {
+        let at = self.index;
+        if !self.position(at) {
             return 0;
         }
-        if self.w.hi >= max || self.w.next_slot().is_none() {
-            self.status = Status::Overflow;
-            return 0;
-        }
-        self.take_pos();
-        self.status = Status::Active;
-        self.w.word
-    }
-
-    /// `mas_prev_range`: one slot backwards, NULL ranges included. Leaving overflow follows
-    /// `mas_prev_setup`: a range already starting at or below `min` underflows at once;
-    /// otherwise the current range comes first if it is occupied (an entry or a zero entry),
-    /// and an empty one is stepped over like an active cursor's.
-    fn prev_range(&mut self, min: u64) -> usize {
-        if self.status == Status::Overflow {
-            if self.index <= min {
+        loop {
+            if self.w.lo <= min {
                 self.status = Status::Underflow;
                 return 0;
             }
-            if !self.ensure() {
+            if self.w.prev_slot().is_none() {
+                // Unreachable: `lo > min` above, so a previous slot exists.
+                self.status = Status::Underflow;
                 return 0;
             }
             self.take_pos();
-            self.status = Status::Active;
-            if self.w.word != 0 {
-                return self.w.word;
+            let word = self.w.word;
+            if empty || Self::is_entry(word) {
+                return word;
             }
         }
-        self.step_prev_range(min)
     }
 
-    /// One slot backwards, NULL ranges included.
-    fn step_prev_range(&mut self, min: u64) -> usize {
-        if matches!(self.status, Status::Start | Status::None | Status::Pause) {
-            let i = self.index;
-            if !self.walk_to(i) {
-                return 0;
+    /// `mas_next_setup`: `Some(answer)` if the move is decided here, `None` to step on.
+    fn next_setup(&mut self, max: u64) -> Option<usize> {
+        let root = core::mem::take(&mut self.root);
+        if self.last >= max {
+            self.status = Status::Overflow;
+            return Some(0);
+        }
+        if root {
+            // `ma_root` of an empty tree: nothing above index 0.
+            self.index = 1;
+            self.last = u64::MAX;
+            self.status = Status::None;
+            return Some(0);
+        }
+        match self.status {
+            Status::Active => return None,
+            Status::None | Status::Pause | Status::Start => {
+                self.walk();
             }
-        } else if !self.ensure() {
-            return 0;
+            // Overflowed before, but the limit changed: step on from here.
+            Status::Overflow => {
+                self.status = Status::Active;
+                return None;
+            }
+            // The caller expects the cursor one before where it is: the entry here first.
+            Status::Underflow => {
+                let word = self.walk();
+                if word != 0 {
+                    return Some(word);
+                }
+            }
         }
-        if self.w.lo <= min || self.w.prev_slot().is_none() {
+        match self.status {
+            Status::Active => None,
+            _ => Some(0), // the tree is empty
+        }
+    }
+
+    /// `mas_prev_setup`: `Some(answer)` if the move is decided here, `None` to step on.
+    fn prev_setup(&mut self, min: u64) -> Option<usize> {
+        // From `ma_root` (index 0) the limit check below always underflows.
+        self.root = false;
+        if self.index <= min {
             self.status = Status::Underflow;
-            return 0;
+            return Some(0);
         }
-        self.take_pos();
-        self.status = Status::Active;
-        self.w.word
+        match self.status {
+            Status::Active => return None,
+            Status::None | Status::Pause | Status::Start => {
+                self.walk();
+            }
+            // Underflowed before, but the limit changed: step on from here.
+            Status::Underflow => {
+                self.status = Status::Active;
+                return None;
+            }
+            // The caller expects the cursor one after where it is: the entry here first.
+            Status::Overflow => {
+                let word = self.walk();
+                if word != 0 {
+                    return Some(word);
+                }
+            }
+        }
+        match self.status {
+            Status::Active => None,
+            _ => Some(0), // the tree is empty
+        }
+    }
+
+    /// `mas_find_setup`: `Some(answer)` if the move is decided here, `None` to step on.
+    fn find_setup(&mut self, max: u64) -> Option<usize> {
+        if core::mem::take(&mut self.root) {
+            // `ma_root` of an empty tree: out of range of the (absent) root entry.
+            self.index = 1;
+            self.last = u64::MAX;
+            self.status = Status::None;
+            return Some(0);
+        }
+        match self.status {
+            Status::Active => {
+                return if self.last < max { None } else { Some(0) };
+            }
+            Status::Start => {}
+            Status::Pause => {
+                if self.last >= max {
+                    return Some(0);
+                }
+                self.last += 1;
+                self.index = self.last;
+                self.status = Status::Start;
+            }
+            Status::None => {
+                if self.last >= max {
+                    return Some(0);
+                }
+                self.index = self.last;
+                self.status = Status::Start;
+            }
+            // Pointing at the range before the one it could not go below.
+            Status::Underflow => {
+                if self.index >= max {
+                    self.status = Status::Overflow;
+                    return Some(0);
+                }
+                let word = self.walk();
+                if word != 0 {
+                    return Some(word);
+                }
+            }
+            Status::Overflow => {
+                if self.last >= max {
+                    return Some(0);
+                }
+                let word = self.walk();
+                if word != 0 {
+                    return Some(word);
+                }
+            }
+        }
+        if self.status == Status::Start {
+            // First run or continue.
+            if self.index > max {
+                return Some(0);
+            }
+            let word = self.walk();
+            if word != 0 {
+                return Some(word);
+            }
+        }
+        if self.status == Status::None || self.index == max {
+            return Some(0);
+        }
+        None
+    }
+
+    /// `mas_find_rev_setup`: `Some(answer)` if the move is decided here, `None` to step on.
+    fn find_rev_setup(&mut self, min: u64) -> Option<usize> {
+        if core::mem::take(&mut self.root) {
+            // `ma_root` of an empty tree: nothing, and the kernel's status becomes none.
+            return Some(0);
+        }
+        match self.status {
+            Status::Active => {}
+            Status::Start => {}
+            Status::Pause => {
+                if self.index <= min {
+                    self.status = Status::Underflow;
+                    return Some(0);
+                }
+                self.index -= 1;
+                self.last = self.index;
+                self.status = Status::Start;
+            }
+            Status::None => {
+                if self.index <= min {
+                    return Some(0);
+                }
+                self.last = self.index;
+                self.status = Status::Start;
+            }
+            // The caller expects the cursor one after where it is.
+            Status::Overflow => {
+                if self.index <= min {
+                    self.status = Status::Underflow;
+                    return Some(0);
+                }
+                self.status = Status::Active;
+            }
+            // The caller expects the cursor one before where it is.
+            Status::Underflow => {
+                if self.index <= min {
+                    return Some(0);
+                }
+                self.status = Status::Active;
+            }
+        }
+        if self.status == Status::Start {
+            // First run or continue.
+            if self.index < min {
+                return Some(0);
+            }
+            let word = self.walk();
+            if word != 0 {
+                return Some(word);
+            }
+            if self.status == Status::None {
+                // Nothing at or below `index` of an empty tree. The kernel reports this with
+                // its root status and the range `[0, 0]`; this tree has no root entry form.
+                self.index = 0;
+                self.last = 0;
+                self.root = true;
+                return Some(0);
+            }
+        }
+        if self.index < min {
+            return Some(0);
+        }
+        None
+    }
+
+    fn find(&mut self, max: u64) -> usize {
+        if let Some(word) = self.find_setup(max) {
+            return word;
+        }
+        let word = self.next_slot(max, false);
+        // `mas_find` ignores overflow.
+        if self.status == Status::Overflow {
+            self.status = Status::Active;
+        }
+        word
     }
 
     fn find_range(&mut self, max: u64) -> usize {
-        if matches!(self.status, Status::Start | Status::None | Status::Pause) {
-            return self.find(max);
+        if let Some(word) = self.find_setup(max) {
+            return word;
         }
-        self.step_next_range(max)
+        self.next_slot(max, true)
+    }
+
+    fn find_rev(&mut self, min: u64) -> usize {
+        if let Some(word) = self.find_rev_setup(min) {
+            return word;
+        }
+        self.prev_slot(min, false)
     }
 
     fn find_range_rev(&mut self, min: u64) -> usize {
-        if matches!(
-            self.status,
-            Status::Start | Status::None | Status::Pause | Status::Overflow
-        ) {
-            return self.find_rev(min);
+        if let Some(word) = self.find_rev_setup(min) {
+            return word;
         }
-        self.prev_range(min)
+        self.prev_slot(min, true)
+    }
+
+    fn next(&mut self, max: u64) -> usize {
+        if let Some(word) = self.next_setup(max) {
+            return word;
+        }
+        self.next_slot(max, false)
+    }
+
+    fn next_range(&mut self, max: u64) -> usize {
+        if let Some(word) = self.next_setup(max) {
+            return word;
+        }
+        self.next_slot(max, true)
+    }
+
+    fn prev(&mut self, min: u64) -> usize {
+        if let Some(word) = self.prev_setup(min) {
+            return word;
+        }
+        self.prev_slot(min, false)
+    }
+
+    fn prev_range(&mut self, min: u64) -> usize {
+        if let Some(word) = self.prev_setup(min) {
+            return word;
+        }
+        self.prev_slot(min, true)
     }
 }
 
@@ -434,6 +489,7 @@ macro_rules! cursor_reads {
         pub fn reset(&mut self) {
             self.core.status = Status::Start;
             self.core.valid = false;
+            self.core.root = false;
         }
 
         /// Marks the cursor stale (`mas_pause`): the next move resumes after `last` (forwards) or
@@ -441,6 +497,7 @@ macro_rules! cursor_reads {
         pub fn pause(&mut self) {
             self.core.status = Status::Pause;
             self.core.valid = false;
+            self.core.root = false;
         }
 
         /// Re-walks to `index` and returns its entry (`mas_walk`); the range becomes the whole
@@ -593,6 +650,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
             }
             return Err(Error::InvalidRange);
         }
+        self.core.root = false;
         let (first, last) = (self.core.index, self.core.last);
         if self.core.valid && self.wg.exact_fit_at(&mut self.core.w, first, last, w) {
             // In place: the cursor's path is still the tree's, so it stays valid and a
@@ -617,6 +675,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
     /// Afterwards the range is the (widened) empty range.
     pub fn erase(&mut self) -> bool {
         let i = self.core.index;
+        self.core.root = false;
         if !self.core.walk_to(i) || self.core.w.word == 0 {
             return false;
         }
