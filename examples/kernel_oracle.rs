@@ -246,7 +246,11 @@ impl Gen {
     fn gap(&mut self) {
         let size = self.size();
         let (lo, hi) = self.window();
-        let op = if self.r.chance(50) { "gap_lo" } else { "gap_hi" };
+        let op = if self.r.chance(50) {
+            "gap_lo"
+        } else {
+            "gap_hi"
+        };
         self.line(&format!("{op} {lo} {hi} {size}"));
     }
 
@@ -330,7 +334,11 @@ impl Gen {
                 self.line("validate");
                 return;
             }
-            let op = if self.r.chance(50) { "dump" } else { "validate" };
+            let op = if self.r.chance(50) {
+                "dump"
+            } else {
+                "validate"
+            };
             self.line(op);
         } else {
             self.read();
@@ -435,23 +443,43 @@ impl Gen {
             self.line("store 0 0 9");
             for (i, min) in [(10, 5), (10, 0), (1, 1), (MAX, 3)] {
                 self.line(&format!("prev {i} {min}"));
-                self.line(&format!("cursor {i} prev:{min} find_rev:{min} prev_range:{min}"));
+                self.line(&format!(
+                    "cursor {i} prev:{min} find_rev:{min} prev_range:{min}"
+                ));
                 self.line(&format!("cursor {i} walk prev:{min} find_range_rev:{min}"));
             }
-            for i in [0, 1, 7, MAX] {
-                self.line(&format!(
-                    "cursor {i} walk next:{MAX} prev:0 find:{MAX} find_rev:0 pause find:{MAX}"
-                ));
-                self.line(&format!(
-                    "cursor {i} find_rev:0 find_rev:0 next_range:{MAX} prev_range:0 walk"
-                ));
+            // The same content kept in a leaf (an entry at 5 stored and erased again): there
+            // the kernel's cursor must answer exactly as this crate's.
+            for leaf in [false, true] {
+                if leaf {
+                    self.line("store 5 5 1");
+                    self.line("store 5 5 0");
+                }
+                for i in [0, 1, 7, MAX] {
+                    self.line(&format!(
+                        "cursor {i} walk next:{MAX} prev:0 find:{MAX} find_rev:0 pause find:{MAX}"
+                    ));
+                    self.line(&format!(
+                        "cursor {i} find_rev:0 find_rev:0 next_range:{MAX} prev_range:0 walk"
+                    ));
+                    self.line(&format!(
+                        "cursor {i} prev:0 next:{MAX} find_range_rev:0 find_range:{MAX} set:0 next_range:{MAX} prev_range:0"
+                    ));
+                }
             }
             // 5: a limit hit before the cursor walked, then a wider limit.
             self.init(alloc, Space::Small(600));
             for i in 0..50 {
                 self.line(&format!("store {} {} {}", i * 10, i * 10 + 5, i + 1));
             }
-            for step in ["next", "next_range", "find_rev", "find_range_rev", "prev", "prev_range"] {
+            for step in [
+                "next",
+                "next_range",
+                "find_rev",
+                "find_range_rev",
+                "prev",
+                "prev_range",
+            ] {
                 self.line(&format!("cursor 100 next:100 {step}:{MAX}"));
                 self.line(&format!("cursor 100 prev:100 {step}:0"));
                 self.line(&format!("cursor 103 next:100 {step}:0"));
@@ -476,6 +504,13 @@ impl Gen {
         self.line(&format!("store 0 {MAX} 1"));
         self.line("gap_lo 0 100 1");
         self.line("erase 77");
+        // The kernel keeps an empty leaf here, this crate an empty tree.
+        self.line(&format!(
+            "cursor 5 walk next:{MAX} prev:0 find:{MAX} find_rev:0"
+        ));
+        self.line(&format!(
+            "cursor 5 next_range:{MAX} prev_range:0 find_range:9"
+        ));
         self.line("gap_lo 0 100 1");
         self.line("gap_hi 0 100 1");
         self.line("alloc 4 0 100 2");
@@ -514,7 +549,9 @@ fn main() -> ExitCode {
             }
         }
         _ => {
-            eprintln!("usage: kernel_oracle gen SEED KIND OPS | check SCRIPT KERNEL [SCRIPT KERNEL ...]");
+            eprintln!(
+                "usage: kernel_oracle gen SEED KIND OPS | check SCRIPT KERNEL [SCRIPT KERNEL ...]"
+            );
             ExitCode::from(2)
         }
     }

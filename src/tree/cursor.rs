@@ -75,11 +75,7 @@ impl<'g> Core<'g> {
     /// `mas_walk` from the root to `index`: the range becomes the slot's and the status active;
     /// an empty tree gives status none and the range `[0, u64::MAX]`. `false` for an empty tree.
     fn walk_to(&mut self, index: u64) -> bool {
-        // A tree whose only slot is an empty `[0, u64::MAX]` holds nothing: the kernel keeps no
-        // node for that (its root is NULL), so it reads as empty.
-        if self.w.walk(index).is_none()
-            || (self.w.word == 0 && self.w.lo == 0 && self.w.hi == u64::MAX)
-        {
+        if self.w.walk(index).is_none() {
             self.valid = false;
             self.status = Status::None;
             self.index = 0;

@@ -16,9 +16,11 @@
 //! - [`Allowed::RevSearchWholeSpace`] (kernel bug 3): top-down gap search (`gap_hi`, `ralloc`)
 //!   with `max = MAX` says busy in the kernel where this crate finds a free range (which is
 //!   checked to be free); an allocation is then undone here to keep the trees equal;
-//! - [`Allowed::WholeSpaceThenErase`] (kernel bug 4): after a store over `[0, MAX]` and an erase
-//!   since the last `init`, every gap search and allocation of the kernel says busy; undone here
-//!   the same way;
+//! - [`Allowed::WholeSpaceThenErase`] (kernel bug 4): erasing the entry of a store over
+//!   `[0, MAX]` leaves the kernel an empty leaf rather than an empty tree. Its gap searches and
+//!   allocations then say busy (after such a store and an erase since the last `init`), undone
+//!   here the same way; its cursors report that leaf's `[0, MAX]` range as active (or
+//!   overflow/underflow) where this crate's empty tree says none;
 //! - [`Allowed::LimitBeforeWalk`] (kernel bug 5): the oracle refused a cursor step (`unsafe`)
 //!   that would crash the kernel; the steps before it are compared, that step and the rest of
 //!   the line are not (the crate's answer there is tested in `tests/kernel_cases.rs`).
@@ -32,8 +34,8 @@ use maple_tree::{Error, MapleTree, Status, Value};
 
 /// The op families of the language, in report order.
 pub const FAMILIES: &[&str] = &[
-    "init", "store", "insert", "erase", "load", "find", "next", "prev", "walk", "gap_lo",
-    "gap_hi", "alloc", "ralloc", "cyclic", "dump", "validate", "cursor",
+    "init", "store", "insert", "erase", "load", "find", "next", "prev", "walk", "gap_lo", "gap_hi",
+    "alloc", "ralloc", "cyclic", "dump", "validate", "cursor",
 ];
 
 /// A documented reason for a difference.
@@ -61,7 +63,7 @@ impl Allowed {
             Allowed::InsertWholeSpace => "kernel bug 1: insert 0..MAX on a single leaf succeeds in 6.12",
             Allowed::PrevRootEntry => "kernel bug 2: prev with min > 0 returns the lone entry at [0, 0]",
             Allowed::RevSearchWholeSpace => "kernel bug 3: top-down gap search with max = MAX misses the leftmost subtree",
-            Allowed::WholeSpaceThenErase => "kernel bug 4: gap search fails after a store over [0, MAX] and an erase",
+            Allowed::WholeSpaceThenErase => "kernel bug 4: erasing a [0, MAX] entry leaves an empty leaf (gap search fails; cursors see an active [0, MAX])",
             Allowed::LimitBeforeWalk => "kernel bug 5: the oracle refused a step that dereferences a null node",
         }
     }
@@ -69,12 +71,17 @@ impl Allowed {
 
 /// What the kernel's root pointer holds, as far as the crate's content tells (the kernel's
 /// rules: a non-NULL store of exactly `[0, 0]` into an empty tree stays in the root pointer; any
-/// other store into it makes a leaf; a write that leaves nothing makes the root NULL).
+/// other store into it makes a leaf; a write that leaves nothing makes the root NULL, except an
+/// erase of a whole-space entry, which leaves an empty leaf).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum KRoot {
     Null,
     Entry,
     Node,
+    /// A leaf whose only slot is an empty `[0, MAX]`: what the kernel keeps after the entry of
+    /// a whole-space store is erased (an exact-fit NULL store). This crate's tree is empty then;
+    /// it is the state behind kernel bug 4.
+    EmptyLeaf,
 }
 
 /// Per-family figures of one replay.
@@ -182,6 +189,8 @@ pub struct Driver {
     root: KRoot,
     /// A store over `[0, MAX]` happened since the last `init` (kernel bug 4's trigger).
     whole_space: bool,
+    /// Before the current op, the tree held exactly one entry, over `[0, MAX]`.
+    whole: bool,
 }
 
 impl Default for Driver {
@@ -197,6 +206,7 @@ impl Driver {
             tree: MapleTree::new(),
             root: KRoot::Null,
             whole_space: false,
+            whole: false,
         }
     }
 
@@ -205,7 +215,11 @@ impl Driver {
     fn wrote(&mut self, zero: bool, null: bool) {
         let empty = self.tree.is_empty();
         self.root = if empty {
-            KRoot::Null
+            if null && (self.whole || self.root == KRoot::EmptyLeaf) {
+                KRoot::EmptyLeaf
+            } else {
+                KRoot::Null
+            }
         } else {
             match self.root {
                 KRoot::Null | KRoot::Entry if zero => KRoot::Entry,
@@ -220,6 +234,11 @@ impl Driver {
         let t: Vec<&str> = line.split_whitespace().collect();
         let a = |i: usize| num(t[i]);
         let one = |s: String| vec![s];
+        if matches!(t[0], "store" | "erase") {
+            let g = self.tree.pin();
+            let mut it = self.tree.iter(&g);
+            self.whole = matches!(it.next(), Some((0, u64::MAX, _))) && it.next().is_none();
+        }
         let tree = &self.tree;
         match t[0] {
             "init" => {
@@ -485,17 +504,25 @@ fn classify(
             if root_before == KRoot::Entry {
                 return Some(Allowed::RootForm);
             }
+            if root_before == KRoot::EmptyLeaf {
+                return Some(Allowed::WholeSpaceThenErase);
+            }
             // On an empty tree a reverse find that finds nothing leaves the kernel's state in
             // `ma_root` (range [0, 0]); this crate says none there, and only there: every
             // differing step must be such a one, and every other step equal.
-            let u = wi.iter().position(|s| s.starts_with("unsafe ")).unwrap_or(wi.len());
+            let u = wi
+                .iter()
+                .position(|s| s.starts_with("unsafe "))
+                .unwrap_or(wi.len());
             let complete = if u < wi.len() {
                 gi.len() > u
             } else {
                 gi.len() == wi.len()
             };
             let same = |(k, g): (&&str, &&str)| {
-                k == g || k.strip_suffix(" root").is_some_and(|p| g.strip_suffix(" none") == Some(p))
+                k == g
+                    || k.strip_suffix(" root")
+                        .is_some_and(|p| g.strip_suffix(" none") == Some(p))
             };
             (complete && wi[..u].iter().zip(&gi[..u]).all(same)).then_some(Allowed::RootForm)
         }
