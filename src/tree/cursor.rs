@@ -1,14 +1,12 @@
-//! The cursor: the kernel's `ma_state` with its status machine (K§2.4).
+//! The cursor: the kernel's `ma_state` with its status machine.
 //!
 //! A cursor holds a requested or found range (`index`, `last`), a [`Status`], and a cached path
 //! so that moving to a neighbouring range is `O(1)` amortised. [`Cursor`] reads lock-free under
 //! a guard; [`CursorMut`] lives inside a [`WriteGuard`] and can also store and erase, with the
-//! iteration staying correct after its own writes (K `check_iteration`).
+//! iteration staying correct after its own writes (the kernel's `check_iteration`).
 //!
-//! This tree never keeps an entry directly in the root pointer (the kernel's optional `ma_root`
-//! case), so the `root` status does not occur. The reserved zero entry is skipped by the
-//! entry-seeking moves (`find`, `next`, `prev`, ...) and reported by [`Cursor::is_zero`] on the
-//! range moves.
+//! Every move is the kernel's, step for step; [`Cursor`] documents the semantics and the few
+//! deliberate differences.
 
 use core::marker::PhantomData;
 
@@ -496,23 +494,29 @@ macro_rules! cursor_reads {
             self.core.root = false;
         }
 
-        /// Re-walks to `index` and returns its entry (`mas_walk`); the range becomes the whole
-        /// slot, empty or not.
+        /// Re-walks to `index` whatever the status and returns its entry (`mas_walk`); the
+        /// range becomes the whole slot, empty or not, and the status active (on an empty tree:
+        /// `None`, the range `[0, u64::MAX]`, [`Status::None`]).
         pub fn walk(&mut self) -> Option<E::Borrowed<$lt>> {
             let w = self.core.walk();
             // SAFETY: read under the guard (or writer) of this cursor's lifetime.
             unsafe { borrow_word::<E>(w) }
         }
 
-        /// `mas_find`: the entry at `index` or the next one starting at or below `max`; later
-        /// calls move to the next entry.
+        /// `mas_find`: on the first call (or after a pause, from `last + 1`) the entry at
+        /// `index` or the next one starting at or below `max`; later calls the next entry. When
+        /// nothing is found the cursor stays active on the last range inspected. After an
+        /// overflow or underflow the entry at the current range comes first.
         pub fn find(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.find(max);
             // SAFETY: as in `walk`.
             unsafe { borrow_word::<E>(w) }
         }
 
-        /// `mas_find_rev`: the entry at `index` or the previous one ending at or above `min`.
+        /// `mas_find_rev`: on the first call (or after a pause, from `index - 1`) the entry at
+        /// `index` or the previous one ending at or above `min`; later calls the previous
+        /// entry. `None` with [`Status::Underflow`] at the limit; a cursor whose `index` is
+        /// already below `min` returns `None` and keeps its status.
         pub fn find_rev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.find_rev(min);
             // SAFETY: as in `walk`.
@@ -520,14 +524,16 @@ macro_rules! cursor_reads {
         }
 
         /// `mas_find_range`: like `find` on the first call, then one range at a time, empty ones
-        /// included (returning `None` for them while staying active).
+        /// included (returning `None` for them while staying active). At its limit it returns
+        /// `None` and keeps its status.
         pub fn find_range(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.find_range(max);
             // SAFETY: as in `walk`.
             unsafe { borrow_word::<E>(w) }
         }
 
-        /// `mas_find_range_rev`.
+        /// `mas_find_range_rev`: like `find_rev` on the first call, then one range at a time
+        /// backwards, empty ones included; [`Status::Underflow`] past `min`.
         pub fn find_range_rev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.find_range_rev(min);
             // SAFETY: as in `walk`.
@@ -535,7 +541,9 @@ macro_rules! cursor_reads {
         }
 
         /// `mas_next`: the next entry after the current range that starts at or below `max`;
-        /// `None` and [`Status::Overflow`] at the limit.
+        /// `None` and [`Status::Overflow`] at the limit (at once if `last >= max`, even before
+        /// the first walk). From start, pause or none it walks to `index` first; after an
+        /// underflow the entry at the current range comes first.
         pub fn next(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.next(max);
             // SAFETY: as in `walk`.
@@ -543,21 +551,25 @@ macro_rules! cursor_reads {
         }
 
         /// `mas_prev`: the previous entry that ends at or above `min`; `None` and
-        /// [`Status::Underflow`] at the limit.
+        /// [`Status::Underflow`] at the limit (at once if `index <= min`, even before the first
+        /// walk). From start, pause or none it walks to `index` first; after an overflow the
+        /// entry at the current range comes first.
         pub fn prev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.prev(min);
             // SAFETY: as in `walk`.
             unsafe { borrow_word::<E>(w) }
         }
 
-        /// `mas_next_range`: one range forwards, empty or not.
+        /// `mas_next_range`: one range forwards, empty or not, with the status handling of
+        /// [`next`](Self::next).
         pub fn next_range(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.next_range(max);
             // SAFETY: as in `walk`.
             unsafe { borrow_word::<E>(w) }
         }
 
-        /// `mas_prev_range`: one range backwards, empty or not.
+        /// `mas_prev_range`: one range backwards, empty or not, with the status handling of
+        /// [`prev`](Self::prev).
         pub fn prev_range(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.prev_range(min);
             // SAFETY: as in `walk`.
@@ -567,6 +579,54 @@ macro_rules! cursor_reads {
 }
 
 /// A lock-free read cursor (see [`MapleTree::cursor`]).
+///
+/// # Kernel semantics
+///
+/// Every move is the kernel's (Linux 6.12 `lib/maple_tree.c`), step for step: first the
+/// status handling of `mas_next_setup`, `mas_prev_setup`, `mas_find_setup` or
+/// `mas_find_rev_setup` (limit checks that end a move before any walk, the walk from start,
+/// pause or none, and the way out of overflow and underflow), then `mas_next_slot` or
+/// `mas_prev_slot`. So index, last, status and the returned entry are the kernel's after every
+/// move, including moves that find nothing; `tests/kernel_oracle.rs` replays traces of the
+/// kernel itself to keep it so.
+///
+/// # Deliberate differences from the kernel
+///
+/// - **No root entry form.** The kernel keeps a lone entry at index 0, stored into an empty
+///   tree, in the tree's root pointer and runs a different, smaller state machine there: the
+///   entry is reported with status `ma_root`, everything else as `ma_none` on `[1, u64::MAX]`
+///   or `[0, 0]`, and `prev`-type moves with a lower limit above 0 still return the entry (a
+///   kernel bug). This tree always uses a leaf, so on such a tree the cursor answers exactly as
+///   the kernel does for the same content in a leaf (which the kernel has too, for instance
+///   once an entry at 0 outlives the others): the entry is [`Status::Active`] on `[0, 0]`, the
+///   rest the empty range `[1, u64::MAX]`, and moves that run out of room overflow or
+///   underflow. On an empty tree, a `find_rev`/`find_range_rev` that finds nothing sets the
+///   range `[0, 0]` with [`Status::None`] where the kernel says `ma_root`; the next move
+///   leaves it exactly as the kernel leaves `ma_root`. Cursor answers differ from the kernel's
+///   only in these two cases and the ones listed below.
+/// - **A limit hit before the first walk.** A cursor that overflowed or underflowed before it
+///   ever walked (say a fresh cursor at 100 given `next(100)`) has no position; moved again
+///   with a wider limit, the 6.12 kernel dereferences a null node. Here it first re-walks, to
+///   `last` for forward moves and to `index` for backward ones (what the kernel does when a
+///   node dies under a step, `mas_rewalk`), and carries on from that range.
+/// - **An erased whole-space entry.** Erasing an entry over `[0, u64::MAX]` leaves this tree
+///   empty ([`Status::None`] for a walk), where the kernel keeps an empty leaf (active on
+///   `[0, u64::MAX]`), which breaks its gap search.
+/// - **The zero entry** (kernel `XA_ZERO_ENTRY`) is skipped by the entry-seeking moves (`find`,
+///   `find_rev`, `next`, `prev`) and reported by [`Cursor::is_zero`] on the range moves and
+///   walks, which return `None` for it.
+///
+/// # Status after a move
+///
+/// As in the kernel: a move that finds something is [`Status::Active`]. `next` and
+/// `next_range` that run out of room overflow; `prev`,
+/// `prev_range`, `find_rev` and `find_range_rev` underflow; `find` stays active on the last
+/// range it inspected (`mas_find` ignores overflow); `find_range` stays active (an empty range
+/// is a range) and keeps an overflow it started from. `next`/`next_range` check `last` against
+/// the limit before anything else, `prev`/`prev_range` check `index`: from a fresh cursor,
+/// `next(i)` at `i` overflows at once, with the range `[i, i]`.
+///
+/// # Example
 ///
 /// ```
 /// use maple_tree::{MapleTree, Value, Status};
