@@ -89,8 +89,11 @@ enum KRoot {
 pub struct Report {
     /// Ops per family.
     pub ops: BTreeMap<&'static str, u64>,
-    /// Cursor steps compared.
+    /// Cursor steps run.
     pub cursor_steps: u64,
+    /// Cursor steps the kernel answered (all but those the oracle refused, and the rest of
+    /// their lines).
+    pub kernel_steps: u64,
     /// Accepted differences per (family, reason).
     pub allowed: BTreeMap<(&'static str, Allowed), u64>,
     /// Unexplained differences (a description of each, the first few only).
@@ -106,6 +109,7 @@ impl Report {
             *self.ops.entry(k).or_default() += v;
         }
         self.cursor_steps += o.cursor_steps;
+        self.kernel_steps += o.kernel_steps;
         for (k, v) in &o.allowed {
             *self.allowed.entry(*k).or_default() += v;
         }
@@ -132,7 +136,11 @@ impl Report {
             }
         }
         let _ = writeln!(s, "{:<10} {:>10}", "total", self.total_ops());
-        let _ = writeln!(s, "cursor steps: {}", self.cursor_steps);
+        let _ = writeln!(
+            s,
+            "cursor steps: {} run, {} answered by the kernel",
+            self.cursor_steps, self.kernel_steps
+        );
         for ((f, a), n) in &self.allowed {
             let _ = writeln!(s, "accepted: {n} x {f}: {}", a.reason());
         }
@@ -448,6 +456,10 @@ pub fn replay(name: &str, script: &str, kernel: &str) -> Report {
         }
         if fam == "cursor" {
             rep.cursor_steps += (t.len() - 2) as u64;
+            rep.kernel_steps += want[0]
+                .split(" ; ")
+                .filter(|s| !s.starts_with("unsafe "))
+                .count() as u64;
         }
         if got == want {
             continue;
