@@ -124,9 +124,16 @@
 //! [`prev`](Cursor::prev) and [`find_rev`](Cursor::find_rev) stop only at entries;
 //! [`find_range`](Cursor::find_range), [`next_range`](Cursor::next_range) and
 //! [`prev_range`](Cursor::prev_range) visit empty ranges too (returning `None` for them while
-//! the status stays [`Status::Active`]). [`next`](Cursor::next) and [`prev`](Cursor::prev)
-//! that hit their limit return `None` and set [`Status::Overflow`] or [`Status::Underflow`];
-//! the `find` family returns `None` and stays active, as the kernel's `mas_find` does.
+//! the status stays [`Status::Active`]). Every move follows the kernel's status machine
+//! exactly (index, last, status and entry, also after moves that find nothing; checked against
+//! traces of the Linux 6.12 tree): [`next`](Cursor::next) and `next_range` that hit their limit
+//! return `None` and set [`Status::Overflow`], the backward moves [`Status::Underflow`];
+//! [`find`](Cursor::find) returns `None` and stays active, as the kernel's `mas_find` does
+//! ("ignores overflow"), and so does [`find_range`](Cursor::find_range) at its limit. Leaving
+//! overflow, `prev` and `find` first return the entry at the current range; leaving underflow,
+//! `next` and `find` do. [`Cursor`] documents the semantics in full and the few deliberate
+//! differences (no root entry form, no null-node crash, no empty leaf after erasing a
+//! whole-space entry).
 //!
 //! ```
 //! use maple_tree::{MapleTree, Status, Value};
@@ -155,17 +162,26 @@
 //! assert_eq!(c.find(u64::MAX), None);
 //! assert_eq!(c.status(), Status::Active); // mas_find ignores overflow, as in the kernel
 //!
-//! // find_range: every range, empty ones included.
+//! // find_range: every range, empty ones included, up to the one reaching the limit (the
+//! // first call skips an empty range at index, as mas_find_range does).
 //! c.set(0);
 //! let mut seen = vec![];
-//! while c.index() <= 45 {
+//! loop {
 //!     let v = c.find_range(45);
-//!     if c.status() != Status::Active {
+//!     seen.push((c.index(), c.last(), v.map(|v| v.get())));
+//!     if c.last() >= 45 {
 //!         break;
 //!     }
-//!     seen.push((c.index(), c.last(), v.map(|v| v.get())));
 //! }
 //! assert_eq!(seen, [(10, 19, Some(1)), (20, 29, None), (30, 39, Some(3)), (40, u64::MAX, None)]);
+//! assert_eq!(c.find_range(45), None); // at the limit: nothing, and still active
+//! assert_eq!((c.index(), c.last(), c.status()), (40, u64::MAX, Status::Active));
+//!
+//! // Limits are checked before the first walk: a fresh cursor at 15 with next(15) overflows
+//! // on [15, 15] without walking (the kernel's mas_next_setup).
+//! let mut c = tree.cursor(15, &guard);
+//! assert_eq!(c.next(15), None);
+//! assert_eq!((c.index(), c.last(), c.status()), (15, 15, Status::Overflow));
 //! drop(guard);
 //!
 //! // CursorMut: set a range and store over it; edit while iterating.

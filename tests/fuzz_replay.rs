@@ -442,3 +442,29 @@ fn kernel_prev_range_after_overflow_respects_min() {
         (20, 25, Status::Underflow)
     );
 }
+
+/// The cursor model on seeded random inputs as well as the corpus: the model follows the
+/// kernel's status machine (itself checked against the kernel by `tests/kernel_oracle.rs`), so
+/// any divergence of the cursor from it fails here too, with the failing seed.
+#[test]
+fn cursor_ops_random_inputs() {
+    let run = TARGETS
+        .iter()
+        .find(|t| t.name == "cursor_ops")
+        .expect("known target")
+        .run;
+    let mut x = 0x5eed_c0de_u64;
+    for seed in 0..120u64 {
+        let len = 64 + (seed as usize * 37) % 2000;
+        let data: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        let r = std::panic::catch_unwind(|| run(&data));
+        assert!(r.is_ok(), "cursor_ops: random input {seed} fails");
+    }
+}

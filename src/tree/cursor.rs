@@ -1,14 +1,12 @@
-//! The cursor: the kernel's `ma_state` with its status machine (K§2.4).
+//! The cursor: the kernel's `ma_state` with its status machine.
 //!
 //! A cursor holds a requested or found range (`index`, `last`), a [`Status`], and a cached path
 //! so that moving to a neighbouring range is `O(1)` amortised. [`Cursor`] reads lock-free under
 //! a guard; [`CursorMut`] lives inside a [`WriteGuard`] and can also store and erase, with the
-//! iteration staying correct after its own writes (K `check_iteration`).
+//! iteration staying correct after its own writes (the kernel's `check_iteration`).
 //!
-//! This tree never keeps an entry directly in the root pointer (the kernel's optional `ma_root`
-//! case), so the `root` status does not occur. The reserved zero entry is skipped by the
-//! entry-seeking moves (`find`, `next`, `prev`, ...) and reported by [`Cursor::is_zero`] on the
-//! range moves.
+//! Every move is the kernel's, step for step; [`Cursor`] documents the semantics and the few
+//! deliberate differences.
 
 use core::marker::PhantomData;
 
@@ -37,14 +35,21 @@ pub enum Status {
     Underflow,
 }
 
-/// Position logic shared by both cursors.
+/// Position logic shared by both cursors: the kernel's `ma_state` moves (`mas_walk`,
+/// `mas_find`, `mas_next`, ... with their `mas_*_setup` status handling and `mas_next_slot` /
+/// `mas_prev_slot` stepping), on a [`Walker`] path.
 struct Core<'g> {
     w: Walker<'g>,
-    /// The walker's position is current.
+    /// The walker's position is current (the kernel's `mas->node` is set and matches
+    /// `index`/`last`).
     valid: bool,
     index: u64,
     last: u64,
     status: Status,
+    /// Where the kernel's state would be `ma_root` on an empty tree (after a reverse find that
+    /// found nothing, see [`find_rev_setup`](Self::find_rev_setup)); reported as
+    /// [`Status::None`], but the next move leaves it as the kernel leaves `ma_root`.
+    root: bool,
 }
 
 impl<'g> Core<'g> {
@@ -55,14 +60,17 @@ impl<'g> Core<'g> {
             index,
             last: index,
             status: Status::Start,
+            root: false,
         }
     }
 
+    /// An entry an entry-seeking move stops at (not empty, not the zero entry).
     fn is_entry(word: usize) -> bool {
         word != 0 && word != ZERO_WORD
     }
 
-    /// Walks to `index`; sets the range to the slot's. `false` for an empty tree.
+    /// `mas_walk` from the root to `index`: the range becomes the slot's and the status active;
+    /// an empty tree gives status none and the range `[0, u64::MAX]`. `false` for an empty tree.
     fn walk_to(&mut self, index: u64) -> bool {
         if self.w.walk(index).is_none() {
             self.valid = false;
@@ -82,16 +90,9 @@ impl<'g> Core<'g> {
         self.last = self.w.hi;
     }
 
-    /// Makes sure the walker sits on `[index, last]` (after a pause or a write).
-    fn ensure(&mut self) -> bool {
-        if self.valid {
-            return true;
-        }
-        let i = self.index;
-        self.walk_to(i)
-    }
-
+    /// `mas_walk`: re-walks to `index` whatever the status; the returned word may be empty.
     fn walk(&mut self) -> usize {
+        self.root = false;
         let i = self.index;
         if self.walk_to(i) {
             self.w.word
@@ -100,298 +101,346 @@ impl<'g> Core<'g> {
         }
     }
 
-    /// Forward scan from the current slot (exclusive) for an entry with `lo <= max`. On failure
-    /// the range is the last slot inspected (never past `max`) and `fail` is the status.
-    fn scan_next(&mut self, max: u64, fail: Status) -> usize {
-        if max == u64::MAX {
+    /// Makes the walker's position current before a step from an active, overflowed or
+    /// underflowed state. Normally it already is. It is not after a write through the cursor
+    /// (the range is the written one) or when the limit was hit before the cursor ever walked;
+    /// then the cursor re-walks to `at` (`last` for forward steps, `index` for backward ones),
+    /// as the kernel's `mas_rewalk` does for a node that died under a step. `false` if the
+    /// tree is empty (status none).
+    fn position(&mut self, at: u64) -> bool {
+        if self.valid {
+            return true;
+        }
+        self.walk_to(at)
+    }
+
+    /// `mas_next_slot`: from the current slot, forwards to the next slot (`empty`) or the next
+    /// entry (`!empty`) starting at or below `max`. A slot already ending at or past `max`
+    /// overflows with the range unchanged; a scan that runs out of room overflows on the last
+    /// empty slot it inspected.
+    fn next_slot(&mut self, max: u64, empty: bool) -> usize {
+        let at = self.last;
+        if !self.position(at) {
+            return 0;
+        }
+        if self.w.hi >= max {
+            self.status = Status::Overflow;
+            return 0;
+        }
+        if !empty && max == u64::MAX {
             // No limit to stop at: the walker's tight entry loop (`find` to the end, as in
-            // dup_mmap's loop); on failure it stands on the last slot.
+            // dup_mmap's loop); on failure it stands on the last slot, which is empty.
             if self.w.next_entry().is_some() {
                 self.take_pos();
-                self.status = Status::Active;
                 return self.w.word;
             }
-            if self.w.depth > 0 {
-                self.take_pos();
-            }
-            self.status = fail;
+            self.take_pos();
+            self.status = Status::Overflow;
             return 0;
         }
         loop {
-            if self.w.hi >= max || self.w.hi == u64::MAX {
-                self.take_pos();
-                self.status = fail;
-                return 0;
-            }
-            let saved = (self.w.lo, self.w.hi);
             if self.w.next_slot().is_none() {
-                self.status = fail;
+                // Unreachable: `hi < max` above, so a next slot exists.
+                self.status = Status::Overflow;
                 return 0;
             }
-            if self.w.lo > max {
-                // Should not happen (hi < max above); keep the previous range.
-                self.index = saved.0;
-                self.last = saved.1;
-                self.valid = false;
-                self.status = fail;
-                return 0;
+            self.take_pos();
+            let word = self.w.word;
+            if empty || Self::is_entry(word) {
+                return word;
             }
-            if Self::is_entry(self.w.word) {
-                self.take_pos();
-                self.status = Status::Active;
-                return self.w.word;
-            }
-        }
-    }
-
-    fn scan_prev(&mut self, min: u64) -> usize {
-        loop {
-            if self.w.lo <= min || self.w.lo == 0 {
-                self.take_pos();
-                self.status = Status::Underflow;
-                return 0;
-            }
-            if self.w.prev_slot().is_none() {
-                self.status = Status::Underflow;
-                return 0;
-            }
-            if Self::is_entry(self.w.word) {
-                self.take_pos();
-                self.status = Status::Active;
-                return self.w.word;
-            }
-        }
-    }
-
-    fn find(&mut self, max: u64) -> usize {
-        match self.status {
-            Status::Start | Status::None | Status::Pause => {
-                let from = if self.status == Status::Pause {
-                    if self.last == u64::MAX {
-                        return 0;
-                    }
-                    self.last + 1
-                } else {
-                    self.index
-                };
-                if from > max {
-                    return 0;
-                }
-                if !self.walk_to(from) {
-                    return 0;
-                }
-                if Self::is_entry(self.w.word) {
-                    return self.w.word;
-                }
-                self.scan_next(max, Status::Active)
-            }
-            Status::Overflow | Status::Underflow => {
-                if !self.ensure() {
-                    return 0;
-                }
-                if Self::is_entry(self.w.word) && self.w.lo <= max {
-                    self.status = Status::Active;
-                    return self.w.word;
-                }
-                self.scan_next(max, Status::Active)
-            }
-            Status::Active => {
-                if !self.ensure() {
-                    return 0;
-                }
-                self.scan_next(max, Status::Active)
-            }
-        }
-    }
-
-    fn find_rev(&mut self, min: u64) -> usize {
-        match self.status {
-            Status::Start | Status::None | Status::Pause => {
-                let from = if self.status == Status::Pause {
-                    if self.index == 0 {
-                        return 0;
-                    }
-                    self.index - 1
-                } else {
-                    self.index
-                };
-                if from < min {
-                    self.status = Status::Underflow;
-                    return 0;
-                }
-                if !self.walk_to(from) {
-                    return 0;
-                }
-                if Self::is_entry(self.w.word) {
-                    return self.w.word;
-                }
-                self.scan_prev(min)
-            }
-            // From overflow (as the kernel's find_rev setup) the cursor is active again and moves
-            // to the previous entry.
-            Status::Active | Status::Underflow | Status::Overflow => {
-                if !self.ensure() {
-                    return 0;
-                }
-                self.scan_prev(min)
-            }
-        }
-    }
-
-    fn next(&mut self, max: u64) -> usize {
-        match self.status {
-            Status::Start | Status::None | Status::Pause => {
-                let i = self.index;
-                if !self.walk_to(i) {
-                    return 0;
-                }
-                self.scan_next(max, Status::Overflow)
-            }
-            // After underflow the entry at the current position comes first (kernel `mas_next`).
-            Status::Underflow => {
-                if !self.ensure() {
-                    return 0;
-                }
-                if Self::is_entry(self.w.word) && self.w.lo <= max {
-                    self.status = Status::Active;
-                    return self.w.word;
-                }
-                self.scan_next(max, Status::Overflow)
-            }
-            _ => {
-                if !self.ensure() {
-                    return 0;
-                }
-                self.scan_next(max, Status::Overflow)
-            }
-        }
-    }
-
-    fn prev(&mut self, min: u64) -> usize {
-        match self.status {
-            Status::Start | Status::None | Status::Pause => {
-                let i = self.index;
-                if !self.walk_to(i) {
-                    return 0;
-                }
-                self.scan_prev(min)
-            }
-            Status::Overflow => {
-                if !self.ensure() {
-                    return 0;
-                }
-                if Self::is_entry(self.w.word) && self.w.hi >= min {
-                    self.status = Status::Active;
-                    return self.w.word;
-                }
-                self.scan_prev(min)
-            }
-            _ => {
-                if !self.ensure() {
-                    return 0;
-                }
-                self.scan_prev(min)
-            }
-        }
-    }
-
-    /// `mas_next_range`: one slot forwards, NULL ranges included. Leaving underflow follows
-    /// `mas_next_setup`: a range already ending at or past `max` overflows at once; otherwise
-    /// the current range comes first if it is occupied (an entry or a zero entry), and an empty
-    /// one is stepped over like an active cursor's.
-    fn next_range(&mut self, max: u64) -> usize {
-        if self.status == Status::Underflow {
             if self.last >= max {
                 self.status = Status::Overflow;
                 return 0;
             }
-            if !self.ensure() {
-                return 0;
-            }
-            self.take_pos();
-            self.status = Status::Active;
-            if self.w.word != 0 {
-                return self.w.word;
-            }
         }
-        self.step_next_range(max)
     }
 
-    /// One slot forwards, NULL ranges included.
-    fn step_next_range(&mut self, max: u64) -> usize {
-        if matches!(self.status, Status::Start | Status::None | Status::Pause) {
-            let i = self.index;
-            if !self.walk_to(i) {
-                return 0;
-            }
-        } else if !self.ensure() {
+    /// `mas_prev_slot`: the mirror of [`next_slot`](Self::next_slot), towards `min`, with
+    /// underflow.
+    fn prev_slot(&mut self, min: u64, empty: bool) -> usize {
+        let at = self.index;
+        if !self.position(at) {
             return 0;
         }
-        if self.w.hi >= max || self.w.next_slot().is_none() {
-            self.status = Status::Overflow;
-            return 0;
-        }
-        self.take_pos();
-        self.status = Status::Active;
-        self.w.word
-    }
-
-    /// `mas_prev_range`: one slot backwards, NULL ranges included. Leaving overflow follows
-    /// `mas_prev_setup`: a range already starting at or below `min` underflows at once;
-    /// otherwise the current range comes first if it is occupied (an entry or a zero entry),
-    /// and an empty one is stepped over like an active cursor's.
-    fn prev_range(&mut self, min: u64) -> usize {
-        if self.status == Status::Overflow {
-            if self.index <= min {
+        loop {
+            if self.w.lo <= min {
                 self.status = Status::Underflow;
                 return 0;
             }
-            if !self.ensure() {
+            if self.w.prev_slot().is_none() {
+                // Unreachable: `lo > min` above, so a previous slot exists.
+                self.status = Status::Underflow;
                 return 0;
             }
             self.take_pos();
-            self.status = Status::Active;
-            if self.w.word != 0 {
-                return self.w.word;
+            let word = self.w.word;
+            if empty || Self::is_entry(word) {
+                return word;
             }
         }
-        self.step_prev_range(min)
     }
 
-    /// One slot backwards, NULL ranges included.
-    fn step_prev_range(&mut self, min: u64) -> usize {
-        if matches!(self.status, Status::Start | Status::None | Status::Pause) {
-            let i = self.index;
-            if !self.walk_to(i) {
-                return 0;
+    /// `mas_next_setup`: `Some(answer)` if the move is decided here, `None` to step on.
+    fn next_setup(&mut self, max: u64) -> Option<usize> {
+        let root = core::mem::take(&mut self.root);
+        if self.last >= max {
+            self.status = Status::Overflow;
+            return Some(0);
+        }
+        if root {
+            // `ma_root` of an empty tree: nothing above index 0.
+            self.index = 1;
+            self.last = u64::MAX;
+            self.status = Status::None;
+            return Some(0);
+        }
+        match self.status {
+            Status::Active => return None,
+            Status::None | Status::Pause | Status::Start => {
+                self.walk();
             }
-        } else if !self.ensure() {
-            return 0;
+            // Overflowed before, but the limit changed: step on from here.
+            Status::Overflow => {
+                self.status = Status::Active;
+                return None;
+            }
+            // The caller expects the cursor one before where it is: the entry here first.
+            Status::Underflow => {
+                let word = self.walk();
+                if word != 0 {
+                    return Some(word);
+                }
+            }
         }
-        if self.w.lo <= min || self.w.prev_slot().is_none() {
+        match self.status {
+            Status::Active => None,
+            _ => Some(0), // the tree is empty
+        }
+    }
+
+    /// `mas_prev_setup`: `Some(answer)` if the move is decided here, `None` to step on.
+    fn prev_setup(&mut self, min: u64) -> Option<usize> {
+        // From `ma_root` (index 0) the limit check below always underflows.
+        self.root = false;
+        if self.index <= min {
             self.status = Status::Underflow;
-            return 0;
+            return Some(0);
         }
-        self.take_pos();
-        self.status = Status::Active;
-        self.w.word
+        match self.status {
+            Status::Active => return None,
+            Status::None | Status::Pause | Status::Start => {
+                self.walk();
+            }
+            // Underflowed before, but the limit changed: step on from here.
+            Status::Underflow => {
+                self.status = Status::Active;
+                return None;
+            }
+            // The caller expects the cursor one after where it is: the entry here first.
+            Status::Overflow => {
+                let word = self.walk();
+                if word != 0 {
+                    return Some(word);
+                }
+            }
+        }
+        match self.status {
+            Status::Active => None,
+            _ => Some(0), // the tree is empty
+        }
+    }
+
+    /// `mas_find_setup`: `Some(answer)` if the move is decided here, `None` to step on.
+    fn find_setup(&mut self, max: u64) -> Option<usize> {
+        if core::mem::take(&mut self.root) {
+            // `ma_root` of an empty tree: out of range of the (absent) root entry.
+            self.index = 1;
+            self.last = u64::MAX;
+            self.status = Status::None;
+            return Some(0);
+        }
+        match self.status {
+            Status::Active => {
+                return if self.last < max { None } else { Some(0) };
+            }
+            Status::Start => {}
+            Status::Pause => {
+                if self.last >= max {
+                    return Some(0);
+                }
+                self.last += 1;
+                self.index = self.last;
+                self.status = Status::Start;
+            }
+            Status::None => {
+                if self.last >= max {
+                    return Some(0);
+                }
+                self.index = self.last;
+                self.status = Status::Start;
+            }
+            // Pointing at the range before the one it could not go below.
+            Status::Underflow => {
+                if self.index >= max {
+                    self.status = Status::Overflow;
+                    return Some(0);
+                }
+                let word = self.walk();
+                if word != 0 {
+                    return Some(word);
+                }
+            }
+            Status::Overflow => {
+                if self.last >= max {
+                    return Some(0);
+                }
+                let word = self.walk();
+                if word != 0 {
+                    return Some(word);
+                }
+            }
+        }
+        if self.status == Status::Start {
+            // First run or continue.
+            if self.index > max {
+                return Some(0);
+            }
+            let word = self.walk();
+            if word != 0 {
+                return Some(word);
+            }
+        }
+        if self.status == Status::None || self.index == max {
+            return Some(0);
+        }
+        None
+    }
+
+    /// `mas_find_rev_setup`: `Some(answer)` if the move is decided here, `None` to step on.
+    fn find_rev_setup(&mut self, min: u64) -> Option<usize> {
+        if core::mem::take(&mut self.root) {
+            // `ma_root` of an empty tree: nothing, and the kernel's status becomes none.
+            return Some(0);
+        }
+        match self.status {
+            Status::Active => {}
+            Status::Start => {}
+            Status::Pause => {
+                if self.index <= min {
+                    self.status = Status::Underflow;
+                    return Some(0);
+                }
+                self.index -= 1;
+                self.last = self.index;
+                self.status = Status::Start;
+            }
+            Status::None => {
+                if self.index <= min {
+                    return Some(0);
+                }
+                self.last = self.index;
+                self.status = Status::Start;
+            }
+            // The caller expects the cursor one after where it is.
+            Status::Overflow => {
+                if self.index <= min {
+                    self.status = Status::Underflow;
+                    return Some(0);
+                }
+                self.status = Status::Active;
+            }
+            // The caller expects the cursor one before where it is.
+            Status::Underflow => {
+                if self.index <= min {
+                    return Some(0);
+                }
+                self.status = Status::Active;
+            }
+        }
+        if self.status == Status::Start {
+            // First run or continue.
+            if self.index < min {
+                return Some(0);
+            }
+            let word = self.walk();
+            if word != 0 {
+                return Some(word);
+            }
+            if self.status == Status::None {
+                // Nothing at or below `index` of an empty tree. The kernel reports this with
+                // its root status and the range `[0, 0]`; this tree has no root entry form.
+                self.index = 0;
+                self.last = 0;
+                self.root = true;
+                return Some(0);
+            }
+        }
+        if self.index < min {
+            return Some(0);
+        }
+        None
+    }
+
+    fn find(&mut self, max: u64) -> usize {
+        if let Some(word) = self.find_setup(max) {
+            return word;
+        }
+        let word = self.next_slot(max, false);
+        // `mas_find` ignores overflow.
+        if self.status == Status::Overflow {
+            self.status = Status::Active;
+        }
+        word
     }
 
     fn find_range(&mut self, max: u64) -> usize {
-        if matches!(self.status, Status::Start | Status::None | Status::Pause) {
-            return self.find(max);
+        if let Some(word) = self.find_setup(max) {
+            return word;
         }
-        self.step_next_range(max)
+        self.next_slot(max, true)
+    }
+
+    fn find_rev(&mut self, min: u64) -> usize {
+        if let Some(word) = self.find_rev_setup(min) {
+            return word;
+        }
+        self.prev_slot(min, false)
     }
 
     fn find_range_rev(&mut self, min: u64) -> usize {
-        if matches!(
-            self.status,
-            Status::Start | Status::None | Status::Pause | Status::Overflow
-        ) {
-            return self.find_rev(min);
+        if let Some(word) = self.find_rev_setup(min) {
+            return word;
         }
-        self.prev_range(min)
+        self.prev_slot(min, true)
+    }
+
+    fn next(&mut self, max: u64) -> usize {
+        if let Some(word) = self.next_setup(max) {
+            return word;
+        }
+        self.next_slot(max, false)
+    }
+
+    fn next_range(&mut self, max: u64) -> usize {
+        if let Some(word) = self.next_setup(max) {
+            return word;
+        }
+        self.next_slot(max, true)
+    }
+
+    fn prev(&mut self, min: u64) -> usize {
+        if let Some(word) = self.prev_setup(min) {
+            return word;
+        }
+        self.prev_slot(min, false)
+    }
+
+    fn prev_range(&mut self, min: u64) -> usize {
+        if let Some(word) = self.prev_setup(min) {
+            return word;
+        }
+        self.prev_slot(min, true)
     }
 }
 
@@ -433,6 +482,7 @@ macro_rules! cursor_reads {
         pub fn reset(&mut self) {
             self.core.status = Status::Start;
             self.core.valid = false;
+            self.core.root = false;
         }
 
         /// Marks the cursor stale (`mas_pause`): the next move resumes after `last` (forwards) or
@@ -440,25 +490,32 @@ macro_rules! cursor_reads {
         pub fn pause(&mut self) {
             self.core.status = Status::Pause;
             self.core.valid = false;
+            self.core.root = false;
         }
 
-        /// Re-walks to `index` and returns its entry (`mas_walk`); the range becomes the whole
-        /// slot, empty or not.
+        /// Re-walks to `index` whatever the status and returns its entry (`mas_walk`); the
+        /// range becomes the whole slot, empty or not, and the status active (on an empty tree:
+        /// `None`, the range `[0, u64::MAX]`, [`Status::None`]).
         pub fn walk(&mut self) -> Option<E::Borrowed<$lt>> {
             let w = self.core.walk();
             // SAFETY: read under the guard (or writer) of this cursor's lifetime.
             unsafe { borrow_word::<E>(w) }
         }
 
-        /// `mas_find`: the entry at `index` or the next one starting at or below `max`; later
-        /// calls move to the next entry.
+        /// `mas_find`: on the first call (or after a pause, from `last + 1`) the entry at
+        /// `index` or the next one starting at or below `max`; later calls the next entry. When
+        /// nothing is found the cursor stays active on the last range inspected. After an
+        /// overflow or underflow the entry at the current range comes first.
         pub fn find(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.find(max);
             // SAFETY: as in `walk`.
             unsafe { borrow_word::<E>(w) }
         }
 
-        /// `mas_find_rev`: the entry at `index` or the previous one ending at or above `min`.
+        /// `mas_find_rev`: on the first call (or after a pause, from `index - 1`) the entry at
+        /// `index` or the previous one ending at or above `min`; later calls the previous
+        /// entry. `None` with [`Status::Underflow`] at the limit; a cursor whose `index` is
+        /// already below `min` returns `None` and keeps its status.
         pub fn find_rev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.find_rev(min);
             // SAFETY: as in `walk`.
@@ -466,14 +523,16 @@ macro_rules! cursor_reads {
         }
 
         /// `mas_find_range`: like `find` on the first call, then one range at a time, empty ones
-        /// included (returning `None` for them while staying active).
+        /// included (returning `None` for them while staying active). At its limit it returns
+        /// `None` and keeps its status.
         pub fn find_range(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.find_range(max);
             // SAFETY: as in `walk`.
             unsafe { borrow_word::<E>(w) }
         }
 
-        /// `mas_find_range_rev`.
+        /// `mas_find_range_rev`: like `find_rev` on the first call, then one range at a time
+        /// backwards, empty ones included; [`Status::Underflow`] past `min`.
         pub fn find_range_rev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.find_range_rev(min);
             // SAFETY: as in `walk`.
@@ -481,7 +540,9 @@ macro_rules! cursor_reads {
         }
 
         /// `mas_next`: the next entry after the current range that starts at or below `max`;
-        /// `None` and [`Status::Overflow`] at the limit.
+        /// `None` and [`Status::Overflow`] at the limit (at once if `last >= max`, even before
+        /// the first walk). From start, pause or none it walks to `index` first; after an
+        /// underflow the entry at the current range comes first.
         pub fn next(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.next(max);
             // SAFETY: as in `walk`.
@@ -489,21 +550,25 @@ macro_rules! cursor_reads {
         }
 
         /// `mas_prev`: the previous entry that ends at or above `min`; `None` and
-        /// [`Status::Underflow`] at the limit.
+        /// [`Status::Underflow`] at the limit (at once if `index <= min`, even before the first
+        /// walk). From start, pause or none it walks to `index` first; after an overflow the
+        /// entry at the current range comes first.
         pub fn prev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.prev(min);
             // SAFETY: as in `walk`.
             unsafe { borrow_word::<E>(w) }
         }
 
-        /// `mas_next_range`: one range forwards, empty or not.
+        /// `mas_next_range`: one range forwards, empty or not, with the status handling of
+        /// [`next`](Self::next).
         pub fn next_range(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.next_range(max);
             // SAFETY: as in `walk`.
             unsafe { borrow_word::<E>(w) }
         }
 
-        /// `mas_prev_range`: one range backwards, empty or not.
+        /// `mas_prev_range`: one range backwards, empty or not, with the status handling of
+        /// [`prev`](Self::prev).
         pub fn prev_range(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
             let w = self.core.prev_range(min);
             // SAFETY: as in `walk`.
@@ -513,6 +578,54 @@ macro_rules! cursor_reads {
 }
 
 /// A lock-free read cursor (see [`MapleTree::cursor`]).
+///
+/// # Kernel semantics
+///
+/// Every move is the kernel's (Linux 6.12 `lib/maple_tree.c`), step for step: first the
+/// status handling of `mas_next_setup`, `mas_prev_setup`, `mas_find_setup` or
+/// `mas_find_rev_setup` (limit checks that end a move before any walk, the walk from start,
+/// pause or none, and the way out of overflow and underflow), then `mas_next_slot` or
+/// `mas_prev_slot`. So index, last, status and the returned entry are the kernel's after every
+/// move, including moves that find nothing; `tests/kernel_oracle.rs` replays traces of the
+/// kernel itself to keep it so.
+///
+/// # Deliberate differences from the kernel
+///
+/// - **No root entry form.** The kernel keeps a lone entry at index 0, stored into an empty
+///   tree, in the tree's root pointer and runs a different, smaller state machine there: the
+///   entry is reported with status `ma_root`, everything else as `ma_none` on `[1, u64::MAX]`
+///   or `[0, 0]`, and `prev`-type moves with a lower limit above 0 still return the entry (a
+///   kernel bug). This tree always uses a leaf, so on such a tree the cursor answers exactly as
+///   the kernel does for the same content in a leaf (which the kernel has too, for instance
+///   once an entry at 0 outlives the others): the entry is [`Status::Active`] on `[0, 0]`, the
+///   rest the empty range `[1, u64::MAX]`, and moves that run out of room overflow or
+///   underflow. On an empty tree, a `find_rev`/`find_range_rev` that finds nothing sets the
+///   range `[0, 0]` with [`Status::None`] where the kernel says `ma_root`; the next move
+///   leaves it exactly as the kernel leaves `ma_root`. Cursor answers differ from the kernel's
+///   only in these two cases and the ones listed below.
+/// - **A limit hit before the first walk.** A cursor that overflowed or underflowed before it
+///   ever walked (say a fresh cursor at 100 given `next(100)`) has no position; moved again
+///   with a wider limit, the 6.12 kernel dereferences a null node. Here it first re-walks, to
+///   `last` for forward moves and to `index` for backward ones (what the kernel does when a
+///   node dies under a step, `mas_rewalk`), and carries on from that range.
+/// - **An erased whole-space entry.** Erasing an entry over `[0, u64::MAX]` leaves this tree
+///   empty ([`Status::None`] for a walk), where the kernel keeps an empty leaf (active on
+///   `[0, u64::MAX]`), which breaks its gap search.
+/// - **The zero entry** (kernel `XA_ZERO_ENTRY`) is skipped by the entry-seeking moves (`find`,
+///   `find_rev`, `next`, `prev`) and reported by [`Cursor::is_zero`] on the range moves and
+///   walks, which return `None` for it.
+///
+/// # Status after a move
+///
+/// As in the kernel: a move that finds something is [`Status::Active`]. `next` and
+/// `next_range` that run out of room overflow; `prev`,
+/// `prev_range`, `find_rev` and `find_range_rev` underflow; `find` stays active on the last
+/// range it inspected (`mas_find` ignores overflow); `find_range` stays active (an empty range
+/// is a range) and keeps an overflow it started from. `next`/`next_range` check `last` against
+/// the limit before anything else, `prev`/`prev_range` check `index`: from a fresh cursor,
+/// `next(i)` at `i` overflows at once, with the range `[i, i]`.
+///
+/// # Example
 ///
 /// ```
 /// use maple_tree::{MapleTree, Value, Status};
@@ -592,6 +705,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
             }
             return Err(Error::InvalidRange);
         }
+        self.core.root = false;
         let (first, last) = (self.core.index, self.core.last);
         if self.core.valid && self.wg.exact_fit_at(&mut self.core.w, first, last, w) {
             // In place: the cursor's path is still the tree's, so it stays valid and a
@@ -617,6 +731,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
     /// Afterwards the range is the (widened) empty range.
     pub fn erase(&mut self) -> bool {
         let i = self.core.index;
+        self.core.root = false;
         if !self.core.walk_to(i) || self.core.w.word == 0 {
             return false;
         }

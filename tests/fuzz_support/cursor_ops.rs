@@ -4,28 +4,30 @@
 //! preallocate while iterating.
 //!
 //! The model cursor keeps `(index, last, status)` and whether its range is a walked slot (the
-//! kernel's `mas->node` being set). Rules modelled, for a tree that holds something:
-//! - `walk` re-walks to `index`: range = the slot, status active;
-//! - entry-seeking moves skip empty and zero ranges; range moves (`*_range`) stop on every
-//!   range; a forward move that starts from a range ending at or past its limit fails at
-//!   once, keeping the range; a backward move likewise with a range starting at or below it;
-//! - failure status: `find` stays active ("ignores overflow"), `next`/`next_range` overflow,
-//!   every backward move underflows;
-//! - from start/pause/none a move first walks (`find` from pause resumes at `last + 1`,
-//!   `find_rev` from pause at `index - 1`; `find` from start with `index > max` returns
-//!   nothing and changes nothing);
-//! - leaving overflow/underflow: `find` returns the entry at the current position first (if it
-//!   starts at or below `max`), so do `next` after underflow (if it starts at or below `max`)
-//!   and `prev` after overflow (if it ends at or above `min`); `find_rev` after overflow moves
-//!   back like an active cursor; `next_range` after underflow and `prev_range` after overflow
-//!   first check the limit (a range ending at or past `max` overflows, one starting at or below
-//!   `min` underflows, unchanged), then return the current range if it is occupied and step
-//!   over it if it is empty (kernel `mas_next_setup`/`mas_prev_setup`);
+//! kernel's `mas->node` being set), and follows the kernel's functions step for step (checked
+//! against the kernel itself by `tests/kernel_oracle.rs`):
+//! - `walk` (`mas_walk`) re-walks to `index`: range = the slot, status active; on an empty tree
+//!   status none and the range `[0, u64::MAX]`;
+//! - every move first runs its setup (`mas_next_setup`, `mas_prev_setup`, `mas_find_setup`,
+//!   `mas_find_rev_setup`): the limit checks that can end a move before any walk (on `last`
+//!   for `next`/`next_range` before anything else, on `index` for `prev`/`prev_range`; per
+//!   status for the `find` family), the walk from start/pause/none (`find` from pause resumes
+//!   at `last + 1`, `find_rev` from pause at `index - 1`, `find` from none at `last`), and the
+//!   overflow/underflow exits (`find` and `next` after underflow, `find` and `prev` after
+//!   overflow, return the entry at the current position first; the other moves just carry on);
+//! - then `mas_next_slot`/`mas_prev_slot`: entry-seeking moves skip empty (and zero) ranges and
+//!   fail at the limit on the last empty range inspected; range moves take one range; a range
+//!   already at the limit fails at once, unchanged;
+//! - failure status: `find` stays active ("ignores overflow"), `find_range`, `next`,
+//!   `next_range` overflow, the backward moves underflow;
+//! - on an empty tree, a reverse find that finds nothing gives the range `[0, 0]` (the kernel's
+//!   `ma_root`, reported as none here), and the next move leaves it as the kernel leaves
+//!   `ma_root`;
+//! - a step from overflow/underflow that was reached before the cursor ever walked re-walks
+//!   first (`last` forwards, `index` backwards), as the crate documents for the kernel's
+//!   null-node bug;
 //! - a write through the cursor leaves it active on the written range (a NULL store or an
 //!   erase on the widened empty range).
-//!
-//! When the model holds nothing the tree may have no root (status none) or an empty leaf, so
-//! there only the returned entry is checked and the model adopts the cursor's position.
 
 use arbitrary::Arbitrary;
 use maple_tree::{Error, Status};
@@ -127,7 +129,9 @@ pub fn run(data: &[u8]) {
     w.finish();
 }
 
-/// The model cursor.
+/// The model cursor: the kernel's `ma_state` status machine (`mas_walk`, the `mas_*_setup`
+/// functions, `mas_next_slot`/`mas_prev_slot`) over the model's ranges. The kernel never keeps
+/// two empty slots side by side, so its slots are exactly the model's ranges.
 #[derive(Clone, Copy, Debug)]
 struct MCursor {
     index: u64,
@@ -135,6 +139,9 @@ struct MCursor {
     status: Status,
     /// The range is the slot a walk found (the kernel's node pointer is set).
     walked: bool,
+    /// The kernel's state would be `ma_root` here (an empty tree after a reverse find that
+    /// found nothing); the crate reports [`Status::None`].
+    root: bool,
 }
 
 /// What a cursor move returned: `(val, serial)` of an entry.
@@ -151,10 +158,19 @@ impl MCursor {
             last: index,
             status: Status::Start,
             walked: false,
+            root: false,
         }
     }
 
+    /// `mas_walk` to `i`.
     fn walk_to(&mut self, m: &Model, i: u64) -> Option<Content> {
+        if m.is_empty() {
+            self.index = 0;
+            self.last = u64::MAX;
+            self.status = Status::None;
+            self.walked = false;
+            return None;
+        }
         let (lo, hi, c) = m.slot(i);
         self.index = lo;
         self.last = hi;
@@ -163,224 +179,277 @@ impl MCursor {
         c
     }
 
-    fn ensure(&mut self, m: &Model) -> Option<Content> {
+    fn walk(&mut self, m: &Model) -> Option<Content> {
+        self.root = false;
+        let i = self.index;
+        self.walk_to(m, i)
+    }
+
+    /// A step from a position that was never walked (a limit hit before any walk: the kernel
+    /// dereferences a null node there) or that a write replaced: re-walk to `at` first.
+    fn position(&mut self, m: &Model, at: u64) -> bool {
         if !self.walked {
-            let i = self.index;
-            return self.walk_to(m, i);
+            self.walk_to(m, at);
         }
-        m.slot(self.index).2
+        self.status == Status::Active
     }
 
     fn is_entry(c: Option<Content>) -> bool {
         matches!(c, Some(Content::Entry { .. }))
     }
 
-    /// Forward from the current range: the next entry (or range) starting at or below `max`.
-    fn scan_fwd(&mut self, m: &Model, max: u64, entries: bool, fail: Status) -> Got {
+    /// `mas_next_slot`.
+    fn next_slot(&mut self, m: &Model, max: u64, empty: bool) -> Got {
+        let at = self.last;
+        if !self.position(m, at) {
+            return None;
+        }
+        if self.last >= max {
+            self.status = Status::Overflow;
+            return None;
+        }
         loop {
-            if self.last >= max {
-                self.status = fail;
-                return None;
-            }
             let c = self.walk_to(m, self.last + 1);
-            if !entries || Self::is_entry(c) {
+            if empty || Self::is_entry(c) {
                 return as_got(c);
+            }
+            if self.last >= max {
+                self.status = Status::Overflow;
+                return None;
             }
         }
     }
 
-    /// Backward from the current range: the previous entry (or range) ending at or above `min`.
-    fn scan_back(&mut self, m: &Model, min: u64, entries: bool) -> Got {
+    /// `mas_prev_slot`.
+    fn prev_slot(&mut self, m: &Model, min: u64, empty: bool) -> Got {
+        let at = self.index;
+        if !self.position(m, at) {
+            return None;
+        }
         loop {
             if self.index <= min {
                 self.status = Status::Underflow;
                 return None;
             }
             let c = self.walk_to(m, self.index - 1);
-            if !entries || Self::is_entry(c) {
+            if empty || Self::is_entry(c) {
                 return as_got(c);
             }
         }
     }
 
-    fn fresh(&self) -> bool {
-        matches!(self.status, Status::Start | Status::None | Status::Pause)
+    /// `mas_next_setup`: `Some(answer)` when decided there.
+    fn next_setup(&mut self, m: &Model, max: u64) -> Option<Got> {
+        let root = std::mem::take(&mut self.root);
+        if self.last >= max {
+            self.status = Status::Overflow;
+            return Some(None);
+        }
+        if root {
+            (self.index, self.last, self.status) = (1, u64::MAX, Status::None);
+            return Some(None);
+        }
+        match self.status {
+            Status::Active => return None,
+            Status::Start | Status::None | Status::Pause => {
+                self.walk(m);
+            }
+            Status::Overflow => {
+                self.status = Status::Active;
+                return None;
+            }
+            Status::Underflow => {
+                let c = self.walk(m);
+                if c.is_some() {
+                    return Some(as_got(c));
+                }
+            }
+        }
+        (self.status != Status::Active).then_some(None)
     }
 
-    fn walk(&mut self, m: &Model) -> Got {
-        let i = self.index;
-        as_got(self.walk_to(m, i))
+    /// `mas_prev_setup`: `Some(answer)` when decided there.
+    fn prev_setup(&mut self, m: &Model, min: u64) -> Option<Got> {
+        self.root = false;
+        if self.index <= min {
+            self.status = Status::Underflow;
+            return Some(None);
+        }
+        match self.status {
+            Status::Active => return None,
+            Status::Start | Status::None | Status::Pause => {
+                self.walk(m);
+            }
+            Status::Underflow => {
+                self.status = Status::Active;
+                return None;
+            }
+            Status::Overflow => {
+                let c = self.walk(m);
+                if c.is_some() {
+                    return Some(as_got(c));
+                }
+            }
+        }
+        (self.status != Status::Active).then_some(None)
+    }
+
+    /// `mas_find_setup`: `Some(answer)` when decided there.
+    fn find_setup(&mut self, m: &Model, max: u64) -> Option<Got> {
+        if std::mem::take(&mut self.root) {
+            (self.index, self.last, self.status) = (1, u64::MAX, Status::None);
+            return Some(None);
+        }
+        match self.status {
+            Status::Active => return (self.last >= max).then_some(None),
+            Status::Start => {}
+            Status::Pause | Status::None => {
+                if self.last >= max {
+                    return Some(None);
+                }
+                if self.status == Status::Pause {
+                    self.last += 1;
+                }
+                self.index = self.last;
+                self.status = Status::Start;
+            }
+            Status::Underflow | Status::Overflow => {
+                if self.status == Status::Underflow && self.index >= max {
+                    self.status = Status::Overflow;
+                    return Some(None);
+                }
+                if self.status == Status::Overflow && self.last >= max {
+                    return Some(None);
+                }
+                let c = self.walk(m);
+                if c.is_some() {
+                    return Some(as_got(c));
+                }
+            }
+        }
+        if self.status == Status::Start {
+            if self.index > max {
+                return Some(None);
+            }
+            let c = self.walk(m);
+            if c.is_some() {
+                return Some(as_got(c));
+            }
+        }
+        (self.status == Status::None || self.index == max).then_some(None)
+    }
+
+    /// `mas_find_rev_setup`: `Some(answer)` when decided there.
+    fn find_rev_setup(&mut self, m: &Model, min: u64) -> Option<Got> {
+        if std::mem::take(&mut self.root) {
+            return Some(None);
+        }
+        match self.status {
+            Status::Active | Status::Start => {}
+            Status::Pause => {
+                if self.index <= min {
+                    self.status = Status::Underflow;
+                    return Some(None);
+                }
+                self.index -= 1;
+                self.last = self.index;
+                self.status = Status::Start;
+            }
+            Status::None => {
+                if self.index <= min {
+                    return Some(None);
+                }
+                self.last = self.index;
+                self.status = Status::Start;
+            }
+            Status::Overflow | Status::Underflow => {
+                if self.index <= min {
+                    self.status = Status::Underflow;
+                    return Some(None);
+                }
+                self.status = Status::Active;
+            }
+        }
+        if self.status == Status::Start {
+            if self.index < min {
+                return Some(None);
+            }
+            let c = self.walk(m);
+            if c.is_some() {
+                return Some(as_got(c));
+            }
+            if self.status == Status::None {
+                // The kernel's `ma_root` with the range [0, 0].
+                (self.index, self.last, self.root) = (0, 0, true);
+                return Some(None);
+            }
+        }
+        (self.index < min).then_some(None)
     }
 
     fn find(&mut self, m: &Model, max: u64) -> Got {
-        match self.status {
-            Status::Start | Status::None | Status::Pause => {
-                let from = if self.status == Status::Pause {
-                    if self.last == u64::MAX {
-                        return None;
-                    }
-                    self.last + 1
-                } else {
-                    self.index
-                };
-                if from > max {
-                    return None;
-                }
-                let c = self.walk_to(m, from);
-                if Self::is_entry(c) {
-                    return as_got(c);
-                }
-                self.scan_fwd(m, max, true, Status::Active)
-            }
-            Status::Overflow | Status::Underflow => {
-                let c = self.ensure(m);
-                if Self::is_entry(c) && self.index <= max {
-                    self.status = Status::Active;
-                    return as_got(c);
-                }
-                self.scan_fwd(m, max, true, Status::Active)
-            }
-            Status::Active => {
-                self.ensure(m);
-                self.scan_fwd(m, max, true, Status::Active)
-            }
+        if let Some(g) = self.find_setup(m, max) {
+            return g;
         }
-    }
-
-    fn find_rev(&mut self, m: &Model, min: u64) -> Got {
-        match self.status {
-            Status::Start | Status::None | Status::Pause => {
-                let from = if self.status == Status::Pause {
-                    if self.index == 0 {
-                        return None;
-                    }
-                    self.index - 1
-                } else {
-                    self.index
-                };
-                if from < min {
-                    self.status = Status::Underflow;
-                    return None;
-                }
-                let c = self.walk_to(m, from);
-                if Self::is_entry(c) {
-                    return as_got(c);
-                }
-                self.scan_back(m, min, true)
-            }
-            // From overflow the cursor is active again and moves back (kernel find_rev setup).
-            Status::Active | Status::Underflow | Status::Overflow => {
-                self.ensure(m);
-                self.scan_back(m, min, true)
-            }
-        }
-    }
-
-    fn next(&mut self, m: &Model, max: u64) -> Got {
-        if self.fresh() {
-            let i = self.index;
-            self.walk_to(m, i);
-        } else if self.status == Status::Underflow {
-            // The entry at the current position comes first (kernel `mas_next` setup).
-            let c = self.ensure(m);
-            if Self::is_entry(c) && self.index <= max {
-                self.status = Status::Active;
-                return as_got(c);
-            }
-        } else {
-            self.ensure(m);
-        }
-        self.scan_fwd(m, max, true, Status::Overflow)
-    }
-
-    fn prev(&mut self, m: &Model, min: u64) -> Got {
-        if self.fresh() {
-            let i = self.index;
-            self.walk_to(m, i);
-        } else if self.status == Status::Overflow {
-            let c = self.ensure(m);
-            if Self::is_entry(c) && self.last >= min {
-                self.status = Status::Active;
-                return as_got(c);
-            }
-        } else {
-            self.ensure(m);
-        }
-        self.scan_back(m, min, true)
-    }
-
-    fn next_range(&mut self, m: &Model, max: u64) -> Got {
-        if self.status == Status::Underflow {
-            // Kernel `mas_next_range` shares `mas_next_setup`: the limit is checked first, then
-            // an occupied current range comes first; an empty one is stepped over.
-            if self.last >= max {
-                self.status = Status::Overflow;
-                return None;
-            }
-            let c = self.ensure(m);
-            self.status = Status::Active;
-            if c.is_some() {
-                return as_got(c);
-            }
-        }
-        self.step_next_range(m, max)
-    }
-
-    fn step_next_range(&mut self, m: &Model, max: u64) -> Got {
-        if self.fresh() {
-            let i = self.index;
-            self.walk_to(m, i);
-        } else {
-            self.ensure(m);
-        }
-        self.scan_fwd(m, max, false, Status::Overflow)
-    }
-
-    fn prev_range(&mut self, m: &Model, min: u64) -> Got {
-        if self.status == Status::Overflow {
-            // Kernel `mas_prev_range` shares `mas_prev_setup`: the limit is checked first, then
-            // an occupied current range comes first; an empty one is stepped over.
-            if self.index <= min {
-                self.status = Status::Underflow;
-                return None;
-            }
-            let c = self.ensure(m);
-            self.status = Status::Active;
-            if c.is_some() {
-                return as_got(c);
-            }
-        }
-        self.step_prev_range(m, min)
-    }
-
-    fn step_prev_range(&mut self, m: &Model, min: u64) -> Got {
-        if self.fresh() {
-            let i = self.index;
-            self.walk_to(m, i);
-        } else {
-            self.ensure(m);
-        }
-        self.scan_back(m, min, false)
+        let g = self.next_slot(m, max, false);
+        // `mas_find` ignores overflow.
+        self.status = Status::Active;
+        g
     }
 
     fn find_range(&mut self, m: &Model, max: u64) -> Got {
-        if self.fresh() {
-            return self.find(m, max);
+        if let Some(g) = self.find_setup(m, max) {
+            return g;
         }
-        self.step_next_range(m, max)
+        self.next_slot(m, max, true)
+    }
+
+    fn find_rev(&mut self, m: &Model, min: u64) -> Got {
+        if let Some(g) = self.find_rev_setup(m, min) {
+            return g;
+        }
+        self.prev_slot(m, min, false)
     }
 
     fn find_range_rev(&mut self, m: &Model, min: u64) -> Got {
-        if self.fresh() || self.status == Status::Overflow {
-            return self.find_rev(m, min);
+        if let Some(g) = self.find_rev_setup(m, min) {
+            return g;
         }
-        self.step_prev_range(m, min)
+        self.prev_slot(m, min, true)
+    }
+
+    fn next(&mut self, m: &Model, max: u64) -> Got {
+        if let Some(g) = self.next_setup(m, max) {
+            return g;
+        }
+        self.next_slot(m, max, false)
+    }
+
+    fn next_range(&mut self, m: &Model, max: u64) -> Got {
+        if let Some(g) = self.next_setup(m, max) {
+            return g;
+        }
+        self.next_slot(m, max, true)
+    }
+
+    fn prev(&mut self, m: &Model, min: u64) -> Got {
+        if let Some(g) = self.prev_setup(m, min) {
+            return g;
+        }
+        self.prev_slot(m, min, false)
+    }
+
+    fn prev_range(&mut self, m: &Model, min: u64) -> Got {
+        if let Some(g) = self.prev_setup(m, min) {
+            return g;
+        }
+        self.prev_slot(m, min, true)
     }
 
     /// Applies a read move to the model; `None` for ops that are not reads.
     fn apply(&mut self, m: &Model, op: CurOp, ix: impl Fn(Ix) -> u64) -> Option<Got> {
         Some(match op {
-            CurOp::Walk => self.walk(m),
+            CurOp::Walk => as_got(self.walk(m)),
             CurOp::Find(a) => self.find(m, ix(a)),
             CurOp::FindAll => self.find(m, u64::MAX),
             CurOp::FindRev(a) => self.find_rev(m, ix(a)),
@@ -488,32 +557,26 @@ fn drive(
                 last: b,
                 status: Status::Start,
                 walked: false,
+                root: false,
             };
         }
         CurOp::Reset => {
             c.reset();
             mc.status = Status::Start;
             mc.walked = false;
+            mc.root = false;
         }
         CurOp::Pause => {
             c.pause();
             mc.status = Status::Pause;
             mc.walked = false;
+            mc.root = false;
         }
         CurOp::Store(_) | CurOp::StoreNull | CurOp::Erase | CurOp::Prealloc(_) => return false,
         _ => {
             let before = *mc;
             let got = c.read(op, ix);
-            if m.is_empty() {
-                // Root or no root is the tree's business: check the answer, adopt the position.
-                expect_eq(step, &format!("op {k} {op:?} on an empty tree"), got, None);
-                *mc = MCursor {
-                    index: c.index(),
-                    last: c.last(),
-                    status: c.status(),
-                    walked: false,
-                };
-            } else {
+            {
                 let want = mc.apply(m, op, ix).expect("a read op");
                 let ctx = format!("op {k} {op:?} from {before:?}");
                 expect_eq(
@@ -610,6 +673,7 @@ fn session(w: &mut World, kind: Kind, start: Ix, ops: &[CurOp]) {
                             last: b,
                             status: Status::Active,
                             walked: false,
+                            root: false,
                         };
                     }
                     CurOp::StoreNull => {
@@ -626,19 +690,28 @@ fn session(w: &mut World, kind: Kind, start: Ix, ops: &[CurOp]) {
                             last: hi,
                             status: Status::Active,
                             walked: false,
+                            root: false,
                         };
                     }
                     CurOp::Erase => {
                         let r = c.erase();
                         let (lo, hi, content) = model.slot(a);
                         if model.is_empty() {
+                            // The walk finds an empty tree.
                             expect_eq(step, &ctx, r, false);
                             mc = MCursor {
-                                index: c.index(),
-                                last: c.last(),
-                                status: c.status(),
+                                index: 0,
+                                last: u64::MAX,
+                                status: Status::None,
                                 walked: false,
+                                root: false,
                             };
+                            expect_eq(
+                                step,
+                                &format!("{ctx}: range and status after the erase"),
+                                (c.index(), c.last(), c.status()),
+                                (mc.index, mc.last, mc.status),
+                            );
                             continue;
                         }
                         expect_eq(step, &ctx, r, content.is_some());
@@ -650,6 +723,7 @@ fn session(w: &mut World, kind: Kind, start: Ix, ops: &[CurOp]) {
                                 last: hi,
                                 status: Status::Active,
                                 walked: false,
+                                root: false,
                             };
                         } else {
                             mc = MCursor {
@@ -657,6 +731,7 @@ fn session(w: &mut World, kind: Kind, start: Ix, ops: &[CurOp]) {
                                 last: hi,
                                 status: Status::Active,
                                 walked: true,
+                                root: false,
                             };
                         }
                     }
