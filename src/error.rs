@@ -19,6 +19,8 @@ pub enum Error {
     Reserved,
     /// `dup` into a tree that is not empty or has other attributes (`-EINVAL`).
     DupMismatch,
+    /// `store_prealloc` without a `preallocate` of the cursor's current range (`-EINVAL`).
+    NotPreallocated,
 }
 
 impl Error {
@@ -42,6 +44,7 @@ impl fmt::Display for Error {
             Error::NotAllocTree => "allocation needs a tree with gap tracking",
             Error::Reserved => "reserved entry not allowed here",
             Error::DupMismatch => "dup target must be empty and of the same kind",
+            Error::NotPreallocated => "store_prealloc without preallocate of this range",
         })
     }
 }

@@ -160,3 +160,40 @@ fn panicking_drops_rcu_range_tree() {
 fn panicking_drops_rcu_alloc_tree() {
     panicking_drops(false, true);
 }
+
+#[test]
+fn store_prealloc_without_preallocate_is_a_typed_error() {
+    use maple_tree::{Error, Value};
+    let tree = MapleTree::<Value>::new();
+    tree.store_range(10, 20, Value::new(1)).unwrap();
+    let mut w = tree.lock();
+    let mut c = w.cursor(12);
+    c.walk();
+    // Never preallocated.
+    assert_eq!(c.store_prealloc(Value::new(2)), Err(Error::NotPreallocated));
+    // Preallocated, then used once: a second store needs a second preallocate.
+    c.preallocate().unwrap();
+    assert_eq!(c.store_prealloc(Value::new(3)), Ok(()));
+    assert_eq!(c.store_prealloc(Value::new(4)), Err(Error::NotPreallocated));
+    drop(w);
+    let g = tree.pin();
+    assert_eq!(
+        tree.load_range(15, &g).map(|(a, b, v)| (a, b, v.get())),
+        Some((10, 20, 3))
+    );
+    drop(g);
+    tree.validate().unwrap();
+}
+
+#[test]
+fn store_prealloc_drops_a_refused_entry_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let tree = MapleTree::<Box<Bomb>>::new();
+    {
+        let mut w = tree.lock();
+        let mut c = w.cursor(5);
+        assert!(c.store_prealloc(bomb(1, false, &drops)).is_err());
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert!(tree.is_empty());
+}

@@ -756,14 +756,19 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
     }
 
     /// Stores after [`preallocate`](Self::preallocate) (`mas_store_prealloc`).
-    pub fn store_prealloc(&mut self, entry: E) {
-        debug_assert_eq!(
-            self.prealloc.take(),
-            Some((self.core.index, self.core.last))
-        );
-        // The range was checked by `preallocate`.
-        let w = entry.into_word();
-        let _ = self.store_word(w);
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotPreallocated`] unless [`preallocate`](Self::preallocate) reserved exactly the
+    /// cursor's current range since the last `store_prealloc`; [`Error::Reserved`] for a reserved
+    /// entry word. Nothing is written then, and the entry is dropped.
+    pub fn store_prealloc(&mut self, entry: E) -> Result<(), Error> {
+        if self.prealloc.take() != Some((self.core.index, self.core.last)) {
+            drop(entry);
+            return Err(Error::NotPreallocated);
+        }
+        let w = WriteGuard::<E>::entry_word(entry)?;
+        self.store_word(w)
     }
 }
 

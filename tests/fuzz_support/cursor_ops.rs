@@ -649,9 +649,10 @@ fn session(w: &mut World, kind: Kind, start: Ix, ops: &[CurOp]) {
                         let r = if let CurOp::Prealloc(_) = op {
                             let p = c.preallocate();
                             if p.is_ok() {
-                                c.store_prealloc(e);
+                                c.store_prealloc(e)
+                            } else {
+                                p
                             }
-                            p
                         } else {
                             c.store(e)
                         };
