@@ -18,6 +18,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 step "cargo test (unit, property, integration, doc)"
 cargo test --release
 
+step "cargo test in the debug profile (debug assertions and overflow checks on)"
+cargo test
+
 if [ -d loom-tests ]; then
   step "loom models (each prints its executions and time)"
   (cd loom-tests && RUSTFLAGS="--cfg loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \

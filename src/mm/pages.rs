@@ -42,13 +42,34 @@ impl PageFrame {
     }
 
     /// Copies `out.len()` bytes from offset `off`.
-    pub fn read(&self, off: usize, out: &mut [u8]) {
-        out.copy_from_slice(&self.data.lock()[off..off + out.len()]);
+    ///
+    /// # Errors
+    ///
+    /// [`MmError::Fault`] if `[off, off + out.len())` does not lie inside the page; nothing is
+    /// copied then.
+    pub fn read(&self, off: usize, out: &mut [u8]) -> Result<(), MmError> {
+        let r = Self::span(off, out.len())?;
+        out.copy_from_slice(&self.data.lock()[r]);
+        Ok(())
     }
 
     /// Writes `bytes` at offset `off`.
-    pub fn write(&self, off: usize, bytes: &[u8]) {
-        self.data.lock()[off..off + bytes.len()].copy_from_slice(bytes);
+    ///
+    /// # Errors
+    ///
+    /// [`MmError::Fault`] if `[off, off + bytes.len())` does not lie inside the page; nothing is
+    /// written then.
+    pub fn write(&self, off: usize, bytes: &[u8]) -> Result<(), MmError> {
+        let r = Self::span(off, bytes.len())?;
+        self.data.lock()[r].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn span(off: usize, len: usize) -> Result<core::ops::Range<usize>, MmError> {
+        match off.checked_add(len) {
+            Some(end) if end <= PAGE_SIZE as usize => Ok(off..end),
+            _ => Err(MmError::Fault),
+        }
     }
 
     fn duplicate(&self) -> Arc<Self> {
@@ -124,7 +145,10 @@ impl Mm {
     /// readable VMA (else `EFAULT`); pages never written read as zeros.
     pub fn read_bytes(&self, addr: u64, buf: &mut [u8]) -> Result<(), MmError> {
         self.access(addr, buf.len(), false, |frame, off, range| match frame {
-            Some(f) => f.read(off, &mut buf[range]),
+            // `access` hands out in-page spans only.
+            Some(f) => {
+                let _ = f.read(off, &mut buf[range]);
+            }
             None => buf[range].fill(0),
         })
     }
@@ -148,7 +172,8 @@ impl Mm {
     pub fn write_bytes(&self, addr: u64, data: &[u8]) -> Result<(), MmError> {
         self.access(addr, data.len(), true, |frame, off, range| {
             if let Some(f) = frame {
-                f.write(off, &data[range]);
+                // `access` hands out in-page spans only.
+                let _ = f.write(off, &data[range]);
             }
         })
     }
