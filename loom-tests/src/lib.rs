@@ -877,6 +877,9 @@ pub struct Sequence {
     pub writes: Vec<(Op, usize, Vec<(&'static str, u64)>)>,
     /// Indices the point-load reader probes.
     pub probes: Vec<u64>,
+    /// What the iterations cover: `iter()` (`None`) or `range(first, last)` (large pre-fills:
+    /// fewer reader steps, fewer interleavings).
+    pub span: Option<(u64, u64)>,
 }
 
 impl Sequence {
@@ -888,7 +891,14 @@ impl Sequence {
             height,
             writes: Vec::new(),
             probes: Vec::new(),
+            span: None,
         }
+    }
+
+    /// The iterations cover `range(first, last)` only.
+    pub fn span(mut self, first: u64, last: u64) -> Self {
+        self.span = Some((first, last));
+        self
     }
 
     /// The same in an allocation tree.
@@ -989,11 +999,12 @@ impl Sequence {
         let tree = Arc::new(tree);
         let reader = reads.map(|reads| {
             let tree = Arc::clone(&tree);
-            let (states, probes) = (states.to_vec(), self.probes.clone());
+            let (states, probes, span) = (states.to_vec(), self.probes.clone(), self.span);
             loom::thread::spawn(move || {
                 let guard = tree.pin();
                 let mut lo = 0;
-                read_seq(&tree, &guard, reads, &states, &probes, &mut lo);
+                let span = span.unwrap_or((0, u64::MAX));
+                read_seq(&tree, &guard, reads, &states, &probes, span, &mut lo);
             })
         });
         let mut k = 0;
@@ -1049,12 +1060,13 @@ fn read_seq(
     reads: Reads,
     states: &[Ranges],
     probes: &[u64],
+    span: (u64, u64),
     lo: &mut usize,
 ) {
     match reads {
         Reads::All => {
             for r in [Reads::Points, Reads::Forward, Reads::Backward] {
-                read_seq(tree, guard, r, states, probes, lo);
+                read_seq(tree, guard, r, states, probes, span, lo);
             }
         }
         Reads::Points => {
@@ -1076,17 +1088,17 @@ fn read_seq(
         Reads::Forward | Reads::Backward => {
             let mut got: Vec<(u64, u64, u64)> = Vec::new();
             if reads == Reads::Forward {
-                for (a, b, p) in tree.iter(guard) {
+                for (a, b, p) in tree.range(span.0, span.1, guard) {
                     got.push((a, b, p.read()));
                 }
             } else {
-                for (a, b, p) in tree.iter(guard).rev() {
+                for (a, b, p) in tree.range(span.0, span.1, guard).rev() {
                     got.push((a, b, p.read()));
                 }
                 got.reverse();
             }
             let start = *lo;
-            *lo = check_ranges_seq(&got, states, start, reads);
+            *lo = check_ranges_seq(&got, states, start, span, reads);
         }
         Reads::EmptyArea(..) => unimplemented!("empty_area across several writes"),
     }
@@ -1098,6 +1110,7 @@ pub fn check_ranges_seq(
     got: &[(u64, u64, u64)],
     states: &[Ranges],
     lo: usize,
+    span: (u64, u64),
     reads: Reads,
 ) -> usize {
     let window = &states[lo..];
@@ -1119,7 +1132,7 @@ pub fn check_ranges_seq(
         after = after.max(k.saturating_sub(1));
     }
     for r in window[0].list() {
-        if window.iter().all(|s| s.has(r)) {
+        if r.1 >= span.0 && r.0 <= span.1 && window.iter().all(|s| s.has(r)) {
             assert!(
                 got.contains(&r),
                 "{reads:?}: skipped {r:?}, unchanged in every state from s{lo} on; got {got:?}"
