@@ -305,8 +305,17 @@ impl Op {
         if let Op::CursorRewrite { from, count, val } = *self {
             let mut out = Vec::new();
             let mut cur = r.clone();
-            let targets: Vec<_> = r.0.range(..).map(|(&a, &(b, _))| (a, b)).filter(|&(_, b)| b >= from).take(count as usize).collect();
-            assert_eq!(targets.len() as u64, count, "CursorRewrite: not enough entries");
+            let targets: Vec<_> =
+                r.0.range(..)
+                    .map(|(&a, &(b, _))| (a, b))
+                    .filter(|&(_, b)| b >= from)
+                    .take(count as usize)
+                    .collect();
+            assert_eq!(
+                targets.len() as u64,
+                count,
+                "CursorRewrite: not enough entries"
+            );
             for (j, (a, b)) in targets.into_iter().enumerate() {
                 cur.store(a, b, Some(val + j as u64));
                 out.push(cur.clone());
@@ -379,7 +388,10 @@ impl Op {
             Op::CursorRewrite { from, count, val } => {
                 let mut c = w.cursor(from);
                 for j in 0..count {
-                    assert!(c.find(u64::MAX).is_some(), "CursorRewrite: entry {j} missing");
+                    assert!(
+                        c.find(u64::MAX).is_some(),
+                        "CursorRewrite: entry {j} missing"
+                    );
                     c.store(arena.tag(val + j)).unwrap();
                 }
             }
@@ -993,7 +1005,12 @@ impl Sequence {
             }
         }
         if first {
-            assert_eq!(tree.height(), self.height, "prefill height\n{}", tree.dump());
+            assert_eq!(
+                tree.height(),
+                self.height,
+                "prefill height\n{}",
+                tree.dump()
+            );
             assert_eq!(snapshot(&tree), states[0].list(), "tree after the pre-fill");
         }
         let tree = Arc::new(tree);
