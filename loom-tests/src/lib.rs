@@ -860,6 +860,9 @@ pub fn expected_empty_area(
 
 // ---- readers across several writes -------------------------------------------------------------
 
+/// Path counters a write must move: `(name, by how much)` (see [`path_delta`]).
+pub type Paths = Vec<(&'static str, u64)>;
+
 /// A model of one reader across **several consecutive writes**: the tree is pre-filled, then the
 /// writer makes the writes one after another (each through its own `lock()`, RCU mode) while one
 /// reader does its reads under **one guard** (point loads of the probes, then a forward and a
@@ -886,7 +889,7 @@ pub struct Sequence {
     pub height: usize,
     /// The writes racing with the reader, each with the height after it and the path counters
     /// it must move, exactly (all others must stay).
-    pub writes: Vec<(Op, usize, Vec<(&'static str, u64)>)>,
+    pub writes: Vec<(Op, usize, Paths)>,
     /// Indices the point-load reader probes.
     pub probes: Vec<u64>,
     /// What the iterations cover: `iter()` (`None`) or `range(first, last)` (large pre-fills:
