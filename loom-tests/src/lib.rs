@@ -383,7 +383,7 @@ impl Op {
                 let mut c = w.cursor(a);
                 c.set_range(a, b);
                 c.preallocate().unwrap();
-                c.store_prealloc(arena.tag(v));
+                c.store_prealloc(arena.tag(v)).unwrap();
             }
             Op::CursorRewrite { from, count, val } => {
                 let mut c = w.cursor(from);

@@ -119,6 +119,33 @@ fn append_split_then_exact_fit_left() {
         .check_all();
 }
 
+/// A `+1` append lowers the end pivot of a leaf (`[16, MAX]` becomes `[16, 16]`, `[17, MAX] =
+/// 100` is published beyond it), then an exact fit re-points the slot that pivot bounds (`[16,
+/// 16] = 101`). A reader that loaded the old pivot (`MAX`) before the append and the slot after
+/// the exact fit would return 101 for index 18, which never held it: the lowered pivot seals the
+/// slot until a grace period has passed, and the exact fit becomes a copy-on-write node store.
+#[test]
+fn append_end_then_exact_fit_of_the_lowered_slot() {
+    Sequence::new(vec![Op::Store(10, 15, 1)], 1)
+        .then(Op::Store(17, MAX, 100), 1, &[("append_end", 1)])
+        .then(Op::Store(16, 16, 101), 1, &[("exact_fit", 1)])
+        .or_paths(&[("node_store", 1)])
+        .probes(&[16, 18, 1000])
+        .check_all();
+}
+
+/// The same with a three-way append: `[20, 25] = 100` inside `[16, MAX]` lowers that slot's
+/// pivot to 19; then `[16, 19]` is re-pointed by an exact fit.
+#[test]
+fn three_way_then_exact_fit_of_the_lowered_slot() {
+    Sequence::new(vec![Op::Store(10, 15, 1)], 1)
+        .then(Op::Store(20, 25, 100), 1, &[("append_three_way", 1)])
+        .then(Op::Store(16, 19, 101), 1, &[("exact_fit", 1)])
+        .or_paths(&[("node_store", 1)])
+        .probes(&[17, 22, 1000])
+        .check_all();
+}
+
 /// Append split, then an exact fit in the new (right) half (`[80, 84]` replaced).
 #[test]
 fn append_split_then_exact_fit_right() {
