@@ -1,0 +1,902 @@
+//! `Mm` against the running Linux kernel, op by op (issue 15).
+//!
+//! A forked child process reserves a `PROT_NONE` region at a fixed address and runs a seeded
+//! random sequence of real syscalls inside it — mmap (fixed, fixed-noreplace, hinted; anonymous
+//! private and shared, private and shared maps of a temp file through a read-write and a
+//! read-only descriptor, at varying offsets), munmap, mprotect, madvise (DONTNEED, DONTFORK,
+//! DOFORK, WIPEONFORK, KEEPONFORK), mremap (shrink, grow in place, may-move, MAYMOVE|FIXED with
+//! and without a size change, several VMAs at once), page writes and fork (continuing in the
+//! child or in the parent) — applying the same op to an [`Mm`] after each one. After every op it
+//! reads `/proc/self/smaps` and compares the region's VMAs (bounds, permissions, backing, file
+//! offset and the `VmFlags` the crate models) and the call's result with the model's.
+//!
+//! A mismatch is recorded and both sides are reset (the region re-reserved, a fresh `Mm`), so
+//! one difference does not hide the following ops. Results go through a pipe to the test,
+//! which prints the agreement per op kind and the first mismatches, and fails unless every op
+//! agreed. Where `fork` or the fixed reservation is refused, the test prints why and passes.
+//!
+//! Environment: `MM_LIVE_SEEDS` (number of seeds, default 4), `MM_LIVE_OPS` (ops per seed,
+//! default 400), `MM_LIVE_SEED0` (first seed, default 1), `MM_LIVE_REPORT_ONLY=1` (print, do
+//! not fail). Seeds with an even number touch pages; odd ones never do.
+#![cfg(target_os = "linux")]
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::CString;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use maple_tree::mm::{
+    Advice, FileKind, MapFlags, MapSource, MappedFile, Mm, MmError, MremapFlags, Prot, VmFlags,
+    VmaKind,
+};
+
+const P: u64 = 4096;
+/// Pages in the region.
+const W: u64 = 64;
+/// Pages of the temp file.
+const FILE_PAGES: u64 = 256;
+/// Candidate region bases (far below `mmap_base`, so unhinted placements never land there).
+const BASES: [u64; 3] = [0x6000_0000_0000, 0x5000_0000_0000, 0x4000_0000_0000];
+/// Mismatches kept for the report.
+const KEEP: usize = 25;
+
+/// The `VmFlags` mnemonics compared, with the model's bits.
+const FLAGS: &[(&str, VmFlags)] = &[
+    ("rd", VmFlags::READ),
+    ("wr", VmFlags::WRITE),
+    ("ex", VmFlags::EXEC),
+    ("sh", VmFlags::SHARED),
+    ("mr", VmFlags::MAYREAD),
+    ("mw", VmFlags::MAYWRITE),
+    ("me", VmFlags::MAYEXEC),
+    ("ms", VmFlags::MAYSHARE),
+    ("gd", VmFlags::GROWSDOWN),
+    ("lo", VmFlags::LOCKED),
+    ("dc", VmFlags::DONTCOPY),
+    ("de", VmFlags::DONTEXPAND),
+    ("ac", VmFlags::ACCOUNT),
+    ("nr", VmFlags::NORESERVE),
+    ("wf", VmFlags::WIPEONFORK),
+    ("um", VmFlags::UFFD_MISSING),
+    ("uw", VmFlags::UFFD_WP),
+];
+
+/// One VMA as both sides describe it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct V {
+    start: u64,
+    end: u64,
+    perms: String,
+    /// `a` anonymous, `f` the temp file, `z` shared anonymous (shmem), `o` anything else.
+    kind: char,
+    /// File offset in bytes (0 for anonymous memory, as the maps file shows it).
+    off: u64,
+    flags: Vec<&'static str>,
+}
+
+impl std::fmt::Display for V {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "[{:#x},{:#x}) {} {} off={:#x} {}",
+            self.start,
+            self.end,
+            self.perms,
+            self.kind,
+            self.off,
+            self.flags.join(" ")
+        )
+    }
+}
+
+fn vlist(v: &[V]) -> String {
+    let mut s = String::new();
+    for x in v {
+        let _ = writeln!(s, "      {x}");
+    }
+    s
+}
+
+/// splitmix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn chance(&mut self, pct: u64) -> bool {
+        self.below(100) < pct
+    }
+}
+
+/// A syscall's result: the returned value or the errno (positive).
+type Res = Result<u64, i32>;
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn sys(r: libc::c_long) -> Res {
+    if r < 0 {
+        Err(last_errno())
+    } else {
+        Ok(r as u64)
+    }
+}
+
+fn real_mmap(addr: u64, len: u64, prot: u32, flags: u32, fd: i32, off: u64) -> Res {
+    // SAFETY: the raw mmap syscall; MAP_FIXED is only ever used inside the region this process
+    // reserved (see `Live::op_mmap`), so no memory the program uses is replaced.
+    sys(unsafe {
+        libc::syscall(
+            libc::SYS_mmap,
+            addr,
+            len,
+            prot as libc::c_long,
+            flags as libc::c_long,
+            fd as libc::c_long,
+            off,
+        )
+    })
+}
+
+fn real_munmap(addr: u64, len: u64) -> Res {
+    // SAFETY: only called on the reserved region or on mappings this test created.
+    sys(unsafe { libc::syscall(libc::SYS_munmap, addr, len) })
+}
+
+fn real_mprotect(addr: u64, len: u64, prot: u32) -> Res {
+    // SAFETY: only called on the reserved region.
+    sys(unsafe { libc::syscall(libc::SYS_mprotect, addr, len, prot as libc::c_long) })
+}
+
+fn real_madvise(addr: u64, len: u64, advice: i32) -> Res {
+    // SAFETY: only called on the reserved region.
+    sys(unsafe { libc::syscall(libc::SYS_madvise, addr, len, advice as libc::c_long) })
+}
+
+fn real_mremap(old: u64, old_len: u64, new_len: u64, flags: u32, new: u64) -> Res {
+    // SAFETY: the source and any fixed destination lie in the reserved region; a moved mapping
+    // placed by the kernel is unmapped again right after the op.
+    sys(unsafe {
+        libc::syscall(
+            libc::SYS_mremap,
+            old,
+            old_len,
+            new_len,
+            flags as libc::c_long,
+            new,
+        )
+    })
+}
+
+/// The region's VMAs from `/proc/self/smaps`.
+fn real_vmas(lo: u64, hi: u64, file_path: &str) -> Vec<V> {
+    let text = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+    let mut out: Vec<V> = Vec::new();
+    let mut cur: Option<V> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("VmFlags:") {
+            if let Some(mut v) = cur.take() {
+                let have: Vec<&str> = rest.split_whitespace().collect();
+                v.flags = FLAGS
+                    .iter()
+                    .filter(|(m, _)| have.contains(m))
+                    .map(|(m, _)| *m)
+                    .collect();
+                out.push(v);
+            }
+            continue;
+        }
+        let mut it = line.split_whitespace();
+        let Some(range) = it.next() else { continue };
+        let Some((s, e)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(s), Ok(e)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16)) else {
+            continue;
+        };
+        if e <= lo || s >= hi {
+            cur = None;
+            continue;
+        }
+        let perms = it.next().unwrap_or("").to_owned();
+        let off = u64::from_str_radix(it.next().unwrap_or("0"), 16).unwrap_or(0);
+        let _dev = it.next();
+        let _ino = it.next();
+        let name: Vec<&str> = it.collect();
+        let name = name.join(" ");
+        let kind = if name.is_empty() {
+            'a'
+        } else if name == file_path {
+            'f'
+        } else if name.starts_with("/dev/zero") {
+            'z'
+        } else {
+            'o'
+        };
+        cur = Some(V {
+            start: s,
+            end: e,
+            perms,
+            kind,
+            off,
+            flags: Vec::new(),
+        });
+    }
+    out
+}
+
+/// The model's VMAs intersecting `[lo, hi)`.
+fn model_vmas(mm: &Mm, lo: u64, hi: u64) -> Vec<V> {
+    let mut out = Vec::new();
+    for s in mm.snapshot() {
+        if s.end <= lo || s.start >= hi {
+            continue;
+        }
+        let f = s.desc.flags;
+        let c = |flag: VmFlags, ch: char| if f.contains(flag) { ch } else { '-' };
+        let perms: String = [
+            c(VmFlags::READ, 'r'),
+            c(VmFlags::WRITE, 'w'),
+            c(VmFlags::EXEC, 'x'),
+            if f.contains(VmFlags::MAYSHARE) {
+                's'
+            } else {
+                'p'
+            },
+        ]
+        .iter()
+        .collect();
+        let (kind, off) = match &s.desc.kind {
+            VmaKind::Anon(_) => ('a', 0),
+            VmaKind::File(file) if file.kind() == FileKind::Shmem => ('z', s.desc.pgoff * P),
+            VmaKind::File(_) => ('f', s.desc.pgoff * P),
+        };
+        out.push(V {
+            start: s.start,
+            end: s.end,
+            perms,
+            kind,
+            off,
+            flags: FLAGS
+                .iter()
+                .filter(|(_, b)| f.contains(*b))
+                .map(|(m, _)| *m)
+                .collect(),
+        });
+    }
+    out
+}
+
+fn model_res(r: Result<u64, MmError>) -> Res {
+    r.map_err(|e| -e.errno())
+}
+
+/// Agreement counts per op kind.
+#[derive(Default, Clone)]
+struct Stats {
+    kinds: BTreeMap<&'static str, (u64, u64)>,
+    mismatches: Vec<String>,
+    seeds: u64,
+}
+
+/// One live run: the real region and its model.
+struct Live {
+    base: u64,
+    mm: Mm,
+    rw: Arc<MappedFile>,
+    ro: Arc<MappedFile>,
+    fd_rw: i32,
+    fd_ro: i32,
+    path: String,
+    /// Size in pages of each shared anonymous object of the model (by inode), so that touches
+    /// stay inside the object (a touch beyond it would be SIGBUS).
+    shmem_pages: HashMap<u64, u64>,
+    stats: Stats,
+    /// Whether this process is a fork child that must exit (not return) when done.
+    forked: bool,
+}
+
+const PROTS: [u32; 6] = [0, 1, 3, 3, 5, 7];
+const ADVICE: [(i32, Advice, &str); 5] = [
+    (libc::MADV_DONTNEED, Advice::DontNeed, "DONTNEED"),
+    (libc::MADV_DONTFORK, Advice::DontFork, "DONTFORK"),
+    (libc::MADV_DOFORK, Advice::DoFork, "DOFORK"),
+    (libc::MADV_WIPEONFORK, Advice::WipeOnFork, "WIPEONFORK"),
+    (libc::MADV_KEEPONFORK, Advice::KeepOnFork, "KEEPONFORK"),
+];
+
+impl Live {
+    fn region(&self) -> (u64, u64) {
+        (self.base, self.base + W * P)
+    }
+
+    fn a(&self, page: u64) -> u64 {
+        self.base + page * P
+    }
+
+    /// Re-reserves the region in both (everything in it replaced by one `PROT_NONE` VMA).
+    fn reset(&mut self) -> Result<(), String> {
+        let (lo, hi) = self.region();
+        let r = real_mmap(
+            lo,
+            hi - lo,
+            0,
+            (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED) as u32,
+            -1,
+            0,
+        );
+        if r != Ok(lo) {
+            return Err(format!("re-reserving the region: {r:?}"));
+        }
+        // Nothing may stick out of the region (the guard pages on each side stay free).
+        let _ = real_munmap(lo - 16 * P, 16 * P);
+        let _ = real_munmap(hi, 16 * P);
+        self.mm = Mm::new();
+        self.shmem_pages.clear();
+        self.mm
+            .mmap(
+                lo,
+                hi - lo,
+                Prot::NONE,
+                MapFlags::PRIVATE | MapFlags::FIXED,
+                MapSource::Anon,
+            )
+            .map_err(|e| format!("model reservation: {e}"))?;
+        Ok(())
+    }
+
+    /// Records one op's outcome; on a mismatch, resets both sides.
+    fn record(&mut self, kind: &'static str, what: &str, real: Res, model: Res) {
+        let (lo, hi) = self.region();
+        let norm = |r: Res| match r {
+            Ok(a) if kind.starts_with("mmap") || kind.starts_with("mremap") => {
+                if a >= lo && a < hi {
+                    Ok(a)
+                } else {
+                    Ok(u64::MAX) // placed outside the region
+                }
+            }
+            x => x,
+        };
+        let rv = real_vmas(lo, hi, &self.path);
+        let mv = model_vmas(&self.mm, lo, hi);
+        let ok = norm(real) == norm(model) && rv == mv;
+        let e = self.stats.kinds.entry(kind).or_insert((0, 0));
+        e.0 += 1;
+        if ok {
+            e.1 += 1;
+            return;
+        }
+        if self.stats.mismatches.len() < KEEP {
+            self.stats.mismatches.push(format!(
+                "{kind}: {what}\n    real {real:?} model {model:?}\n    real VMAs:\n{}    model VMAs:\n{}",
+                vlist(&rv),
+                vlist(&mv)
+            ));
+        }
+        let _ = self.reset();
+    }
+
+    /// Unmaps what an op placed outside the region, on both sides.
+    fn drop_outside(&mut self, real: Res, model: Res, len: u64) {
+        let (lo, hi) = self.region();
+        if let Ok(a) = real {
+            if a < lo || a >= hi {
+                let _ = real_munmap(a, len);
+            }
+        }
+        if let Ok(a) = model {
+            if a < lo || a >= hi {
+                let _ = self.mm.munmap(a, len);
+            }
+        }
+    }
+
+    fn pick_range(&mut self, rng: &mut Rng, max: u64) -> (u64, u64) {
+        let p = rng.below(W);
+        let n = 1 + rng.below(max.min(W - p));
+        (p, n)
+    }
+
+    fn op_mmap(&mut self, rng: &mut Rng) {
+        let (p, n) = self.pick_range(rng, 8);
+        let prot = PROTS[rng.below(PROTS.len() as u64) as usize];
+        let src = rng.below(100);
+        let noreplace = rng.chance(25);
+        let mut flags: u32 = if noreplace {
+            libc::MAP_FIXED_NOREPLACE as u32
+        } else {
+            libc::MAP_FIXED as u32
+        };
+        let mut mflags = if noreplace {
+            MapFlags::FIXED_NOREPLACE
+        } else {
+            MapFlags::FIXED
+        };
+        if rng.chance(10) {
+            flags |= libc::MAP_NORESERVE as u32;
+            mflags = mflags | MapFlags::NORESERVE;
+        }
+        let off_pages = if rng.chance(50) {
+            p
+        } else {
+            rng.below(24)
+        };
+        let (fd, off, msrc, shared, what) = if src < 50 {
+            (-1, 0, MapSource::Anon, false, "anon")
+        } else if src < 62 {
+            (-1, 0, MapSource::Anon, true, "shared anon")
+        } else {
+            let ro = rng.chance(30);
+            let shared = rng.chance(45);
+            let file = if ro { &self.ro } else { &self.rw };
+            (
+                if ro { self.fd_ro } else { self.fd_rw },
+                off_pages * P,
+                MapSource::File {
+                    file: Arc::clone(file),
+                    offset: off_pages * P,
+                },
+                shared,
+                match (ro, shared) {
+                    (false, false) => "file rw private",
+                    (false, true) => "file rw shared",
+                    (true, false) => "file ro private",
+                    (true, true) => "file ro shared",
+                },
+            )
+        };
+        if fd < 0 {
+            flags |= libc::MAP_ANONYMOUS as u32;
+            mflags = mflags | MapFlags::ANONYMOUS;
+        }
+        flags |= if shared {
+            libc::MAP_SHARED as u32
+        } else {
+            libc::MAP_PRIVATE as u32
+        };
+        mflags = mflags
+            | if shared {
+                MapFlags::SHARED
+            } else {
+                MapFlags::PRIVATE
+            };
+        let mut addr = self.a(p);
+        if rng.chance(3) {
+            addr += 1 + rng.below(P - 1);
+        }
+        let len = n * P;
+        let real = real_mmap(addr, len, prot, flags, fd, off);
+        let model = model_res(
+            self.mm
+                .mmap(addr, len, Prot::from_bits(prot), mflags, msrc.clone()),
+        );
+        self.note_shmem(model, shared && fd < 0, n);
+        let kind = if noreplace {
+            "mmap_noreplace"
+        } else {
+            "mmap_fixed"
+        };
+        let what = format!("mmap({addr:#x}, {n}p, prot {prot}, {what}, off {off_pages}p)");
+        self.record(kind, &what, real, model);
+    }
+
+    fn note_shmem(&mut self, model: Res, shmem: bool, n: u64) {
+        if let (true, Ok(a)) = (shmem, model) {
+            if let Some(v) = self.mm.vma_lookup(a) {
+                if let VmaKind::File(f) = &v.desc.kind {
+                    self.shmem_pages.insert(f.inode(), n);
+                }
+            }
+        }
+    }
+
+    fn op_hint(&mut self, rng: &mut Rng) {
+        let (p, n) = self.pick_range(rng, 8);
+        let prot = PROTS[rng.below(PROTS.len() as u64) as usize];
+        let mut hint = self.a(p);
+        if rng.chance(30) {
+            hint += 1 + rng.below(P - 1);
+        }
+        let shared = rng.chance(15);
+        let (flags, mflags) = if shared {
+            (libc::MAP_SHARED, MapFlags::SHARED)
+        } else {
+            (libc::MAP_PRIVATE, MapFlags::PRIVATE)
+        };
+        let len = n * P;
+        let real = real_mmap(
+            hint,
+            len,
+            prot,
+            (flags | libc::MAP_ANONYMOUS) as u32,
+            -1,
+            0,
+        );
+        let model = model_res(self.mm.mmap(
+            hint,
+            len,
+            Prot::from_bits(prot),
+            mflags | MapFlags::ANONYMOUS,
+            MapSource::Anon,
+        ));
+        self.note_shmem(model, shared, n);
+        let what = format!("mmap(hint {hint:#x}, {n}p, prot {prot}, shared {shared})");
+        self.record("mmap_hint", &what, real, model);
+        self.drop_outside(real, model, len);
+    }
+
+    fn op_munmap(&mut self, rng: &mut Rng) {
+        let (p, n) = self.pick_range(rng, 12);
+        let (addr, len) = (self.a(p), n * P);
+        let real = real_munmap(addr, len);
+        let model = model_res(self.mm.munmap(addr, len).map(|_| 0));
+        self.record("munmap", &format!("munmap({addr:#x}, {n}p)"), real, model);
+    }
+
+    fn op_mprotect(&mut self, rng: &mut Rng) {
+        let (p, n) = self.pick_range(rng, 12);
+        let prot = PROTS[rng.below(PROTS.len() as u64) as usize];
+        let (addr, len) = (self.a(p), n * P);
+        let real = real_mprotect(addr, len, prot);
+        let model = model_res(
+            self.mm
+                .mprotect(addr, len, Prot::from_bits(prot))
+                .map(|_| 0),
+        );
+        let what = format!("mprotect({addr:#x}, {n}p, {prot})");
+        self.record("mprotect", &what, real, model);
+    }
+
+    fn op_madvise(&mut self, rng: &mut Rng) {
+        let (p, n) = self.pick_range(rng, 12);
+        let (adv, madv, name) = ADVICE[rng.below(ADVICE.len() as u64) as usize];
+        let (addr, len) = (self.a(p), n * P);
+        let real = real_madvise(addr, len, adv);
+        let model = model_res(self.mm.madvise(addr, len, madv).map(|_| 0));
+        let what = format!("madvise({addr:#x}, {n}p, {name})");
+        self.record("madvise", &what, real, model);
+    }
+
+    fn op_mremap(&mut self, rng: &mut Rng) {
+        let (p, n) = self.pick_range(rng, 8);
+        let addr = self.a(p);
+        let how = rng.below(100);
+        let room = W - p; // growth stays inside the region
+        let (kind, new_n, flags, to) = if how < 20 {
+            ("mremap_shrink", rng.below(n + 1).max(1), 0u32, 0u64)
+        } else if how < 25 {
+            ("mremap_same", n, 0, 0)
+        } else if how < 45 {
+            ("mremap_grow", (n + 1 + rng.below(6)).min(room), 0, 0)
+        } else if how < 60 {
+            ("mremap_maymove", (n + 1 + rng.below(6)).min(room), 1, 0)
+        } else {
+            let new_n = if rng.chance(60) {
+                n
+            } else {
+                1 + rng.below(8)
+            };
+            let q = rng.below(W - new_n + 1);
+            ("mremap_fixed", new_n, 3, self.a(q))
+        };
+        let real = real_mremap(addr, n * P, new_n * P, flags, to);
+        let model = model_res(self.mm.mremap(
+            addr,
+            n * P,
+            new_n * P,
+            MremapFlags::from_bits(flags),
+            to,
+        ));
+        let what = format!("mremap({addr:#x}, {n}p, {new_n}p, flags {flags}, to {to:#x})");
+        self.record(kind, &what, real, model);
+        self.drop_outside(real, model, new_n * P);
+    }
+
+    /// Writes one byte where both sides have a writable VMA (and the page is backed).
+    fn op_touch(&mut self, rng: &mut Rng) {
+        let p = rng.below(W);
+        let addr = self.a(p) + rng.below(P);
+        let (lo, hi) = self.region();
+        let rv = real_vmas(lo, hi, &self.path);
+        let Some(v) = self.mm.vma_lookup(addr) else {
+            return;
+        };
+        if !v.desc.flags.contains(VmFlags::WRITE) {
+            return;
+        }
+        let pgoff = v.desc.pgoff + (addr - v.start) / P;
+        match &v.desc.kind {
+            VmaKind::File(f) if f.kind() == FileKind::Shmem => {
+                if pgoff >= self.shmem_pages.get(&f.inode()).copied().unwrap_or(0) {
+                    return;
+                }
+            }
+            VmaKind::File(_) if pgoff >= FILE_PAGES => return,
+            _ => {}
+        }
+        if !rv
+            .iter()
+            .any(|r| r.start <= addr && addr < r.end && r.perms.as_bytes()[1] == b'w')
+        {
+            return;
+        }
+        let byte = rng.below(255) as u8 + 1;
+        // SAFETY: `addr` lies in a writable VMA of the reserved region according to both the
+        // kernel's maps and the model, and inside its backing object, so the write cannot fault
+        // fatally or touch memory the program uses.
+        unsafe { std::ptr::write_volatile(addr as *mut u8, byte) };
+        let model = model_res(self.mm.write_bytes(addr, &[byte]).map(|_| 0));
+        self.record("touch", &format!("write {addr:#x}"), Ok(0), model);
+    }
+
+    /// fork: continue in the child (the parent waits and exits with its status) or in the
+    /// parent (the child exits at once).
+    fn op_fork(&mut self, rng: &mut Rng) -> Result<(), String> {
+        let in_child = rng.chance(50);
+        // SAFETY: fork in a process with a single thread (this worker is itself a fork child).
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(format!("fork: errno {}", last_errno()));
+        }
+        if pid == 0 {
+            if !in_child {
+                // SAFETY: leaving the child without running destructors (the parent owns them).
+                unsafe { libc::_exit(0) };
+            }
+            self.forked = true;
+            let child = self.mm.fork();
+            match child {
+                Ok(c) => {
+                    self.mm = c;
+                    self.record("fork", "fork (child continues)", Ok(0), Ok(0));
+                }
+                Err(e) => self.record("fork", "fork", Ok(0), model_res(Err(e))),
+            }
+            return Ok(());
+        }
+        let mut status = 0;
+        // SAFETY: waiting for the child just forked.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        if in_child {
+            let code = if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                101
+            };
+            // SAFETY: the child carries on (and reports); this process only relays its status.
+            unsafe { libc::_exit(code) };
+        }
+        self.record("fork", "fork (parent continues)", Ok(0), Ok(0));
+        Ok(())
+    }
+
+    fn run_seed(&mut self, seed: u64, ops: u64) -> Result<(), String> {
+        let mut rng = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let touch = seed % 2 == 0;
+        self.reset()?;
+        for _ in 0..ops {
+            let k = rng.below(100);
+            match k {
+                0..=21 => self.op_mmap(&mut rng),
+                22..=27 => self.op_hint(&mut rng),
+                28..=37 => self.op_munmap(&mut rng),
+                38..=55 => self.op_mprotect(&mut rng),
+                56..=67 => self.op_madvise(&mut rng),
+                68..=85 => self.op_mremap(&mut rng),
+                86..=97 if touch => self.op_touch(&mut rng),
+                86..=97 => self.op_mprotect(&mut rng),
+                _ => self.op_fork(&mut rng)?,
+            }
+        }
+        self.stats.seeds += 1;
+        Ok(())
+    }
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Reserves the region at one of [`BASES`], with a free page on each side.
+fn reserve() -> Option<u64> {
+    for &b in &BASES {
+        let r = real_mmap(
+            b - P,
+            (W + 2) * P,
+            0,
+            (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE) as u32,
+            -1,
+            0,
+        );
+        if r == Ok(b - P) {
+            let _ = real_munmap(b - P, P);
+            let _ = real_munmap(b + W * P, P);
+            return Some(b);
+        }
+        if let Ok(a) = r {
+            let _ = real_munmap(a, (W + 2) * P);
+        }
+    }
+    None
+}
+
+fn report(stats: &Stats) -> String {
+    let mut s = String::new();
+    let (mut t, mut a) = (0, 0);
+    for (k, (total, agree)) in &stats.kinds {
+        t += total;
+        a += agree;
+        let _ = writeln!(s, "KIND {k} {total} {agree}");
+    }
+    let _ = writeln!(s, "TOTAL {t} {a} seeds {}", stats.seeds);
+    for m in &stats.mismatches {
+        let _ = writeln!(s, "MISMATCH {m}");
+    }
+    s
+}
+
+/// The worker (in a fork child of the test): runs every seed and writes the report to `out`.
+fn worker(out: i32, path: &str, seeds: std::ops::Range<u64>, ops: u64) -> ! {
+    let send = |text: &str| {
+        let b = text.as_bytes();
+        let mut done = 0;
+        while done < b.len() {
+            // SAFETY: writing from a live buffer to the pipe this process owns.
+            let n = unsafe { libc::write(out, b[done..].as_ptr().cast(), b.len() - done) };
+            if n <= 0 {
+                break;
+            }
+            done += n as usize;
+        }
+    };
+    let Some(base) = reserve() else {
+        send("SKIP no free fixed region for the reservation\n");
+        // SAFETY: leaving the worker process.
+        unsafe { libc::_exit(0) };
+    };
+    let cpath = CString::new(path).unwrap_or_default();
+    // SAFETY: opening the temp file by a NUL-terminated path.
+    let fd_rw = unsafe { libc::open(cpath.as_ptr(), libc::O_RDWR) };
+    // SAFETY: as above.
+    let fd_ro = unsafe { libc::open(cpath.as_ptr(), libc::O_RDONLY) };
+    if fd_rw < 0 || fd_ro < 0 {
+        send("SKIP cannot open the temp file\n");
+        // SAFETY: leaving the worker process.
+        unsafe { libc::_exit(0) };
+    }
+    let meta = std::fs::metadata(path).ok();
+    let ino = meta.as_ref().map_or(0, std::os::unix::fs::MetadataExt::ino);
+    let rw = MappedFile::new(path, (0, 0), ino, FileKind::Regular, true);
+    let ro = MappedFile::new(path, (0, 0), ino, FileKind::Regular, false);
+    let mut live = Live {
+        base,
+        mm: Mm::new(),
+        rw,
+        ro,
+        fd_rw,
+        fd_ro,
+        path: path.to_owned(),
+        shmem_pages: HashMap::new(),
+        stats: Stats::default(),
+        forked: false,
+    };
+    for seed in seeds {
+        if let Err(e) = live.run_seed(seed, ops) {
+            send(&format!("SKIP {e}\n"));
+            // SAFETY: leaving the worker process.
+            unsafe { libc::_exit(0) };
+        }
+    }
+    let _ = live.forked;
+    send(&report(&live.stats));
+    // SAFETY: leaving the worker process (the last of a chain of forks writes the report).
+    unsafe { libc::_exit(0) };
+}
+
+#[test]
+fn mm_agrees_with_the_running_kernel() {
+    let seeds = env_u64("MM_LIVE_SEEDS", 4);
+    let ops = env_u64("MM_LIVE_OPS", 400);
+    let seed0 = env_u64("MM_LIVE_SEED0", 1);
+    let report_only = std::env::var("MM_LIVE_REPORT_ONLY").is_ok_and(|v| v == "1");
+
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!("mm-live-kernel-{}.bin", std::process::id()));
+    if std::fs::write(&path, vec![0u8; (FILE_PAGES * P) as usize]).is_err() {
+        println!("skipped: cannot create a temp file in {}", dir.display());
+        return;
+    }
+    let path_s = path.to_string_lossy().into_owned();
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe() writes two descriptors into the array.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        println!("skipped: pipe refused");
+        return;
+    }
+    // SAFETY: the child only uses async-signal-safe calls plus the allocator (glibc's is
+    // fork-safe) and leaves with `_exit`; it never returns into the test harness.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        println!("skipped: fork refused (errno {})", last_errno());
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
+    if pid == 0 {
+        // SAFETY: closing the read end in the child.
+        unsafe { libc::close(fds[0]) };
+        worker(fds[1], &path_s, seed0..seed0 + seeds, ops);
+    }
+    // SAFETY: closing the write end in the parent so that EOF arrives when the workers exit.
+    unsafe { libc::close(fds[1]) };
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: reading into a live buffer from the pipe's read end.
+        let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        text.extend_from_slice(&buf[..n as usize]);
+    }
+    let mut status = 0;
+    // SAFETY: reaping the worker.
+    unsafe {
+        libc::waitpid(pid, &mut status, 0);
+        libc::close(fds[0]);
+    }
+    let _ = std::fs::remove_file(&path);
+    let text = String::from_utf8_lossy(&text).into_owned();
+    if let Some(reason) = text.lines().find_map(|l| l.strip_prefix("SKIP ")) {
+        println!("skipped: {reason}");
+        return;
+    }
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "worker died (status {status:#x}); output so far:\n{text}"
+    );
+    println!("live-kernel differential: seeds {seed0}..{} x {ops} ops", seed0 + seeds);
+    let mut total = (0, 0);
+    for l in text.lines() {
+        if let Some(rest) = l.strip_prefix("KIND ") {
+            let f: Vec<&str> = rest.split(' ').collect();
+            if let [k, t, a] = f[..] {
+                let (t, a): (u64, u64) = (t.parse().unwrap_or(0), a.parse().unwrap_or(0));
+                println!(
+                    "  {k:<16} {a:>6}/{t:<6} {:6.2}%",
+                    100.0 * a as f64 / t.max(1) as f64
+                );
+            }
+        } else if let Some(rest) = l.strip_prefix("TOTAL ") {
+            let f: Vec<&str> = rest.split(' ').collect();
+            total = (f[0].parse().unwrap_or(0), f[1].parse().unwrap_or(0));
+        }
+    }
+    println!(
+        "  {:<16} {:>6}/{:<6} {:6.2}%",
+        "all",
+        total.1,
+        total.0,
+        100.0 * total.1 as f64 / (total.0 as f64).max(1.0)
+    );
+    let mism: Vec<&str> = text.split("MISMATCH ").skip(1).collect();
+    for m in &mism {
+        println!("MISMATCH {m}");
+    }
+    assert!(total.0 > 0, "no ops ran:\n{text}");
+    if !report_only {
+        assert_eq!(total.0, total.1, "the model and the kernel disagree");
+    }
+}
