@@ -291,6 +291,7 @@ impl Mm {
                     kind,
                     pgoff,
                     uffd: None,
+                    anon_vma: None,
                 };
                 if end > task_size {
                     if start < task_size {

@@ -58,7 +58,7 @@ pub use fork::{DupMode, ForkEnv, ForkHook, NoHook};
 pub use maps::MapsError;
 pub use mmap::{Advice, MapFlags, MapSource, MremapFlags, Prot, UnmappedAreaInfo};
 pub use pages::PageFrame;
-pub use vma::{FileKind, MappedFile, MmLockState, VmFlags, Vma, VmaDesc, VmaKind, VmaSnapshot};
+pub use vma::{AnonVma, FileKind, MappedFile, MmLockState, VmFlags, Vma, VmaDesc, VmaKind, VmaSnapshot};
 
 use pages::PageTable;
 
@@ -410,21 +410,19 @@ impl Mm {
         }
         let events = {
             let mut w = self.write();
-            let end = w.check_madvise_range(addr, len)?;
-            w.check_dontneed(addr, end)?;
-            w.remove_events(addr, end);
+            let (stop, _) = w.madvise_walk(addr, len, advice)?;
+            w.remove_events(addr, stop);
             w.take_events()
         };
         if events.is_empty() {
             return self.write().madvise(addr, len, advice);
         }
         uffd::PendingEvents::complete_all(events);
-        // The lock was dropped: check the range again, then zap without new events.
+        // The lock was dropped: walk the range again, then zap without new events.
         let w = self.write();
-        let end = w.check_madvise_range(addr, len)?;
-        w.check_dontneed(addr, end)?;
-        self.pages.lock().zap(addr, end);
-        Ok(())
+        let (stop, res) = w.madvise_walk(addr, len, advice)?;
+        self.pages.lock().zap(addr, stop);
+        res
     }
 
     /// [`MmWriteGuard::mremap`] under its own write lock.
