@@ -426,11 +426,7 @@ impl Live {
             flags |= libc::MAP_NORESERVE as u32;
             mflags = mflags | MapFlags::NORESERVE;
         }
-        let off_pages = if rng.chance(50) {
-            p
-        } else {
-            rng.below(24)
-        };
+        let off_pages = if rng.chance(50) { p } else { rng.below(24) };
         let (fd, off, msrc, shared, what) = if src < 50 {
             (-1, 0, MapSource::Anon, false, "anon")
         } else if src < 62 {
@@ -514,14 +510,7 @@ impl Live {
             (libc::MAP_PRIVATE, MapFlags::PRIVATE)
         };
         let len = n * P;
-        let real = real_mmap(
-            hint,
-            len,
-            prot,
-            (flags | libc::MAP_ANONYMOUS) as u32,
-            -1,
-            0,
-        );
+        let real = real_mmap(hint, len, prot, (flags | libc::MAP_ANONYMOUS) as u32, -1, 0);
         let model = model_res(self.mm.mmap(
             hint,
             len,
@@ -581,22 +570,16 @@ impl Live {
         } else if how < 60 {
             ("mremap_maymove", (n + 1 + rng.below(6)).min(room), 1, 0)
         } else {
-            let new_n = if rng.chance(60) {
-                n
-            } else {
-                1 + rng.below(8)
-            };
+            let new_n = if rng.chance(60) { n } else { 1 + rng.below(8) };
             let q = rng.below(W - new_n + 1);
             ("mremap_fixed", new_n, 3, self.a(q))
         };
         let real = real_mremap(addr, n * P, new_n * P, flags, to);
-        let model = model_res(self.mm.mremap(
-            addr,
-            n * P,
-            new_n * P,
-            MremapFlags::from_bits(flags),
-            to,
-        ));
+        let model =
+            model_res(
+                self.mm
+                    .mremap(addr, n * P, new_n * P, MremapFlags::from_bits(flags), to),
+            );
         let what = format!("mremap({addr:#x}, {n}p, {new_n}p, flags {flags}, to {to:#x})");
         self.record(kind, &what, real, model);
         self.drop_outside(real, model, new_n * P);
@@ -615,14 +598,15 @@ impl Live {
             return;
         }
         let pgoff = v.desc.pgoff + (addr - v.start) / P;
-        match &v.desc.kind {
+        let backed = match &v.desc.kind {
             VmaKind::File(f) if f.kind() == FileKind::Shmem => {
-                if pgoff >= self.shmem_pages.get(&f.inode()).copied().unwrap_or(0) {
-                    return;
-                }
+                pgoff < self.shmem_pages.get(&f.inode()).copied().unwrap_or(0)
             }
-            VmaKind::File(_) if pgoff >= FILE_PAGES => return,
-            _ => {}
+            VmaKind::File(_) => pgoff < FILE_PAGES,
+            VmaKind::Anon(_) => true,
+        };
+        if !backed {
+            return;
         }
         if !rv
             .iter()
@@ -867,7 +851,10 @@ fn mm_agrees_with_the_running_kernel() {
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "worker died (status {status:#x}); output so far:\n{text}"
     );
-    println!("live-kernel differential: seeds {seed0}..{} x {ops} ops", seed0 + seeds);
+    println!(
+        "live-kernel differential: seeds {seed0}..{} x {ops} ops",
+        seed0 + seeds
+    );
     let mut total = (0, 0);
     for l in text.lines() {
         if let Some(rest) = l.strip_prefix("KIND ") {

@@ -1235,11 +1235,13 @@ impl MmWriteGuard<'_> {
         let mut last_end = 0;
         let mut pos = start;
         while pos < end {
-            let Some((vs, ve, ok)) = self
-                .find_vma(pos)
-                .filter(|v| v.start() < end)
-                .map(|v| (v.start(), v.end(), !v.flags().intersects(VmFlags::UFFD_FLAGS)))
-            else {
+            let Some((vs, ve, ok)) = self.find_vma(pos).filter(|v| v.start() < end).map(|v| {
+                (
+                    v.start(),
+                    v.end(),
+                    !v.flags().intersects(VmFlags::UFFD_FLAGS),
+                )
+            }) else {
                 break;
             };
             let a = vs.max(start);

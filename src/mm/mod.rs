@@ -58,7 +58,9 @@ pub use fork::{DupMode, ForkEnv, ForkHook, NoHook};
 pub use maps::MapsError;
 pub use mmap::{Advice, MapFlags, MapSource, MremapFlags, Prot, UnmappedAreaInfo};
 pub use pages::PageFrame;
-pub use vma::{AnonVma, FileKind, MappedFile, MmLockState, VmFlags, Vma, VmaDesc, VmaKind, VmaSnapshot};
+pub use vma::{
+    AnonVma, FileKind, MappedFile, MmLockState, VmFlags, Vma, VmaDesc, VmaKind, VmaSnapshot,
+};
 
 use pages::PageTable;
 

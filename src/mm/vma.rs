@@ -793,6 +793,5 @@ impl VmaSnapshot {
             && self.desc.pgoff == other.desc.pgoff
             && self.desc.kind.same(&other.desc.kind)
             && same_ctx(&self.desc.uffd, &other.desc.uffd)
-            && self.desc.anon_vma == other.desc.anon_vma
     }
 }
