@@ -285,6 +285,8 @@ fn model_res(r: Result<u64, MmError>) -> Res {
 struct Stats {
     kinds: BTreeMap<&'static str, (u64, u64)>,
     mismatches: Vec<String>,
+    /// The kernel's VMAs after each scripted reproducer.
+    states: Vec<String>,
     seeds: u64,
 }
 
@@ -301,8 +303,74 @@ struct Live {
     /// stay inside the object (a touch beyond it would be SIGBUS).
     shmem_pages: HashMap<u64, u64>,
     stats: Stats,
-    /// Whether this process is a fork child that must exit (not return) when done.
-    forked: bool,
+    /// The scripted reproducer running, if any (its name keys the statistics).
+    script: Option<&'static str>,
+}
+
+/// What an mmap of the live test maps.
+#[derive(Clone, Copy, Debug)]
+enum Src {
+    Anon,
+    SharedAnon,
+    /// The temp file through the read-only or the read-write descriptor, at page `off`.
+    File {
+        ro: bool,
+        shared: bool,
+        off: u64,
+    },
+}
+
+/// One op of a live run (pages relative to the region).
+#[derive(Clone, Copy, Debug)]
+enum LOp {
+    Mmap {
+        page: u64,
+        n: u64,
+        prot: u32,
+        src: Src,
+        noreplace: bool,
+        noreserve: bool,
+        /// Bytes added to the address (an unaligned fixed address).
+        unaligned: u64,
+    },
+    Hint {
+        page: u64,
+        n: u64,
+        prot: u32,
+        shared: bool,
+        unaligned: u64,
+    },
+    Munmap {
+        page: u64,
+        n: u64,
+    },
+    Mprotect {
+        page: u64,
+        n: u64,
+        prot: u32,
+    },
+    Madvise {
+        page: u64,
+        n: u64,
+        /// Index into [`ADVICE`].
+        advice: usize,
+    },
+    Mremap {
+        page: u64,
+        n: u64,
+        new_n: u64,
+        /// `MREMAP_*` bits.
+        flags: u32,
+        /// Destination page for `MREMAP_FIXED`.
+        to: u64,
+    },
+    Touch {
+        page: u64,
+        off: u64,
+    },
+    Fork {
+        in_child: bool,
+    },
 }
 
 const PROTS: [u32; 6] = [0, 1, 3, 3, 5, 7];
@@ -370,7 +438,8 @@ impl Live {
         let rv = real_vmas(lo, hi, &self.path);
         let mv = model_vmas(&self.mm, lo, hi);
         let ok = norm(real) == norm(model) && rv == mv;
-        let e = self.stats.kinds.entry(kind).or_insert((0, 0));
+        let key = self.script.unwrap_or(kind);
+        let e = self.stats.kinds.entry(key).or_insert((0, 0));
         e.0 += 1;
         if ok {
             e.1 += 1;
@@ -378,7 +447,7 @@ impl Live {
         }
         if self.stats.mismatches.len() < KEEP {
             self.stats.mismatches.push(format!(
-                "{kind}: {what}\n    real {real:?} model {model:?}\n    real VMAs:\n{}    model VMAs:\n{}",
+                "{key}: {what}\n    real {real:?} model {model:?}\n    real VMAs:\n{}    model VMAs:\n{}",
                 vlist(&rv),
                 vlist(&mv)
             ));
@@ -401,17 +470,224 @@ impl Live {
         }
     }
 
-    fn pick_range(&mut self, rng: &mut Rng, max: u64) -> (u64, u64) {
+    fn pick_range(rng: &mut Rng, max: u64) -> (u64, u64) {
         let p = rng.below(W);
         let n = 1 + rng.below(max.min(W - p));
         (p, n)
     }
 
-    fn op_mmap(&mut self, rng: &mut Rng) {
-        let (p, n) = self.pick_range(rng, 8);
-        let prot = PROTS[rng.below(PROTS.len() as u64) as usize];
-        let src = rng.below(100);
-        let noreplace = rng.chance(25);
+    /// A random op (see the module docs for the mix).
+    fn random_op(&self, rng: &mut Rng, touch: bool) -> LOp {
+        let k = rng.below(100);
+        let prot = |rng: &mut Rng| PROTS[rng.below(PROTS.len() as u64) as usize];
+        match k {
+            0..=21 => {
+                let (page, n) = Self::pick_range(rng, 8);
+                let src = match rng.below(100) {
+                    0..=49 => Src::Anon,
+                    50..=61 => Src::SharedAnon,
+                    _ => {
+                        let off = if rng.chance(50) { page } else { rng.below(24) };
+                        let ro = rng.chance(30);
+                        Src::File {
+                            ro,
+                            shared: rng.chance(45),
+                            off,
+                        }
+                    }
+                };
+                LOp::Mmap {
+                    page,
+                    n,
+                    prot: prot(rng),
+                    src,
+                    noreplace: rng.chance(25),
+                    noreserve: rng.chance(10),
+                    unaligned: if rng.chance(3) {
+                        1 + rng.below(P - 1)
+                    } else {
+                        0
+                    },
+                }
+            }
+            22..=27 => {
+                let (page, n) = Self::pick_range(rng, 8);
+                LOp::Hint {
+                    page,
+                    n,
+                    prot: prot(rng),
+                    shared: rng.chance(15),
+                    unaligned: if rng.chance(30) {
+                        1 + rng.below(P - 1)
+                    } else {
+                        0
+                    },
+                }
+            }
+            28..=37 => {
+                let (page, n) = Self::pick_range(rng, 12);
+                LOp::Munmap { page, n }
+            }
+            38..=55 => {
+                let (page, n) = Self::pick_range(rng, 12);
+                LOp::Mprotect {
+                    page,
+                    n,
+                    prot: prot(rng),
+                }
+            }
+            56..=67 => {
+                let (page, n) = Self::pick_range(rng, 12);
+                LOp::Madvise {
+                    page,
+                    n,
+                    advice: rng.below(ADVICE.len() as u64) as usize,
+                }
+            }
+            68..=85 => {
+                let (page, n) = Self::pick_range(rng, 8);
+                let room = W - page; // growth stays inside the region
+                let how = rng.below(100);
+                let (new_n, flags, to) = if how < 20 {
+                    (rng.below(n + 1).max(1), 0, 0)
+                } else if how < 25 {
+                    (n, 0, 0)
+                } else if how < 45 {
+                    ((n + 1 + rng.below(6)).min(room), 0, 0)
+                } else if how < 60 {
+                    ((n + 1 + rng.below(6)).min(room), 1, 0)
+                } else {
+                    let new_n = if rng.chance(60) { n } else { 1 + rng.below(8) };
+                    (new_n, 3, rng.below(W - new_n + 1))
+                };
+                LOp::Mremap {
+                    page,
+                    n,
+                    new_n,
+                    flags,
+                    to,
+                }
+            }
+            86..=97 if touch => {
+                // Mostly a page of a writable VMA of the model, so that touches happen.
+                let writable: Vec<u64> = model_vmas(&self.mm, self.base, self.base + W * P)
+                    .iter()
+                    .filter(|v| v.perms.as_bytes()[1] == b'w')
+                    .flat_map(|v| (v.start - self.base) / P..(v.end - self.base) / P)
+                    .collect();
+                let page = if writable.is_empty() || rng.chance(10) {
+                    rng.below(W)
+                } else {
+                    writable[rng.below(writable.len() as u64) as usize]
+                };
+                LOp::Touch {
+                    page,
+                    off: rng.below(P),
+                }
+            }
+            86..=97 => {
+                let (page, n) = Self::pick_range(rng, 12);
+                LOp::Mprotect {
+                    page,
+                    n,
+                    prot: prot(rng),
+                }
+            }
+            _ => LOp::Fork {
+                in_child: rng.chance(50),
+            },
+        }
+    }
+
+    /// Runs one op on both sides and records the outcome.
+    fn exec(&mut self, op: &LOp) -> Result<(), String> {
+        match *op {
+            LOp::Mmap {
+                page,
+                n,
+                prot,
+                src,
+                noreplace,
+                noreserve,
+                unaligned,
+            } => self.op_mmap(page, n, prot, src, noreplace, noreserve, unaligned),
+            LOp::Hint {
+                page,
+                n,
+                prot,
+                shared,
+                unaligned,
+            } => self.op_hint(page, n, prot, shared, unaligned),
+            LOp::Munmap { page, n } => {
+                let (addr, len) = (self.a(page), n * P);
+                let real = real_munmap(addr, len);
+                let model = model_res(self.mm.munmap(addr, len).map(|_| 0));
+                self.record("munmap", &format!("munmap({addr:#x}, {n}p)"), real, model);
+            }
+            LOp::Mprotect { page, n, prot } => {
+                let (addr, len) = (self.a(page), n * P);
+                let real = real_mprotect(addr, len, prot);
+                let model = model_res(
+                    self.mm
+                        .mprotect(addr, len, Prot::from_bits(prot))
+                        .map(|_| 0),
+                );
+                let what = format!("mprotect({addr:#x}, {n}p, {prot})");
+                self.record("mprotect", &what, real, model);
+            }
+            LOp::Madvise { page, n, advice } => {
+                let (adv, madv, name) = ADVICE[advice];
+                let (addr, len) = (self.a(page), n * P);
+                let real = real_madvise(addr, len, adv);
+                let model = model_res(self.mm.madvise(addr, len, madv).map(|_| 0));
+                let what = format!("madvise({addr:#x}, {n}p, {name})");
+                self.record("madvise", &what, real, model);
+            }
+            LOp::Mremap {
+                page,
+                n,
+                new_n,
+                flags,
+                to,
+            } => {
+                let addr = self.a(page);
+                let to = if flags & 2 != 0 { self.a(to) } else { 0 };
+                let kind = match (flags, new_n.cmp(&n)) {
+                    (3, _) => "mremap_fixed",
+                    (1, _) => "mremap_maymove",
+                    (_, std::cmp::Ordering::Less) => "mremap_shrink",
+                    (_, std::cmp::Ordering::Equal) => "mremap_same",
+                    _ => "mremap_grow",
+                };
+                let real = real_mremap(addr, n * P, new_n * P, flags, to);
+                let model = model_res(self.mm.mremap(
+                    addr,
+                    n * P,
+                    new_n * P,
+                    MremapFlags::from_bits(flags),
+                    to,
+                ));
+                let what = format!("mremap({addr:#x}, {n}p, {new_n}p, flags {flags}, to {to:#x})");
+                self.record(kind, &what, real, model);
+                self.drop_outside(real, model, new_n * P);
+            }
+            LOp::Touch { page, off } => self.op_touch(page, off),
+            LOp::Fork { in_child } => self.op_fork(in_child)?,
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn op_mmap(
+        &mut self,
+        p: u64,
+        n: u64,
+        prot: u32,
+        src: Src,
+        noreplace: bool,
+        noreserve: bool,
+        unaligned: u64,
+    ) {
         let mut flags: u32 = if noreplace {
             libc::MAP_FIXED_NOREPLACE as u32
         } else {
@@ -422,34 +698,30 @@ impl Live {
         } else {
             MapFlags::FIXED
         };
-        if rng.chance(10) {
+        if noreserve {
             flags |= libc::MAP_NORESERVE as u32;
             mflags = mflags | MapFlags::NORESERVE;
         }
-        let off_pages = if rng.chance(50) { p } else { rng.below(24) };
-        let (fd, off, msrc, shared, what) = if src < 50 {
-            (-1, 0, MapSource::Anon, false, "anon")
-        } else if src < 62 {
-            (-1, 0, MapSource::Anon, true, "shared anon")
-        } else {
-            let ro = rng.chance(30);
-            let shared = rng.chance(45);
-            let file = if ro { &self.ro } else { &self.rw };
-            (
-                if ro { self.fd_ro } else { self.fd_rw },
-                off_pages * P,
-                MapSource::File {
-                    file: Arc::clone(file),
-                    offset: off_pages * P,
-                },
-                shared,
-                match (ro, shared) {
-                    (false, false) => "file rw private",
-                    (false, true) => "file rw shared",
-                    (true, false) => "file ro private",
-                    (true, true) => "file ro shared",
-                },
-            )
+        let (fd, off, msrc, shared, what) = match src {
+            Src::Anon => (-1, 0, MapSource::Anon, false, "anon".to_owned()),
+            Src::SharedAnon => (-1, 0, MapSource::Anon, true, "shared anon".to_owned()),
+            Src::File { ro, shared, off } => {
+                let file = if ro { &self.ro } else { &self.rw };
+                (
+                    if ro { self.fd_ro } else { self.fd_rw },
+                    off * P,
+                    MapSource::File {
+                        file: Arc::clone(file),
+                        offset: off * P,
+                    },
+                    shared,
+                    format!(
+                        "file {} {} off {off}p",
+                        if ro { "ro" } else { "rw" },
+                        if shared { "shared" } else { "private" }
+                    ),
+                )
+            }
         };
         if fd < 0 {
             flags |= libc::MAP_ANONYMOUS as u32;
@@ -466,10 +738,7 @@ impl Live {
             } else {
                 MapFlags::PRIVATE
             };
-        let mut addr = self.a(p);
-        if rng.chance(3) {
-            addr += 1 + rng.below(P - 1);
-        }
+        let addr = self.a(p) + unaligned;
         let len = n * P;
         let real = real_mmap(addr, len, prot, flags, fd, off);
         let model = model_res(
@@ -482,7 +751,10 @@ impl Live {
         } else {
             "mmap_fixed"
         };
-        let what = format!("mmap({addr:#x}, {n}p, prot {prot}, {what}, off {off_pages}p)");
+        let what = format!(
+            "mmap({addr:#x}, {n}p, prot {prot}, {what}{})",
+            if noreserve { ", noreserve" } else { "" }
+        );
         self.record(kind, &what, real, model);
     }
 
@@ -496,14 +768,8 @@ impl Live {
         }
     }
 
-    fn op_hint(&mut self, rng: &mut Rng) {
-        let (p, n) = self.pick_range(rng, 8);
-        let prot = PROTS[rng.below(PROTS.len() as u64) as usize];
-        let mut hint = self.a(p);
-        if rng.chance(30) {
-            hint += 1 + rng.below(P - 1);
-        }
-        let shared = rng.chance(15);
+    fn op_hint(&mut self, p: u64, n: u64, prot: u32, shared: bool, unaligned: u64) {
+        let hint = self.a(p) + unaligned;
         let (flags, mflags) = if shared {
             (libc::MAP_SHARED, MapFlags::SHARED)
         } else {
@@ -524,71 +790,9 @@ impl Live {
         self.drop_outside(real, model, len);
     }
 
-    fn op_munmap(&mut self, rng: &mut Rng) {
-        let (p, n) = self.pick_range(rng, 12);
-        let (addr, len) = (self.a(p), n * P);
-        let real = real_munmap(addr, len);
-        let model = model_res(self.mm.munmap(addr, len).map(|_| 0));
-        self.record("munmap", &format!("munmap({addr:#x}, {n}p)"), real, model);
-    }
-
-    fn op_mprotect(&mut self, rng: &mut Rng) {
-        let (p, n) = self.pick_range(rng, 12);
-        let prot = PROTS[rng.below(PROTS.len() as u64) as usize];
-        let (addr, len) = (self.a(p), n * P);
-        let real = real_mprotect(addr, len, prot);
-        let model = model_res(
-            self.mm
-                .mprotect(addr, len, Prot::from_bits(prot))
-                .map(|_| 0),
-        );
-        let what = format!("mprotect({addr:#x}, {n}p, {prot})");
-        self.record("mprotect", &what, real, model);
-    }
-
-    fn op_madvise(&mut self, rng: &mut Rng) {
-        let (p, n) = self.pick_range(rng, 12);
-        let (adv, madv, name) = ADVICE[rng.below(ADVICE.len() as u64) as usize];
-        let (addr, len) = (self.a(p), n * P);
-        let real = real_madvise(addr, len, adv);
-        let model = model_res(self.mm.madvise(addr, len, madv).map(|_| 0));
-        let what = format!("madvise({addr:#x}, {n}p, {name})");
-        self.record("madvise", &what, real, model);
-    }
-
-    fn op_mremap(&mut self, rng: &mut Rng) {
-        let (p, n) = self.pick_range(rng, 8);
-        let addr = self.a(p);
-        let how = rng.below(100);
-        let room = W - p; // growth stays inside the region
-        let (kind, new_n, flags, to) = if how < 20 {
-            ("mremap_shrink", rng.below(n + 1).max(1), 0u32, 0u64)
-        } else if how < 25 {
-            ("mremap_same", n, 0, 0)
-        } else if how < 45 {
-            ("mremap_grow", (n + 1 + rng.below(6)).min(room), 0, 0)
-        } else if how < 60 {
-            ("mremap_maymove", (n + 1 + rng.below(6)).min(room), 1, 0)
-        } else {
-            let new_n = if rng.chance(60) { n } else { 1 + rng.below(8) };
-            let q = rng.below(W - new_n + 1);
-            ("mremap_fixed", new_n, 3, self.a(q))
-        };
-        let real = real_mremap(addr, n * P, new_n * P, flags, to);
-        let model =
-            model_res(
-                self.mm
-                    .mremap(addr, n * P, new_n * P, MremapFlags::from_bits(flags), to),
-            );
-        let what = format!("mremap({addr:#x}, {n}p, {new_n}p, flags {flags}, to {to:#x})");
-        self.record(kind, &what, real, model);
-        self.drop_outside(real, model, new_n * P);
-    }
-
     /// Writes one byte where both sides have a writable VMA (and the page is backed).
-    fn op_touch(&mut self, rng: &mut Rng) {
-        let p = rng.below(W);
-        let addr = self.a(p) + rng.below(P);
+    fn op_touch(&mut self, p: u64, off: u64) {
+        let addr = self.a(p) + off;
         let (lo, hi) = self.region();
         let rv = real_vmas(lo, hi, &self.path);
         let Some(v) = self.mm.vma_lookup(addr) else {
@@ -614,7 +818,7 @@ impl Live {
         {
             return;
         }
-        let byte = rng.below(255) as u8 + 1;
+        let byte = (off % 255) as u8 + 1;
         // SAFETY: `addr` lies in a writable VMA of the reserved region according to both the
         // kernel's maps and the model, and inside its backing object, so the write cannot fault
         // fatally or touch memory the program uses.
@@ -625,8 +829,7 @@ impl Live {
 
     /// fork: continue in the child (the parent waits and exits with its status) or in the
     /// parent (the child exits at once).
-    fn op_fork(&mut self, rng: &mut Rng) -> Result<(), String> {
-        let in_child = rng.chance(50);
+    fn op_fork(&mut self, in_child: bool) -> Result<(), String> {
         // SAFETY: fork in a process with a single thread (this worker is itself a fork child).
         let pid = unsafe { libc::fork() };
         if pid < 0 {
@@ -637,9 +840,7 @@ impl Live {
                 // SAFETY: leaving the child without running destructors (the parent owns them).
                 unsafe { libc::_exit(0) };
             }
-            self.forked = true;
-            let child = self.mm.fork();
-            match child {
+            match self.mm.fork() {
                 Ok(c) => {
                     self.mm = c;
                     self.record("fork", "fork (child continues)", Ok(0), Ok(0));
@@ -669,18 +870,8 @@ impl Live {
         let touch = seed % 2 == 0;
         self.reset()?;
         for _ in 0..ops {
-            let k = rng.below(100);
-            match k {
-                0..=21 => self.op_mmap(&mut rng),
-                22..=27 => self.op_hint(&mut rng),
-                28..=37 => self.op_munmap(&mut rng),
-                38..=55 => self.op_mprotect(&mut rng),
-                56..=67 => self.op_madvise(&mut rng),
-                68..=85 => self.op_mremap(&mut rng),
-                86..=97 if touch => self.op_touch(&mut rng),
-                86..=97 => self.op_mprotect(&mut rng),
-                _ => self.op_fork(&mut rng)?,
-            }
+            let op = self.random_op(&mut rng, touch);
+            self.exec(&op)?;
         }
         self.stats.seeds += 1;
         Ok(())
@@ -726,6 +917,9 @@ fn report(stats: &Stats) -> String {
         let _ = writeln!(s, "KIND {k} {total} {agree}");
     }
     let _ = writeln!(s, "TOTAL {t} {a} seeds {}", stats.seeds);
+    for m in &stats.states {
+        s.push_str(m);
+    }
     for m in &stats.mismatches {
         let _ = writeln!(s, "MISMATCH {m}");
     }
@@ -733,7 +927,15 @@ fn report(stats: &Stats) -> String {
 }
 
 /// The worker (in a fork child of the test): runs every seed and writes the report to `out`.
-fn worker(out: i32, path: &str, seeds: std::ops::Range<u64>, ops: u64) -> ! {
+/// What a worker runs.
+enum Job {
+    /// Random sequences: these seeds, this many ops each.
+    Seeds(std::ops::Range<u64>, u64),
+    /// The scripted reproducers of [`scripts`].
+    Scripts,
+}
+
+fn worker(out: i32, path: &str, job: Job) -> ! {
     let send = |text: &str| {
         let b = text.as_bytes();
         let mut done = 0;
@@ -775,40 +977,53 @@ fn worker(out: i32, path: &str, seeds: std::ops::Range<u64>, ops: u64) -> ! {
         path: path.to_owned(),
         shmem_pages: HashMap::new(),
         stats: Stats::default(),
-        forked: false,
+        script: None,
     };
-    for seed in seeds {
-        if let Err(e) = live.run_seed(seed, ops) {
-            send(&format!("SKIP {e}\n"));
-            // SAFETY: leaving the worker process.
-            unsafe { libc::_exit(0) };
-        }
+    let res = match job {
+        Job::Seeds(seeds, ops) => seeds.into_iter().try_for_each(|s| live.run_seed(s, ops)),
+        Job::Scripts => scripts().into_iter().try_for_each(|(name, ops)| {
+            live.script = Some(name);
+            live.reset()?;
+            ops.iter().try_for_each(|op| live.exec(op))?;
+            let (lo, hi) = live.region();
+            let mut state = format!("STATE {name}\n");
+            for v in real_vmas(lo, hi, &live.path) {
+                let _ = writeln!(state, "      {v}");
+            }
+            live.stats.states.push(state);
+            Ok(())
+        }),
+    };
+    if let Err(e) = res {
+        send(&format!("SKIP {e}\n"));
+        // SAFETY: leaving the worker process.
+        unsafe { libc::_exit(0) };
     }
-    let _ = live.forked;
     send(&report(&live.stats));
     // SAFETY: leaving the worker process (the last of a chain of forks writes the report).
     unsafe { libc::_exit(0) };
 }
 
-#[test]
-fn mm_agrees_with_the_running_kernel() {
-    let seeds = env_u64("MM_LIVE_SEEDS", 4);
-    let ops = env_u64("MM_LIVE_OPS", 400);
-    let seed0 = env_u64("MM_LIVE_SEED0", 1);
-    let report_only = std::env::var("MM_LIVE_REPORT_ONLY").is_ok_and(|v| v == "1");
-
+/// Runs `job` in a forked worker; `None` (with the reason printed) where the syscalls are
+/// refused. Returns the report and whether the worker exited cleanly.
+fn run_worker(job: Job) -> Option<(String, i32)> {
     let dir = std::env::temp_dir();
-    let path = dir.join(format!("mm-live-kernel-{}.bin", std::process::id()));
+    let path = dir.join(format!(
+        "mm-live-kernel-{}-{}.bin",
+        std::process::id(),
+        matches!(job, Job::Scripts) as u8
+    ));
     if std::fs::write(&path, vec![0u8; (FILE_PAGES * P) as usize]).is_err() {
         println!("skipped: cannot create a temp file in {}", dir.display());
-        return;
+        return None;
     }
     let path_s = path.to_string_lossy().into_owned();
     let mut fds = [0i32; 2];
     // SAFETY: pipe() writes two descriptors into the array.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
         println!("skipped: pipe refused");
-        return;
+        let _ = std::fs::remove_file(&path);
+        return None;
     }
     // SAFETY: the child only uses async-signal-safe calls plus the allocator (glibc's is
     // fork-safe) and leaves with `_exit`; it never returns into the test harness.
@@ -816,12 +1031,12 @@ fn mm_agrees_with_the_running_kernel() {
     if pid < 0 {
         println!("skipped: fork refused (errno {})", last_errno());
         let _ = std::fs::remove_file(&path);
-        return;
+        return None;
     }
     if pid == 0 {
         // SAFETY: closing the read end in the child.
         unsafe { libc::close(fds[0]) };
-        worker(fds[1], &path_s, seed0..seed0 + seeds, ops);
+        worker(fds[1], &path_s, job);
     }
     // SAFETY: closing the write end in the parent so that EOF arrives when the workers exit.
     unsafe { libc::close(fds[1]) };
@@ -845,24 +1060,21 @@ fn mm_agrees_with_the_running_kernel() {
     let text = String::from_utf8_lossy(&text).into_owned();
     if let Some(reason) = text.lines().find_map(|l| l.strip_prefix("SKIP ")) {
         println!("skipped: {reason}");
-        return;
+        return None;
     }
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "worker died (status {status:#x}); output so far:\n{text}"
-    );
-    println!(
-        "live-kernel differential: seeds {seed0}..{} x {ops} ops",
-        seed0 + seeds
-    );
+    Some((text, status))
+}
+
+/// Prints the report; returns (ops, agreeing ops).
+fn print_report(text: &str) -> (u64, u64) {
     let mut total = (0, 0);
     for l in text.lines() {
         if let Some(rest) = l.strip_prefix("KIND ") {
-            let f: Vec<&str> = rest.split(' ').collect();
-            if let [k, t, a] = f[..] {
+            let f: Vec<&str> = rest.rsplitn(3, ' ').collect();
+            if let [a, t, k] = f[..] {
                 let (t, a): (u64, u64) = (t.parse().unwrap_or(0), a.parse().unwrap_or(0));
                 println!(
-                    "  {k:<16} {a:>6}/{t:<6} {:6.2}%",
+                    "  {k:<24} {a:>6}/{t:<6} {:6.2}%",
                     100.0 * a as f64 / t.max(1) as f64
                 );
             }
@@ -872,18 +1084,345 @@ fn mm_agrees_with_the_running_kernel() {
         }
     }
     println!(
-        "  {:<16} {:>6}/{:<6} {:6.2}%",
+        "  {:<24} {:>6}/{:<6} {:6.2}%",
         "all",
         total.1,
         total.0,
         100.0 * total.1 as f64 / (total.0 as f64).max(1.0)
     );
-    let mism: Vec<&str> = text.split("MISMATCH ").skip(1).collect();
-    for m in &mism {
+    for m in text.split("MISMATCH ").skip(1) {
         println!("MISMATCH {m}");
     }
+    total
+}
+
+#[test]
+fn mm_agrees_with_the_running_kernel() {
+    let seeds = env_u64("MM_LIVE_SEEDS", 4);
+    let ops = env_u64("MM_LIVE_OPS", 400);
+    let seed0 = env_u64("MM_LIVE_SEED0", 1);
+    let report_only = std::env::var("MM_LIVE_REPORT_ONLY").is_ok_and(|v| v == "1");
+    let Some((text, status)) = run_worker(Job::Seeds(seed0..seed0 + seeds, ops)) else {
+        return;
+    };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "worker died (status {status:#x}); output so far:\n{text}"
+    );
+    println!(
+        "live-kernel differential: seeds {seed0}..{} x {ops} ops",
+        seed0 + seeds
+    );
+    let total = print_report(&text);
     assert!(total.0 > 0, "no ops ran:\n{text}");
     if !report_only {
         assert_eq!(total.0, total.1, "the model and the kernel disagree");
     }
+}
+
+#[test]
+fn issue_reproducers_agree_with_the_running_kernel() {
+    let Some((text, status)) = run_worker(Job::Scripts) else {
+        return;
+    };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "worker died (status {status:#x}); output so far:\n{text}"
+    );
+    println!("live-kernel reproducers (issue 15's classes):");
+    let total = print_report(&text);
+    for l in text.lines() {
+        if l.starts_with("STATE ") || l.starts_with("      [") {
+            println!("{l}");
+        }
+    }
+    let want: u64 = scripts().iter().map(|(_, ops)| ops.len() as u64).sum();
+    assert_eq!(total.0, want, "every scripted op ran:\n{text}");
+    assert_eq!(total.0, total.1, "the model and the kernel disagree");
+}
+
+const RW: u32 = 3;
+const R: u32 = 1;
+
+fn map(page: u64, n: u64, prot: u32, src: Src) -> LOp {
+    LOp::Mmap {
+        page,
+        n,
+        prot,
+        src,
+        noreplace: false,
+        noreserve: false,
+        unaligned: 0,
+    }
+}
+
+fn remap(page: u64, n: u64, new_n: u64, flags: u32, to: u64) -> LOp {
+    LOp::Mremap {
+        page,
+        n,
+        new_n,
+        flags,
+        to,
+    }
+}
+
+/// The reproducers of issue 15, one script per case (pages relative to the region; every
+/// script starts from a fresh `PROT_NONE` reservation).
+fn scripts() -> Vec<(&'static str, Vec<LOp>)> {
+    use LOp::*;
+    let ro_shared = |off| Src::File {
+        ro: true,
+        shared: true,
+        off,
+    };
+    let rw_shared = |off| Src::File {
+        ro: false,
+        shared: true,
+        off,
+    };
+    let rw_private = |off| Src::File {
+        ro: false,
+        shared: false,
+        off,
+    };
+    vec![
+        (
+            "1 mprotect ENOMEM partial",
+            vec![
+                map(0, 4, RW, Src::Anon),
+                Munmap { page: 2, n: 1 },
+                Mprotect {
+                    page: 0,
+                    n: 4,
+                    prot: R,
+                },
+            ],
+        ),
+        (
+            "1 madvise hole partial",
+            vec![
+                map(0, 4, RW, Src::Anon),
+                Munmap { page: 2, n: 1 },
+                Madvise {
+                    page: 0,
+                    n: 4,
+                    advice: 1,
+                },
+            ],
+        ),
+        (
+            "1 mprotect EACCES partial",
+            vec![
+                map(0, 2, R, Src::Anon),
+                map(2, 2, R, ro_shared(2)),
+                Mprotect {
+                    page: 0,
+                    n: 4,
+                    prot: RW,
+                },
+            ],
+        ),
+        (
+            "1 wipeonfork EINVAL partial",
+            vec![
+                map(0, 2, RW, Src::Anon),
+                map(2, 2, RW, Src::SharedAnon),
+                Madvise {
+                    page: 0,
+                    n: 4,
+                    advice: 3,
+                },
+            ],
+        ),
+        (
+            "2 madvise EINVAL before ENOMEM",
+            vec![
+                map(0, 2, RW, rw_shared(0)),
+                Munmap { page: 0, n: 1 },
+                Madvise {
+                    page: 0,
+                    n: 2,
+                    advice: 3,
+                },
+            ],
+        ),
+        (
+            "2 mprotect EACCES before ENOMEM",
+            vec![
+                map(0, 2, R, ro_shared(0)),
+                Munmap { page: 1, n: 1 },
+                Mprotect {
+                    page: 0,
+                    n: 2,
+                    prot: RW,
+                },
+            ],
+        ),
+        (
+            "2 mmap EEXIST/EINVAL before EACCES",
+            vec![
+                map(0, 2, R, Src::Anon),
+                Mmap {
+                    page: 0,
+                    n: 2,
+                    prot: RW,
+                    src: ro_shared(0),
+                    noreplace: true,
+                    noreserve: false,
+                    unaligned: 0,
+                },
+                Mmap {
+                    page: 0,
+                    n: 2,
+                    prot: RW,
+                    src: ro_shared(0),
+                    noreplace: false,
+                    noreserve: false,
+                    unaligned: 0x10,
+                },
+            ],
+        ),
+        (
+            "3 mremap across two VMAs",
+            vec![
+                map(0, 2, RW, Src::Anon),
+                map(2, 2, R, Src::Anon),
+                remap(0, 4, 4, 0, 0),
+                remap(0, 4, 1, 0, 0),
+            ],
+        ),
+        (
+            "3 multi-VMA move (6.17)",
+            vec![
+                map(10, 2, RW, Src::Anon),
+                map(12, 2, R, Src::Anon),
+                Munmap { page: 14, n: 1 },
+                map(15, 1, RW, Src::Anon),
+                remap(10, 6, 6, 3, 30),
+                map(40, 2, RW, Src::Anon),
+                Munmap { page: 39, n: 1 },
+                remap(39, 3, 3, 3, 50),
+            ],
+        ),
+        (
+            "4 unfaulted move merges",
+            vec![
+                map(0, 4, RW, Src::Anon),
+                map(20, 2, RW, Src::Anon),
+                remap(20, 2, 2, 3, 4),
+                map(30, 4, RW, Src::Anon),
+                map(40, 2, RW, Src::Anon),
+                Touch { page: 40, off: 0 },
+                remap(40, 2, 2, 3, 34),
+            ],
+        ),
+        (
+            "6 unaligned hint rounds down",
+            vec![
+                Munmap { page: 0, n: W },
+                Hint {
+                    page: 8,
+                    n: 9,
+                    prot: RW,
+                    shared: false,
+                    unaligned: 0x849,
+                },
+            ],
+        ),
+        (
+            "8 VM_ACCOUNT",
+            vec![
+                map(20, 2, R, rw_private(20)),
+                map(22, 2, RW, rw_private(22)),
+                Mprotect {
+                    page: 22,
+                    n: 2,
+                    prot: R,
+                },
+                map(30, 2, R, Src::Anon),
+                map(32, 2, RW, Src::Anon),
+                Mprotect {
+                    page: 32,
+                    n: 2,
+                    prot: R,
+                },
+                map(40, 2, R, Src::Anon),
+                map(42, 2, RW, Src::Anon),
+                Touch { page: 42, off: 0 },
+                Mprotect {
+                    page: 42,
+                    n: 2,
+                    prot: R,
+                },
+            ],
+        ),
+        (
+            "9 anon_vma blocks a merge",
+            vec![
+                map(0, 2, RW, Src::Anon),
+                Touch { page: 0, off: 0 },
+                map(3, 2, RW, Src::Anon),
+                Touch { page: 3, off: 0 },
+                map(2, 1, RW, Src::Anon),
+            ],
+        ),
+        (
+            "9 anon_vma reused from a neighbour",
+            vec![
+                map(0, 2, RW, Src::Anon),
+                Touch { page: 0, off: 0 },
+                map(2, 2, R, Src::Anon),
+                Mprotect {
+                    page: 2,
+                    n: 2,
+                    prot: RW,
+                },
+                map(10, 2, RW, Src::Anon),
+                Mprotect {
+                    page: 11,
+                    n: 1,
+                    prot: R,
+                },
+                Touch { page: 10, off: 0 },
+                Mprotect {
+                    page: 11,
+                    n: 1,
+                    prot: RW,
+                },
+            ],
+        ),
+        (
+            "9 anon_vma in a fork child",
+            vec![
+                map(0, 4, RW, Src::Anon),
+                Touch { page: 0, off: 0 },
+                Mprotect {
+                    page: 1,
+                    n: 1,
+                    prot: R,
+                },
+                Fork { in_child: true },
+                Mprotect {
+                    page: 1,
+                    n: 1,
+                    prot: RW,
+                },
+                map(4, 1, RW, Src::Anon),
+                map(10, 2, RW, Src::Anon),
+                Madvise {
+                    page: 10,
+                    n: 2,
+                    advice: 3,
+                },
+                Touch { page: 10, off: 0 },
+                Fork { in_child: true },
+                Madvise {
+                    page: 10,
+                    n: 2,
+                    advice: 4,
+                },
+                map(12, 1, RW, Src::Anon),
+            ],
+        ),
+    ]
 }
