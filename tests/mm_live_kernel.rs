@@ -17,7 +17,8 @@
 //!
 //! Environment: `MM_LIVE_SEEDS` (number of seeds, default 4), `MM_LIVE_OPS` (ops per seed,
 //! default 400), `MM_LIVE_SEED0` (first seed, default 1), `MM_LIVE_REPORT_ONLY=1` (print, do
-//! not fail). Seeds with an even number touch pages; odd ones never do.
+//! not fail), `MM_LIVE_RESET_EVERY` (reset both sides every that many ops: short histories
+//! for the mismatches). Seeds with an even number touch pages; odd ones never do.
 #![cfg(target_os = "linux")]
 
 use std::collections::{BTreeMap, HashMap};
@@ -305,6 +306,8 @@ struct Live {
     stats: Stats,
     /// The scripted reproducer running, if any (its name keys the statistics).
     script: Option<&'static str>,
+    /// The ops since the last reset, printed with a mismatch.
+    history: Vec<String>,
 }
 
 /// What an mmap of the live test maps.
@@ -410,6 +413,7 @@ impl Live {
         let _ = real_munmap(hi, 16 * P);
         self.mm = Mm::new();
         self.shmem_pages.clear();
+        self.history.clear();
         self.mm
             .mmap(
                 lo,
@@ -438,6 +442,22 @@ impl Live {
         let rv = real_vmas(lo, hi, &self.path);
         let mv = model_vmas(&self.mm, lo, hi);
         let ok = norm(real) == norm(model) && rv == mv;
+        let mut h = format!("{what} -> {real:?}");
+        if std::env::var("MM_LIVE_TRACE").is_ok_and(|v| v == "1") {
+            for v in self.mm.snapshot() {
+                if v.end > lo && v.start < hi {
+                    let _ = write!(
+                        h,
+                        "\n        model [{:#x},{:#x}) {:?} pgoff {:#x} anon {:?}",
+                        v.start, v.end, v.desc.flags, v.desc.pgoff, v.desc.anon_vma
+                    );
+                }
+            }
+            for v in &rv {
+                let _ = write!(h, "\n        real  {v}");
+            }
+        }
+        self.history.push(h);
         let key = self.script.unwrap_or(kind);
         let e = self.stats.kinds.entry(key).or_insert((0, 0));
         e.0 += 1;
@@ -447,9 +467,13 @@ impl Live {
         }
         if self.stats.mismatches.len() < KEEP {
             self.stats.mismatches.push(format!(
-                "{key}: {what}\n    real {real:?} model {model:?}\n    real VMAs:\n{}    model VMAs:\n{}",
+                "{key}: {what}\n    real {real:?} model {model:?}\n    real VMAs:\n{}    model VMAs:\n{}    since the last reset:\n{}",
                 vlist(&rv),
-                vlist(&mv)
+                vlist(&mv),
+                self.history
+                    .iter()
+                    .map(|h| format!("      {h}\n"))
+                    .collect::<String>()
             ));
         }
         let _ = self.reset();
@@ -869,7 +893,11 @@ impl Live {
         let mut rng = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
         let touch = seed % 2 == 0;
         self.reset()?;
-        for _ in 0..ops {
+        let every = env_u64("MM_LIVE_RESET_EVERY", 0);
+        for i in 0..ops {
+            if every != 0 && i % every == every - 1 {
+                self.reset()?;
+            }
             let op = self.random_op(&mut rng, touch);
             self.exec(&op)?;
         }
@@ -978,6 +1006,7 @@ fn worker(out: i32, path: &str, job: Job) -> ! {
         shmem_pages: HashMap::new(),
         stats: Stats::default(),
         script: None,
+        history: Vec::new(),
     };
     let res = match job {
         Job::Seeds(seeds, ops) => seeds.into_iter().try_for_each(|s| live.run_seed(s, ops)),
@@ -1352,6 +1381,34 @@ fn scripts() -> Vec<(&'static str, Vec<LOp>)> {
                 Mprotect {
                     page: 42,
                     n: 2,
+                    prot: R,
+                },
+            ],
+        ),
+        (
+            "8 unchanged protection keeps VM_ACCOUNT",
+            vec![
+                map(3, 2, RW, Src::Anon),
+                Touch { page: 3, off: 0 },
+                Mprotect {
+                    page: 3,
+                    n: 2,
+                    prot: 0,
+                },
+                Madvise {
+                    page: 3,
+                    n: 2,
+                    advice: 3,
+                },
+                Fork { in_child: true },
+                Mprotect {
+                    page: 4,
+                    n: 1,
+                    prot: 0,
+                },
+                Mprotect {
+                    page: 4,
+                    n: 1,
                     prot: R,
                 },
             ],

@@ -995,8 +995,9 @@ impl MmWriteGuard<'_> {
     /// changed in address order as the kernel's loop does, and the call stops at the first hole
     /// (`ENOMEM`) or the first VMA whose `VM_MAY*` bits forbid the protection (`EACCES`), with
     /// the VMAs before that point already changed. Making private memory writable charges it
-    /// (`VM_ACCOUNT`); making a never-written private anonymous VMA read-only uncharges it
-    /// (`mprotect_fixup`).
+    /// (`VM_ACCOUNT`); changing the protection of a never-written private anonymous VMA to
+    /// one without `PROT_WRITE` uncharges it (`mprotect_fixup`; an unchanged protection leaves
+    /// the charge).
     pub fn mprotect(&mut self, addr: u64, len: u64, prot: Prot) -> Result<(), MmError> {
         if !is_page_aligned(addr) {
             return Err(MmError::Inval);
@@ -1028,6 +1029,10 @@ impl MmWriteGuard<'_> {
             self.apply(addr, pos, None, |v| {
                 let old = v.flags();
                 let mut flags = old.without(VmFlags::PROT_MASK) | newprot;
+                // mprotect_fixup returns before the accounting when nothing changes.
+                if flags == old {
+                    return Change::Keep;
+                }
                 if flags.contains(VmFlags::WRITE) {
                     if !old.intersects(
                         VmFlags::ACCOUNT

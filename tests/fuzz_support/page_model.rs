@@ -683,6 +683,9 @@ impl World {
                 for (_, a) in next.pages.range_mut(p..stop) {
                     let old = a.flags;
                     let mut f = (old & !7) | prot as u64;
+                    if f == old {
+                        continue; // mprotect_fixup: nothing changes, nothing is uncharged
+                    }
                     let no_charge =
                         ACCOUNT | 2 | VmFlags::HUGETLB.bits() | 8 | VmFlags::NORESERVE.bits();
                     if f & 2 != 0 {
