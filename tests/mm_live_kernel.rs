@@ -308,7 +308,14 @@ struct Live {
     script: Option<&'static str>,
     /// The ops since the last reset, printed with a mismatch.
     history: Vec<String>,
+    /// Forks this worker continued in (each leaves a parent waiting for it).
+    depth: u32,
 }
+
+/// At most this many waiting ancestors: later forks continue in the parent. (Ancestors stay
+/// alive, so the kernel never reuses an ancestor's `anon_vma` in a fork, which the model does
+/// not do either.)
+const MAX_DEPTH: u32 = 48;
 
 /// What an mmap of the live test maps.
 #[derive(Clone, Copy, Debug)]
@@ -854,6 +861,7 @@ impl Live {
     /// fork: continue in the child (the parent waits and exits with its status) or in the
     /// parent (the child exits at once).
     fn op_fork(&mut self, in_child: bool) -> Result<(), String> {
+        let in_child = in_child && self.depth < MAX_DEPTH;
         // SAFETY: fork in a process with a single thread (this worker is itself a fork child).
         let pid = unsafe { libc::fork() };
         if pid < 0 {
@@ -864,6 +872,7 @@ impl Live {
                 // SAFETY: leaving the child without running destructors (the parent owns them).
                 unsafe { libc::_exit(0) };
             }
+            self.depth += 1;
             match self.mm.fork() {
                 Ok(c) => {
                     self.mm = c;
@@ -1007,6 +1016,7 @@ fn worker(out: i32, path: &str, job: Job) -> ! {
         stats: Stats::default(),
         script: None,
         history: Vec::new(),
+        depth: 0,
     };
     let res = match job {
         Job::Seeds(seeds, ops) => seeds.into_iter().try_for_each(|s| live.run_seed(s, ops)),
