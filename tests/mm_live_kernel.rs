@@ -26,9 +26,11 @@ use std::ffi::CString;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use maple_tree::mm::uffd::{CostSetting, DupUffd, UffdCtx, O_CLOEXEC, O_NONBLOCK};
+use maple_tree::mm::uffd::{UFFD_API, UFFD_USER_MODE_ONLY};
 use maple_tree::mm::{
-    Advice, FileKind, MapFlags, MapSource, MappedFile, Mm, MmError, MremapFlags, Prot, VmFlags,
-    VmaKind,
+    Advice, DupMode, FileKind, MapFlags, MapSource, MappedFile, Mm, MmError, MremapFlags, Prot,
+    VmFlags, VmaKind,
 };
 
 const P: u64 = 4096;
@@ -310,6 +312,8 @@ struct Live {
     history: Vec<String>,
     /// Forks this worker continued in (each leaves a parent waiting for it).
     depth: u32,
+    /// The real userfaultfd and its model, if the kernel grants one.
+    uffd: Option<(i32, Arc<UffdCtx>)>,
 }
 
 /// At most this many waiting ancestors: later forks continue in the parent. (Ancestors stay
@@ -381,6 +385,66 @@ enum LOp {
     Fork {
         in_child: bool,
     },
+    /// `UFFDIO_REGISTER` (mode bits 1..=7) on the worker's userfaultfd.
+    Register {
+        page: u64,
+        n: u64,
+        mode: u64,
+    },
+    /// `UFFDIO_UNREGISTER`.
+    Unregister {
+        page: u64,
+        n: u64,
+    },
+    /// Closing the userfaultfd (its release clears every registration), then a new one.
+    UffdClose,
+}
+
+#[repr(C)]
+struct UffdioApi {
+    api: u64,
+    features: u64,
+    ioctls: u64,
+}
+
+#[repr(C)]
+struct UffdioRange {
+    start: u64,
+    len: u64,
+}
+
+#[repr(C)]
+struct UffdioRegister {
+    range: UffdioRange,
+    mode: u64,
+    ioctls: u64,
+}
+
+const UFFDIO_API: libc::c_ulong = 0xc018_aa3f;
+const UFFDIO_REGISTER: libc::c_ulong = 0xc020_aa00;
+const UFFDIO_UNREGISTER: libc::c_ulong = 0x8010_aa01;
+
+/// A real userfaultfd (`UFFD_USER_MODE_ONLY`, no features) after its handshake.
+fn real_uffd_open() -> Option<i32> {
+    let flags = (UFFD_USER_MODE_ONLY | O_NONBLOCK | O_CLOEXEC) as libc::c_long;
+    // SAFETY: the userfaultfd syscall with plain flags.
+    let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
+    if fd < 0 {
+        return None;
+    }
+    let fd = fd as i32;
+    let mut api = UffdioApi {
+        api: UFFD_API,
+        features: 0,
+        ioctls: 0,
+    };
+    // SAFETY: UFFDIO_API with a live `struct uffdio_api`.
+    if unsafe { libc::ioctl(fd, UFFDIO_API, &mut api as *mut UffdioApi) } != 0 {
+        // SAFETY: closing the descriptor just opened.
+        unsafe { libc::close(fd) };
+        return None;
+    }
+    Some(fd)
 }
 
 const PROTS: [u32; 6] = [0, 1, 3, 3, 5, 7];
@@ -421,6 +485,7 @@ impl Live {
         self.mm = Mm::new();
         self.shmem_pages.clear();
         self.history.clear();
+        self.new_uffd();
         self.mm
             .mmap(
                 lo,
@@ -501,6 +566,70 @@ impl Live {
         }
     }
 
+    /// Replaces the userfaultfd pair by a new one for the current `Mm` (the old real descriptor
+    /// is closed, which releases it unless a forked relative still holds it).
+    fn new_uffd(&mut self) {
+        if let Some((fd, _)) = self.uffd.take() {
+            // SAFETY: closing this worker's own descriptor.
+            unsafe { libc::close(fd) };
+        }
+        let Some(fd) = real_uffd_open() else { return };
+        let flags = UFFD_USER_MODE_ONLY | O_NONBLOCK | O_CLOEXEC;
+        let Ok(ctx) = UffdCtx::new(&self.mm, flags, false) else {
+            // SAFETY: closing the descriptor just opened.
+            unsafe { libc::close(fd) };
+            return;
+        };
+        if ctx.api(UFFD_API, 0).is_err() {
+            // SAFETY: as above.
+            unsafe { libc::close(fd) };
+            return;
+        }
+        self.uffd = Some((fd, ctx));
+    }
+
+    fn op_uffd(&mut self, op: &LOp) {
+        let Some((fd, ctx)) = self.uffd.clone() else {
+            return;
+        };
+        match *op {
+            LOp::Register { page, n, mode } => {
+                let (start, len) = (self.a(page), n * P);
+                let mut r = UffdioRegister {
+                    range: UffdioRange { start, len },
+                    mode,
+                    ioctls: 0,
+                };
+                // SAFETY: UFFDIO_REGISTER over the reserved region with a live struct; pages
+                // registered for missing faults are never touched afterwards (`op_touch`).
+                let rc = unsafe { libc::ioctl(fd, UFFDIO_REGISTER, &mut r as *mut UffdioRegister) };
+                let real = if rc == 0 { Ok(0) } else { Err(last_errno()) };
+                let model = model_res(ctx.register(&self.mm, start, len, mode).map(|_| 0));
+                let what = format!("UFFDIO_REGISTER({start:#x}, {n}p, mode {mode})");
+                self.record("uffd_register", &what, real, model);
+            }
+            LOp::Unregister { page, n } => {
+                let (start, len) = (self.a(page), n * P);
+                let mut r = UffdioRange { start, len };
+                // SAFETY: UFFDIO_UNREGISTER over the reserved region with a live struct.
+                let rc = unsafe { libc::ioctl(fd, UFFDIO_UNREGISTER, &mut r as *mut UffdioRange) };
+                let real = if rc == 0 { Ok(0) } else { Err(last_errno()) };
+                let model = model_res(ctx.unregister(&self.mm, start, len).map(|_| 0));
+                let what = format!("UFFDIO_UNREGISTER({start:#x}, {n}p)");
+                self.record("uffd_unregister", &what, real, model);
+            }
+            _ => {
+                // close(): the last reference goes, userfaultfd_release clears the VMAs.
+                // SAFETY: closing this worker's own descriptor.
+                unsafe { libc::close(fd) };
+                ctx.release(Some(&self.mm));
+                self.uffd = None;
+                self.record("uffd_close", "close(userfaultfd)", Ok(0), Ok(0));
+                self.new_uffd();
+            }
+        }
+    }
+
     fn pick_range(rng: &mut Rng, max: u64) -> (u64, u64) {
         let p = rng.below(W);
         let n = 1 + rng.below(max.min(W - p));
@@ -509,6 +638,18 @@ impl Live {
 
     /// A random op (see the module docs for the mix).
     fn random_op(&self, rng: &mut Rng, touch: bool) -> LOp {
+        if self.uffd.is_some() && rng.chance(8) {
+            let (page, n) = Self::pick_range(rng, 12);
+            return match rng.below(10) {
+                0..=5 => LOp::Register {
+                    page,
+                    n,
+                    mode: 1 + rng.below(7),
+                },
+                6..=8 => LOp::Unregister { page, n },
+                _ => LOp::UffdClose,
+            };
+        }
         let k = rng.below(100);
         let prot = |rng: &mut Rng| PROTS[rng.below(PROTS.len() as u64) as usize];
         match k {
@@ -704,6 +845,7 @@ impl Live {
             }
             LOp::Touch { page, off } => self.op_touch(page, off),
             LOp::Fork { in_child } => self.op_fork(in_child)?,
+            LOp::Register { .. } | LOp::Unregister { .. } | LOp::UffdClose => self.op_uffd(op),
         }
         Ok(())
     }
@@ -829,7 +971,7 @@ impl Live {
         let Some(v) = self.mm.vma_lookup(addr) else {
             return;
         };
-        if !v.desc.flags.contains(VmFlags::WRITE) {
+        if !v.desc.flags.contains(VmFlags::WRITE) || v.desc.flags.intersects(VmFlags::UFFD_FLAGS) {
             return;
         }
         let pgoff = v.desc.pgoff + (addr - v.start) / P;
@@ -873,9 +1015,18 @@ impl Live {
                 unsafe { libc::_exit(0) };
             }
             self.depth += 1;
-            match self.mm.fork() {
+            // dup_userfaultfd: a context without EVENT_FORK does not follow the child.
+            let mut hook = DupUffd::new(true, CostSetting::Faithful);
+            match self.mm.fork_with(DupMode::Dup, &mut hook) {
                 Ok(c) => {
                     self.mm = c;
+                    // The inherited descriptor serves the parent's mm: use a new one here.
+                    // (Closing the copy does not release the parent's context.)
+                    if let Some((fd, _)) = self.uffd.take() {
+                        // SAFETY: closing this process's copy of the descriptor.
+                        unsafe { libc::close(fd) };
+                    }
+                    self.new_uffd();
                     self.record("fork", "fork (child continues)", Ok(0), Ok(0));
                 }
                 Err(e) => self.record("fork", "fork", Ok(0), model_res(Err(e))),
@@ -1017,6 +1168,7 @@ fn worker(out: i32, path: &str, job: Job) -> ! {
         script: None,
         history: Vec::new(),
         depth: 0,
+        uffd: None,
     };
     let res = match job {
         Job::Seeds(seeds, ops) => seeds.into_iter().try_for_each(|s| live.run_seed(s, ops)),

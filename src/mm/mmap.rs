@@ -1105,7 +1105,8 @@ impl MmWriteGuard<'_> {
     ///   `MREMAP_MAYMOVE`, or overlapping ranges: `EINVAL`.
     /// - `MREMAP_FIXED` with `old_len == new_len` moves every VMA of the range (`remap_move`),
     ///   splitting the first and last, keeping the gaps between them; a hole at the start, or
-    ///   a second VMA after a userfaultfd-registered one: `EFAULT`, the VMAs before it moved.
+    ///   a userfaultfd-registered VMA that is not alone in the range: `EFAULT`, the VMAs before
+    ///   it moved.
     /// - Otherwise `old_addr` must be in a VMA (`EFAULT`); `old_len == 0` (duplicating a
     ///   mapping) is refused with `EINVAL`. A shrink or an unchanged size without
     ///   `MREMAP_FIXED` may span several VMAs (the tail is unmapped); a grow or a fixed move
@@ -1114,7 +1115,9 @@ impl MmWriteGuard<'_> {
     ///   space after it is free, else moves (`MREMAP_MAYMOVE`; without it `ENOMEM`).
     ///   `MREMAP_FIXED` first unmaps `[new_addr, new_addr + new_len)`.
     /// - A moved VMA that never had a page written (no `anon_vma`) takes the page offset of its
-    ///   new address, so it can merge there (`copy_vma`). Pages move with the mapping.
+    ///   new address, so it can merge there (`copy_vma`). Pages move with the mapping. Without
+    ///   `UFFD_FEATURE_EVENT_REMAP` the VMA the copy ends up in loses its userfaultfd
+    ///   registration, including any registered neighbour it merged with.
     pub fn mremap(
         &mut self,
         old_addr: u64,
@@ -1256,8 +1259,11 @@ impl MmWriteGuard<'_> {
             }
             let offset = if seen { vs - last_end } else { 0 };
             last_end = ve;
-            allowed = ok; // vma_multi_allowed: not userfaultfd-armed
-            if seen && !allowed {
+            // vma_multi_allowed: a userfaultfd-armed VMA moves only alone (the notification
+            // would drop the mmap lock): not after another one, nor with the range going on
+            // past it (measured on 6.18: nothing moves then).
+            allowed = ok;
+            if !allowed && (seen || ve < end) {
                 return Err(MmError::Fault);
             }
             let r = self.mremap_to(a, l, l, target + offset)?;
@@ -1294,19 +1300,26 @@ impl MmWriteGuard<'_> {
             piece.pgoff = dest >> PAGE_SHIFT;
         }
         // mremap_userfaultfd_prep: with EVENT_REMAP the moved mapping stays registered and a
-        // REMAP event follows; without it the moved mapping is reset.
+        // REMAP event follows; without it the new VMA is reset, after the copy merged it with
+        // its neighbours, so a registered neighbour it merged with (the source included) is
+        // reset with it.
+        let mut reset = false;
         if let Some(ctx) = piece.uffd.clone() {
             let msg = UffdMsg::Remap {
                 from: old_addr,
                 to: dest,
                 len: old_len,
             };
-            if !self.events.prep(&ctx, feature::EVENT_REMAP, msg) {
-                piece.uffd = None;
-                piece.flags = piece.flags.without(VmFlags::UFFD_FLAGS);
-            }
+            reset = !self.events.prep(&ctx, feature::EVENT_REMAP, msg);
         }
         self.apply(dest, dest + new_len, Some(piece), |_| Change::Keep)?;
+        if reset {
+            if let Some(v) = self.vma_lookup(dest) {
+                v.start_write(&self.mm.locks);
+                v.set_uffd(None);
+                v.set_flags(v.flags().without(VmFlags::UFFD_FLAGS));
+            }
+        }
         {
             let mut pt = self.mm.pages.lock();
             pt.move_range(old_addr, old_addr + old_len.min(new_len), dest);

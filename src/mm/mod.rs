@@ -47,7 +47,10 @@
 //! - **mremap** (6.17, `do_mremap`): a shrink or an unchanged size without `MREMAP_FIXED` may
 //!   span several VMAs; `MREMAP_FIXED` with an unchanged size moves every VMA of the range,
 //!   keeping the gaps between them (`remap_move`); a moved VMA that never had a page written
-//!   takes the page offset of its new address (`copy_vma`), so it can merge there.
+//!   takes the page offset of its new address (`copy_vma`), so it can merge there; without
+//!   `EVENT_REMAP`, the VMA the copy merged into loses its userfaultfd registration
+//!   (`mremap_userfaultfd_prep`), registered neighbours included; a registered VMA moves only
+//!   alone (`vma_multi_allowed`).
 //! - **Placement**: a hint is rounded down to its page (`round_hint_to_min`); 2 MiB-multiple
 //!   private anonymous maps without a hint are placed THP-aligned
 //!   (`thp_get_unmapped_area_vmflags`).

@@ -1021,8 +1021,7 @@ impl World {
         }
         let base = self.model.pages[&p];
         let mut next = self.model.clone();
-        // copy_vma: a never-written anonymous VMA takes the offset of its new address. Without
-        // EVENT_REMAP the moved mapping loses its registration.
+        // copy_vma: a never-written anonymous VMA takes the offset of its new address.
         let pgoff = if base.backing == 0 && base.anon == 0 {
             dest
         } else {
@@ -1032,14 +1031,22 @@ impl World {
             next.pages.insert(
                 dest + i,
                 Attr {
-                    flags: base.flags & !UFFD_BITS,
-                    ctx: 0,
                     pgoff: pgoff + i,
                     ..base
                 },
             );
         }
         self.within_limit(&next)?;
+        next.normalise();
+        // Without EVENT_REMAP the new VMA — merged with its neighbours by then — loses its
+        // registration (mremap_userfaultfd_prep).
+        if base.ctx != 0 {
+            let (s, e) = next.run_of(dest).expect("moved");
+            for (_, a) in next.pages.range_mut(s..e) {
+                a.flags &= !UFFD_BITS;
+                a.ctx = 0;
+            }
+        }
         let moved: Vec<(u64, u8)> = self
             .model
             .data
@@ -1096,7 +1103,8 @@ impl World {
         }
         let got = got.map(|a| a >> PAGE_SHIFT);
         if fixed && old == new {
-            // remap_move: every run of the range, the gaps between them kept.
+            // remap_move: every run of the range, the gaps between them kept; a registered run
+            // only alone.
             let mut res = Err(MmError::Fault);
             let (mut seen, mut allowed, mut target, mut last_end) = (false, true, to, 0);
             let mut pos = p;
@@ -1114,7 +1122,7 @@ impl World {
                 let offset = if seen { rs - last_end } else { 0 };
                 last_end = re;
                 allowed = self.model.pages[&q].ctx == 0;
-                if seen && !allowed {
+                if !allowed && (seen || re < p + old) {
                     res = Err(MmError::Fault);
                     break;
                 }
