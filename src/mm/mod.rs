@@ -24,8 +24,8 @@
 //!
 //! The VMA rules are those of Linux 6.18 on x86-64 (with the 6.17 rewrite of mremap), and are
 //! checked against the running kernel op by op by `tests/mm_live_kernel.rs` (real syscalls in a
-//! reserved region of a forked child, `/proc/self/smaps` compared after every op; the long run
-//! is `scripts/mm-live-kernel.sh`). In particular:
+//! reserved region of a forked child, userfaultfd registration included, `/proc/self/smaps`
+//! compared after every op; the long run is `scripts/mm-live-kernel.sh`). In particular:
 //!
 //! - **Stopping half-way.** mprotect changes the VMAs in address order and stops at the first
 //!   hole (`ENOMEM`) or the first VMA whose `VM_MAY*` bits refuse the protection (`EACCES`),
