@@ -29,7 +29,7 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
         }
         let src = self.node_from_item(root);
         let mut count = 0u64;
-        let copy = copy_node::<E>(src, 0, u64::MAX, self.internal, &mut count);
+        let copy = copy_node::<E>(src, u64::MAX, self.internal, &mut count);
         copy.set_parent(None, 0);
         new.root
             .store(node_word(copy), crate::sync::Ordering::Release);
@@ -41,46 +41,32 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
     }
 }
 
+/// Copies the subtree of `src` (whose implied max is `max`), depth first: each node is one
+/// `malloc` and a copy of its words ([`NodeRef::alloc_copy_leaf`], [`NodeRef::alloc_copy_internal`]), children are
+/// copied before their parent and linked to it afterwards.
 fn copy_node<'g, E: Entry + Clone>(
     src: NodeRef<'_>,
-    min: u64,
     max: u64,
     internal: Kind,
     count: &mut u64,
 ) -> NodeRef<'g> {
-    let kind = src.kind();
-    let n = NodeRef::alloc(kind);
     *count += 1;
-    if kind == Kind::Leaf {
-        // Slots and pivots up to the end, nothing else: no child limits to compute.
-        let end = src.end(max);
-        for i in 0..=end {
-            if i < kind.pivots() {
-                n.init_pivot(i, src.pivot(i));
-            }
-            let w = src.slot(i);
-            let c = if w == 0 || w == ZERO_WORD {
+    if src.is_leaf() {
+        return NodeRef::alloc_copy_leaf(src, max, |w| {
+            if w == 0 || w == ZERO_WORD {
                 w
             } else {
-                // SAFETY: `w` is a live entry of the source tree, protected by its writer lock
-                // for the duration of the copy.
+                // SAFETY: `w` is a live entry of the source tree (a slot within its end),
+                // protected by its writer lock for the duration of the copy.
                 unsafe { clone_word::<E>(w) }.into_word()
-            };
-            n.init_slot(i, c);
-        }
-        return n;
+            }
+        });
     }
-    for (i, (lo, hi, _)) in node_slots(src, min, max).enumerate() {
-        if i < kind.pivots() {
-            n.init_pivot(i, src.pivot(i));
-        }
-        let child = src.child(i, internal);
-        let c = copy_node::<E>(child, lo, hi, internal, count);
-        c.set_parent(Some(n), i);
-        n.init_slot(i, node_word(c));
-        if kind == Kind::ARange {
-            n.set_gap(i, src.gap(i));
-        }
+    let (n, end) = NodeRef::alloc_copy_internal(src, max, |i, _, hi| {
+        node_word(copy_node::<E>(src.child(i, internal), hi, internal, count))
+    });
+    for i in 0..=end {
+        n.child(i, internal).set_parent(Some(n), i);
     }
     n
 }

@@ -306,6 +306,16 @@ impl core::fmt::Debug for NodeRef<'_> {
     }
 }
 
+/// The end of a node from its pivot words, as [`NodeRef::end`] derives it: the first pivot
+/// reaching `max`, else the pivot count.
+#[inline]
+fn words_end(pivots: &[u64], max: u64) -> usize {
+    pivots
+        .iter()
+        .position(|&p| p >= max)
+        .unwrap_or(pivots.len())
+}
+
 /// Encodes a node as a child (or root) word.
 #[inline]
 pub(crate) fn node_word(n: NodeRef<'_>) -> usize {
@@ -347,6 +357,82 @@ impl<'g> NodeRef<'g> {
         let ptr = NonNull::from(Box::leak(Box::new(Node::new())));
         NodeRef {
             ptr,
+            kind,
+            _guard: PhantomData,
+        }
+    }
+
+    /// Allocates a fresh, unpublished copy of the leaf `src`, whose implied max is `max` — the
+    /// structural copy of `dup`, the kernel's node `memcpy`: every data word is copied (one
+    /// `malloc`, not a zeroing `calloc`), then each slot word within the node's end is replaced
+    /// by `entry(word)`. The parent word is zero. Words beyond the end are copied as they are:
+    /// unspecified, as in the source, and read by nobody (module docs). Owned by the writer until
+    /// published (rows P4/P7: plain initialisation, made visible by the Release store that
+    /// publishes the copy).
+    ///
+    /// `src` must not change during the copy: the caller holds the writer lock of its tree (or
+    /// owns it), so its loads here are Relaxed.
+    #[inline]
+    pub(crate) fn alloc_copy_leaf(
+        src: NodeRef<'_>,
+        max: u64,
+        mut entry: impl FnMut(usize) -> usize,
+    ) -> Self {
+        debug_assert!(src.is_leaf());
+        let mut w = src.words_relaxed();
+        let (piv, slots) = w.split_at_mut(RANGE_PIVOTS);
+        let end = words_end(piv, max);
+        for s in &mut slots[..=end] {
+            *s = entry(*s as usize) as u64;
+        }
+        Self::alloc_words(Kind::Leaf, w)
+    }
+
+    /// As [`alloc_copy_leaf`](Self::alloc_copy_leaf), for an internal node (rows P2/P7/P12):
+    /// each child word within the end is replaced by `child(i, word, hi)`, `hi` being the
+    /// child's max (its pivot, or `max` for the last). Gaps are copied. Returns the copy and the
+    /// node's end.
+    #[inline]
+    pub(crate) fn alloc_copy_internal(
+        src: NodeRef<'_>,
+        max: u64,
+        mut child: impl FnMut(usize, usize, u64) -> usize,
+    ) -> (Self, usize) {
+        debug_assert!(!src.is_leaf());
+        let kind = src.kind;
+        let mut w = src.words_relaxed();
+        let (piv, slots) = w.split_at_mut(kind.slot_base());
+        let end = words_end(piv, max);
+        for (i, s) in slots[..=end].iter_mut().enumerate() {
+            let hi = if i < end { piv[i] } else { max };
+            *s = child(i, *s as usize, hi) as u64;
+        }
+        (Self::alloc_words(kind, w), end)
+    }
+
+    /// The data words, loaded Relaxed (the writer's view of a node no one else writes).
+    #[inline]
+    fn words_relaxed(&self) -> [u64; WORDS] {
+        let mut w = [0u64; WORDS];
+        for (d, s) in w.iter_mut().zip(self.node().words.iter()) {
+            *d = s.load(Ordering::Relaxed);
+        }
+        w
+    }
+
+    /// A fresh node holding `words`, parent word zero (one `malloc`, no zeroing).
+    #[inline]
+    fn alloc_words(kind: Kind, words: [u64; WORDS]) -> Self {
+        let node = Node {
+            parent: AtomicUsize::new(0),
+            words: words.map(AtomicU64::new),
+            #[cfg(loom)]
+            _track: crate::sync::Track::new(()),
+            #[cfg(loom)]
+            alive: crate::sync::PoisonCell::new(crate::sync::ALIVE),
+        };
+        NodeRef {
+            ptr: NonNull::from(Box::leak(Box::new(node))),
             kind,
             _guard: PhantomData,
         }
