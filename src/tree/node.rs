@@ -247,6 +247,51 @@ impl Node {
         }
     }
 
+    /// Replaces data word `i` of a node only its owner can reach (`&mut`) by `f(word)`; returns
+    /// the new word.
+    #[inline]
+    fn update(&mut self, i: usize, f: impl FnOnce(u64) -> u64) -> u64 {
+        #[cfg(not(loom))]
+        {
+            let w = self.words[i].get_mut();
+            *w = f(*w);
+            *w
+        }
+        #[cfg(loom)]
+        self.words[i].with_mut(|w| {
+            *w = f(*w);
+            *w
+        })
+    }
+
+    /// [`update`](Self::update) for every word of `range`, in order (`f` gets the index in the
+    /// range and the word).
+    #[inline]
+    fn update_words(
+        &mut self,
+        range: core::ops::RangeInclusive<usize>,
+        mut f: impl FnMut(usize, u64) -> u64,
+    ) {
+        #[cfg(not(loom))]
+        for (i, w) in self.words[range].iter_mut().enumerate() {
+            let w = w.get_mut();
+            *w = f(i, *w);
+        }
+        #[cfg(loom)]
+        for (i, w) in self.words[range].iter().enumerate() {
+            w.with_mut(|w| *w = f(i, *w));
+        }
+    }
+
+    /// The end (as [`NodeRef::end`] derives it) of a node only its owner can reach, with
+    /// `pivots` pivots and implied max `max`.
+    #[inline]
+    fn end_mut(&mut self, pivots: usize, max: u64) -> usize {
+        (0..pivots)
+            .find(|&i| self.update(i, |p| p) >= max)
+            .unwrap_or(pivots)
+    }
+
     /// Under loom: asserts the node is not freed, and records a read of its liveness word, so a
     /// free that does not happen-after this access is reported by loom as a causality violation.
     #[cfg(loom)]
@@ -306,16 +351,6 @@ impl core::fmt::Debug for NodeRef<'_> {
     }
 }
 
-/// The end of a node from its pivot words, as [`NodeRef::end`] derives it: the first pivot
-/// reaching `max`, else the pivot count.
-#[inline]
-fn words_end(pivots: &[u64], max: u64) -> usize {
-    pivots
-        .iter()
-        .position(|&p| p >= max)
-        .unwrap_or(pivots.len())
-}
-
 /// Encodes a node as a child (or root) word.
 #[inline]
 pub(crate) fn node_word(n: NodeRef<'_>) -> usize {
@@ -363,15 +398,15 @@ impl<'g> NodeRef<'g> {
     }
 
     /// Allocates a fresh, unpublished copy of the leaf `src`, whose implied max is `max` — the
-    /// structural copy of `dup`, the kernel's node `memcpy`: every data word is copied (one
-    /// `malloc`, not a zeroing `calloc`), then each slot word within the node's end is replaced
-    /// by `entry(word)`. The parent word is zero. Words beyond the end are copied as they are:
+    /// structural copy of `dup`, the kernel's node `memcpy`: the node is copied whole into one
+    /// `malloc` (no zeroing `calloc`), then each slot word within the node's end is replaced by
+    /// `entry(word)`. The parent word is zero. Words beyond the end are copied as they are:
     /// unspecified, as in the source, and read by nobody (module docs). Owned by the writer until
     /// published (rows P4/P7: plain initialisation, made visible by the Release store that
     /// publishes the copy).
     ///
     /// `src` must not change during the copy: the caller holds the writer lock of its tree (or
-    /// owns it), so its loads here are Relaxed.
+    /// owns it).
     #[inline]
     pub(crate) fn alloc_copy_leaf(
         src: NodeRef<'_>,
@@ -379,13 +414,12 @@ impl<'g> NodeRef<'g> {
         mut entry: impl FnMut(usize) -> usize,
     ) -> Self {
         debug_assert!(src.is_leaf());
-        let mut w = src.words_relaxed();
-        let (piv, slots) = w.split_at_mut(RANGE_PIVOTS);
-        let end = words_end(piv, max);
-        for s in &mut slots[..=end] {
-            *s = entry(*s as usize) as u64;
-        }
-        Self::alloc_words(Kind::Leaf, w)
+        let mut b = src.copy_box();
+        let end = b.end_mut(RANGE_PIVOTS, max);
+        b.update_words(RANGE_PIVOTS..=RANGE_PIVOTS + end, |_, w| {
+            entry(w as usize) as u64
+        });
+        Self::leak(Kind::Leaf, b)
     }
 
     /// As [`alloc_copy_leaf`](Self::alloc_copy_leaf), for an internal node (rows P2/P7/P12):
@@ -400,39 +434,52 @@ impl<'g> NodeRef<'g> {
     ) -> (Self, usize) {
         debug_assert!(!src.is_leaf());
         let kind = src.kind;
-        let mut w = src.words_relaxed();
-        let (piv, slots) = w.split_at_mut(kind.slot_base());
-        let end = words_end(piv, max);
-        for (i, s) in slots[..=end].iter_mut().enumerate() {
-            let hi = if i < end { piv[i] } else { max };
-            *s = child(i, *s as usize, hi) as u64;
+        let base = kind.slot_base();
+        let mut b = src.copy_box();
+        let end = b.end_mut(kind.pivots(), max);
+        for i in 0..=end {
+            let hi = if i < end { b.update(i, |p| p) } else { max };
+            b.update(base + i, |w| child(i, w as usize, hi) as u64);
         }
-        (Self::alloc_words(kind, w), end)
+        (Self::leak(kind, b), end)
     }
 
-    /// The data words, loaded Relaxed (the writer's view of a node no one else writes).
+    /// A fresh, unpublished, boxed copy of this node's data words, parent word zero.
+    #[cfg(not(loom))]
     #[inline]
-    fn words_relaxed(&self) -> [u64; WORDS] {
-        let mut w = [0u64; WORDS];
-        for (d, s) in w.iter_mut().zip(self.node().words.iter()) {
-            *d = s.load(Ordering::Relaxed);
-        }
-        w
-    }
-
-    /// A fresh node holding `words`, parent word zero (one `malloc`, no zeroing).
-    #[inline]
-    fn alloc_words(kind: Kind, words: [u64; WORDS]) -> Self {
-        let node = Node {
-            parent: AtomicUsize::new(0),
-            words: words.map(AtomicU64::new),
-            #[cfg(loom)]
-            _track: crate::sync::Track::new(()),
-            #[cfg(loom)]
-            alive: crate::sync::PoisonCell::new(crate::sync::ALIVE),
+    fn copy_box(&self) -> Box<Node> {
+        let mut b = Box::<Node>::new_uninit();
+        // SAFETY: `b` is a fresh allocation for one `Node`, so it cannot overlap the live node
+        // behind `self.ptr` (allocated for 'g, see `node`). Outside loom a `Node` is only
+        // atomics (`repr(C)`, no padding), for which the copied bytes are valid values, so the
+        // box is initialised afterwards. The source is read non-atomically: its tree's one
+        // writer is our caller (writer lock held or tree owned), so no store races the copy —
+        // readers only load, and reads racing reads are no data race.
+        let mut b = unsafe {
+            core::ptr::copy_nonoverlapping(self.ptr.as_ptr().cast_const(), b.as_mut_ptr(), 1);
+            b.assume_init()
         };
+        *b.parent.get_mut() = 0;
+        b
+    }
+
+    /// Under loom (whose atomics are not plain memory): word by word.
+    #[cfg(loom)]
+    fn copy_box(&self) -> Box<Node> {
+        let from = &self.node().words;
+        Box::new(Node {
+            parent: AtomicUsize::new(0),
+            words: core::array::from_fn(|i| AtomicU64::new(from[i].load(Ordering::Relaxed))),
+            _track: crate::sync::Track::new(()),
+            alive: crate::sync::PoisonCell::new(crate::sync::ALIVE),
+        })
+    }
+
+    /// Publishes nothing: turns an unpublished box into a handle owned by the writer.
+    #[inline]
+    fn leak(kind: Kind, b: Box<Node>) -> Self {
         NodeRef {
-            ptr: NonNull::from(Box::leak(Box::new(node))),
+            ptr: NonNull::from(Box::leak(b)),
             kind,
             _guard: PhantomData,
         }
