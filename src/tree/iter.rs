@@ -8,7 +8,7 @@ use core::marker::PhantomData;
 
 use crate::entry::{Entry, ZERO_WORD};
 
-use super::node::{Kind, Root};
+use super::node::{Kind, NodeRef, Root, RANGE_PIVOTS};
 use super::walk::Walker;
 use super::{borrow_word, MapleTree};
 
@@ -26,6 +26,15 @@ pub struct Iter<'g, E: Entry> {
     /// Last index the back may yield up to (inclusive).
     back_pos: u64,
     done: bool,
+    /// The front's leaf, for the in-leaf loop of `next`: while it is `Some`, the front's current
+    /// slot is `front_off` of it, covering `[front_lo, front_hi]`, in a leaf whose max is
+    /// `front_max`, and the walker's own record of its leaf offset and slot is stale (written
+    /// back by `sync_front` before the walker moves). `None`: the walker is authoritative.
+    front_leaf: Option<NodeRef<'g>>,
+    front_max: u64,
+    front_off: usize,
+    front_lo: u64,
+    front_hi: u64,
     _e: PhantomData<&'g E>,
 }
 
@@ -45,20 +54,89 @@ impl<'g, E: Entry> Iter<'g, E> {
             front_pos: first,
             back_pos: last,
             done: first > last,
+            front_leaf: None,
+            front_max: 0,
+            front_off: 0,
+            front_lo: 0,
+            front_hi: 0,
             _e: PhantomData,
         }
     }
 }
 
-impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
-    type Item = (u64, u64, E::Borrowed<'g>);
-
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
+impl<'g, E: Entry + 'g> Iter<'g, E> {
+    /// Yields the entry `w` of the fast path's slot `front_off`, `[lo, hi]`.
+    #[inline(always)]
+    fn yield_front(&mut self, lo: u64, hi: u64, w: usize) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        self.front_lo = lo;
+        self.front_hi = hi;
+        if hi >= self.back_pos {
+            // The last range the front may yield (`lo > back_pos` implies `hi > back_pos`).
+            self.done = true;
+            if lo > self.back_pos {
+                return None;
+            }
+        } else {
+            self.front_pos = hi + 1;
         }
+        // SAFETY: the word was read under the guard of 'g that created this iterator, and it is
+        // an entry (checked by the caller).
+        let b = unsafe { borrow_word::<E>(w) }?;
+        Some((lo, hi, b))
+    }
+
+    /// The front's fast path at the last slot of its leaf (`front_off`, `[front_lo, front_hi]`):
+    /// across to the parent's next child (`Walker::next_sibling_leaf`, the checks of
+    /// `next_leaf`) and on through that leaf, or through [`next_slow`](Self::next_slow).
+    #[inline(never)]
+    fn next_cross(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        loop {
+            let hi = self.front_hi;
+            if hi == u64::MAX {
+                self.done = true;
+                return None;
+            }
+            let Some((n, max)) = self.front.next_sibling_leaf(hi) else {
+                break;
+            };
+            self.front_leaf = Some(n);
+            self.front_max = max;
+            let (mut i, mut lo, mut hi, mut w) = (0, hi + 1, self.front.hi, self.front.word);
+            loop {
+                if w != 0 && w != ZERO_WORD {
+                    self.front_off = i;
+                    return self.yield_front(lo, hi, w);
+                }
+                if hi >= max {
+                    break;
+                }
+                i += 1;
+                lo = hi + 1;
+                hi = n.slot_max(i, max);
+                w = n.slot(i);
+            }
+            self.front_off = i;
+            self.front_lo = lo;
+            self.front_hi = hi;
+        }
+        let (lo, hi, w) = self.next_slow()?;
+        // SAFETY: the word was read under the guard of 'g that created this iterator, and it is
+        // an entry (next_entry skips empty and zero slots).
+        let b = unsafe { borrow_word::<E>(w) }?;
+        Some((lo, hi, b))
+    }
+
+    /// The front's step through the walker (first step, leaf crossings, restarts): moves to the
+    /// next entry, applies the overlap and end checks, and caches the leaf for the fast path.
+    #[inline(never)]
+    fn next_slow(&mut self) -> Option<(u64, u64, usize)> {
         let step = if self.front_started {
+            if let Some(n) = self.front_leaf.take() {
+                // Hand the position the fast path reached back to the walker.
+                let w = n.range_slot(self.front_off);
+                self.front
+                    .set_leaf_slot(self.front_off, self.front_lo, self.front_hi, w);
+            }
             self.front.next_entry()
         } else {
             self.front_started = true;
@@ -90,14 +168,65 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
         }
         self.front_yielded = true;
         let (lo, hi) = (self.front.lo, self.front.hi);
-        if hi >= self.back_pos || hi == u64::MAX {
+        if hi >= self.back_pos {
             self.done = true;
         } else {
             self.front_pos = hi + 1;
+            let leaf = self.front.leaf();
+            self.front_leaf = Some(leaf.node);
+            self.front_max = leaf.max;
+            self.front_off = leaf.offset;
+            self.front_lo = lo;
+            self.front_hi = hi;
         }
+        Some((lo, hi, self.front.word))
+    }
+}
+
+impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
+    type Item = (u64, u64, E::Borrowed<'g>);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        // Fast path: the next entry in the same leaf, as `Walker::next_entry` finds it (each
+        // slot's bound is its pivot, read once, clamped to the leaf's max), without touching the
+        // walker. No overlap check is needed: `lo` follows the last yielded range.
+        if let Some(n) = self.front_leaf {
+            let max = self.front_max;
+            let (mut i, mut lo, mut hi) = (self.front_off, 0, self.front_hi);
+            while hi < max {
+                i += 1;
+                lo = hi + 1;
+                hi = if i < RANGE_PIVOTS {
+                    let p = n.range_pivot(i);
+                    if p < max {
+                        p
+                    } else {
+                        max
+                    }
+                } else {
+                    max
+                };
+                let w = n.range_slot(i);
+                if w != 0 && w != ZERO_WORD {
+                    self.front_off = i;
+                    return self.yield_front(lo, hi, w);
+                }
+            }
+            if i != self.front_off {
+                self.front_off = i;
+                self.front_lo = lo;
+                self.front_hi = hi;
+            }
+            return self.next_cross();
+        }
+        let (lo, hi, w) = self.next_slow()?;
         // SAFETY: the word was read under the guard of 'g that created this iterator, and it is
         // an entry (next_entry skips empty and zero slots).
-        let b = unsafe { borrow_word::<E>(self.front.word) }?;
+        let b = unsafe { borrow_word::<E>(w) }?;
         Some((lo, hi, b))
     }
 }

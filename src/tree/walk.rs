@@ -340,6 +340,58 @@ impl<'g> Walker<'g> {
         self.next_leaf()
     }
 
+    /// Records a position an iterator reached by itself in the current leaf (slot `offset`,
+    /// covering `[lo, hi]`, holding `word`), as [`next_entry`](Self::next_entry) would have left
+    /// it; the walker must be positioned, and `offset` within that leaf's end.
+    #[inline]
+    pub(crate) fn set_leaf_slot(&mut self, offset: usize, lo: u64, hi: u64, word: usize) {
+        let d = self.depth - 1;
+        self.at_mut(d).offset = offset;
+        self.lo = lo;
+        self.hi = hi;
+        self.word = word;
+    }
+
+    /// An iterator's leaf crossing in the common case: when the current leaf (whose max is
+    /// `leaf_max`, the current slot being its last) is not its parent's last child, moves to the
+    /// parent's next child and returns it with its max — positioned at its slot 0, whose bound
+    /// and word are `self.hi`/`self.word`. `None`, with nothing changed, whenever the crossing
+    /// needs [`next_leaf`](Self::next_leaf) instead: no parent, the leaf or its parent dead, the
+    /// child slot empty, or the leaf the parent's last child (next_leaf then restarts or climbs
+    /// as usual, counting restarts). Checks exactly what `next_leaf` checks on this path.
+    #[inline]
+    pub(crate) fn next_sibling_leaf(&mut self, leaf_max: u64) -> Option<(NodeRef<'g>, u64)> {
+        if self.depth < 2 {
+            return None;
+        }
+        let d = self.depth - 1;
+        if self.at(d).node.is_dead() {
+            return None;
+        }
+        let p = *self.at(d - 1);
+        if leaf_max >= p.max || p.node.is_dead() {
+            return None;
+        }
+        let i = p.offset + 1;
+        let max = p.node.slot_max(i, p.max);
+        let c = p.node.try_child(i, self.internal)?;
+        if !c.is_leaf() {
+            return None;
+        }
+        self.at_mut(d - 1).offset = i;
+        let min = leaf_max + 1;
+        *self.at_mut(d) = Level {
+            node: c,
+            min,
+            max,
+            offset: 0,
+        };
+        self.lo = min;
+        self.hi = c.slot_max(0, max);
+        self.word = c.slot(0);
+        Some((c, max))
+    }
+
     /// Moves to the next slot holding an entry (not empty, not the zero entry): a tight loop
     /// within the leaf, [`next_leaf`](Self::next_leaf) across leaves.
     #[inline]
