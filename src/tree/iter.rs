@@ -79,10 +79,11 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         } else {
             self.front_pos = hi + 1;
         }
-        // SAFETY: the word was read under the guard of 'g that created this iterator, and it is
-        // an entry (checked by the caller).
-        let b = unsafe { borrow_word::<E>(w) }?;
-        Some((lo, hi, b))
+        debug_assert!(w != 0 && w != ZERO_WORD);
+        // SAFETY: the word was read under the guard of 'g that created this iterator (which
+        // keeps the entry alive for 'g), and it is an entry (checked by the caller), i.e. a word
+        // from `E::into_word`.
+        Some((lo, hi, unsafe { E::borrow(w) }))
     }
 
     /// The front's fast path at the last slot of its leaf (`front_off`, `[front_lo, front_hi]`):
@@ -96,28 +97,37 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 self.done = true;
                 return None;
             }
-            let Some((n, max)) = self.front.next_sibling_leaf(hi) else {
+            let Some((n, max)) = self.front.enter_next_sibling_leaf(hi) else {
                 break;
             };
             self.front_leaf = Some(n);
             self.front_max = max;
-            let (mut i, mut lo, mut hi, mut w) = (0, hi + 1, self.front.hi, self.front.word);
+            let (mut i, mut lo) = (0, hi + 1);
             loop {
+                let hi = if i < RANGE_PIVOTS {
+                    let p = n.range_pivot(i);
+                    if p < max {
+                        p
+                    } else {
+                        max
+                    }
+                } else {
+                    max
+                };
+                let w = n.range_slot(i);
                 if w != 0 && w != ZERO_WORD {
                     self.front_off = i;
                     return self.yield_front(lo, hi, w);
                 }
                 if hi >= max {
+                    self.front_off = i;
+                    self.front_lo = lo;
+                    self.front_hi = hi;
                     break;
                 }
                 i += 1;
                 lo = hi + 1;
-                hi = n.slot_max(i, max);
-                w = n.slot(i);
             }
-            self.front_off = i;
-            self.front_lo = lo;
-            self.front_hi = hi;
         }
         let (lo, hi, w) = self.next_slow()?;
         // SAFETY: the word was read under the guard of 'g that created this iterator, and it is

@@ -353,42 +353,37 @@ impl<'g> Walker<'g> {
     }
 
     /// An iterator's leaf crossing in the common case: when the current leaf (whose max is
-    /// `leaf_max`, the current slot being its last) is not its parent's last child, moves to the
-    /// parent's next child and returns it with its max — positioned at its slot 0, whose bound
-    /// and word are `self.hi`/`self.word`. `None`, with nothing changed, whenever the crossing
-    /// needs [`next_leaf`](Self::next_leaf) instead: no parent, the leaf or its parent dead, the
-    /// child slot empty, or the leaf the parent's last child (next_leaf then restarts or climbs
-    /// as usual, counting restarts). Checks exactly what `next_leaf` checks on this path.
+    /// `leaf_max`, the current slot being its last) is not its parent's last child, makes the
+    /// parent's next child the walker's leaf, at offset 0, and returns it with its max. The
+    /// caller (an iterator that keeps its own slot) reads the slots itself and records where it
+    /// stopped with [`set_leaf_slot`](Self::set_leaf_slot) before the walker moves again.
+    /// `None`, with nothing changed, whenever the crossing needs [`next_leaf`](Self::next_leaf)
+    /// instead: no parent, the leaf or its parent dead, the child slot empty, or the leaf the
+    /// parent's last child (next_leaf then restarts or climbs as usual, counting restarts).
+    /// Checks exactly what `next_leaf` checks on this path.
     #[inline]
-    pub(crate) fn next_sibling_leaf(&mut self, leaf_max: u64) -> Option<(NodeRef<'g>, u64)> {
+    pub(crate) fn enter_next_sibling_leaf(&mut self, leaf_max: u64) -> Option<(NodeRef<'g>, u64)> {
         if self.depth < 2 {
             return None;
         }
         let d = self.depth - 1;
-        if self.at(d).node.is_dead() {
+        let pl = *self.at(d - 1);
+        if self.at(d).node.is_dead() || leaf_max >= pl.max || pl.node.is_dead() {
             return None;
         }
-        let p = *self.at(d - 1);
-        if leaf_max >= p.max || p.node.is_dead() {
-            return None;
-        }
-        let i = p.offset + 1;
-        let max = p.node.slot_max(i, p.max);
-        let c = p.node.try_child(i, self.internal)?;
+        let i = pl.offset + 1;
+        let max = pl.node.slot_max(i, pl.max);
+        let c = pl.node.try_child(i, self.internal)?;
         if !c.is_leaf() {
             return None;
         }
         self.at_mut(d - 1).offset = i;
-        let min = leaf_max + 1;
         *self.at_mut(d) = Level {
             node: c,
-            min,
+            min: leaf_max + 1,
             max,
             offset: 0,
         };
-        self.lo = min;
-        self.hi = c.slot_max(0, max);
-        self.word = c.slot(0);
         Some((c, max))
     }
 
