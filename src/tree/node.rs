@@ -278,7 +278,7 @@ impl Node {
             *w = f(i, *w);
         }
         #[cfg(loom)]
-        for (i, w) in self.words[range].iter().enumerate() {
+        for (i, w) in self.words[range].iter_mut().enumerate() {
             w.with_mut(|w| *w = f(i, *w));
         }
     }
