@@ -284,3 +284,79 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::{MapleTree, Value};
+
+    /// Irregular ranges and gaps over several levels (both tree kinds), then every way of
+    /// walking them: forward, backward, alternating ends, and bounded ranges, against a model.
+    #[test]
+    fn fast_path_matches_model() {
+        for alloc in [false, true] {
+            let tree = if alloc {
+                MapleTree::<Value>::new_alloc()
+            } else {
+                MapleTree::<Value>::new()
+            };
+            let mut model = BTreeMap::new();
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            let mut at = 0u64;
+            for i in 0..3000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let len = x % 7;
+                let gap = (x >> 8) % 4;
+                tree.store_range(at, at + len, Value::new(i)).unwrap();
+                model.insert(at, (at + len, i));
+                at += len + 1 + gap;
+            }
+            let all: Vec<_> = model.iter().map(|(&a, &(b, v))| (a, b, v)).collect();
+            let g = tree.pin();
+            let got: Vec<_> = tree.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect();
+            assert_eq!(got, all);
+            let mut back: Vec<_> = tree
+                .iter(&g)
+                .rev()
+                .map(|(a, b, v)| (a, b, v.get()))
+                .collect();
+            back.reverse();
+            assert_eq!(back, all);
+            // Alternating ends meet in the middle without overlap or loss.
+            let mut it = tree.iter(&g);
+            let (mut front, mut rear) = (Vec::new(), Vec::new());
+            for k in 0.. {
+                let step = if k % 3 == 2 {
+                    it.next_back()
+                } else {
+                    it.next()
+                };
+                let Some((a, b, v)) = step else { break };
+                if k % 3 == 2 {
+                    rear.push((a, b, v.get()));
+                } else {
+                    front.push((a, b, v.get()));
+                }
+            }
+            rear.reverse();
+            front.extend(rear);
+            assert_eq!(front, all);
+            // Bounded ranges, edges inside entries and inside gaps.
+            for (first, last) in [(0, 0), (5, 97), (1234, 1234), (100, 9000), (7000, u64::MAX)] {
+                let want: Vec<_> = all
+                    .iter()
+                    .copied()
+                    .filter(|&(a, b, _)| b >= first && a <= last)
+                    .collect();
+                let got: Vec<_> = tree
+                    .range(first, last, &g)
+                    .map(|(a, b, v)| (a, b, v.get()))
+                    .collect();
+                assert_eq!(got, want, "range {first}..={last}");
+            }
+        }
+    }
+}
