@@ -23,7 +23,8 @@
 //! appends safe for readers (SPEC §1.3): the kernel's race came from a separately stored end.
 //!
 //! Words beyond the end are unspecified: zero in fresh nodes, stale after an append split has
-//! truncated the node (see `append`). Nobody reads them.
+//! truncated the node (see `append`), and copied as they are into `dup`'s node copies
+//! ([`NodeRef::alloc_copy_leaf`]). Nobody reads them.
 //!
 //! The kind of a node is not stored in it either: a child word carries a leaf tag in bit 0, and
 //! internal nodes are `Range` or `ARange` according to the tree. The parent word holds the parent's
@@ -51,6 +52,11 @@
 //! | P12 | gap | any | Relaxed | Relaxed | gaps are search hints; leaves are re-checked |
 //! | P13 | parent word (re-parent) | any | Relaxed | Relaxed | read by the writer and `validate` only |
 //! | P14 | parent word (dead bit) | node retired | Release | Acquire | a reader that sees it restarts from the root |
+//!
+//! `dup`'s node copies ([`NodeRef::alloc_copy_leaf`], [`NodeRef::alloc_copy_internal`]) are
+//! fresh nodes written before anyone else can reach them — one `memcpy` of the source node and
+//! plain writes through `&mut`, which is rows P2/P4/P7/P12 without even the atomics — and are
+//! published, like every fresh node, by the Release store of P1 (or P3) that exposes them.
 //!
 //! ## What a reader may hold, across any number of writes
 //!
