@@ -546,6 +546,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         r
     }
 
+    /// The store itself; the caller drops the entries it released once it is complete.
     fn store_from(
         &mut self,
         lw: &mut Walker<'t>,
