@@ -497,8 +497,10 @@ pub mod poll;
 mod sync;
 pub mod tree;
 
+pub use crossbeam_epoch::{Collector, Guard};
 pub use entry::{Entry, Value};
 pub use error::Error;
 pub use tree::{
-    Cursor, CursorMut, Iter, MapleTree, Options, Stats, Status, ValidateError, WriteGuard,
+    Cursor, CursorMut, Gaps, Iter, MapleTree, Options, PendingFrees, Stats, Status, ValidateError,
+    WriteGuard,
 };

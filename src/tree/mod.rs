@@ -37,6 +37,8 @@ mod dup;
 mod gap;
 mod iter;
 pub(crate) mod node;
+mod pending;
+mod api;
 mod rebuild;
 mod seal;
 mod validate;
@@ -44,16 +46,20 @@ mod walk;
 mod write;
 
 use core::marker::PhantomData;
+use core::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crossbeam_epoch::{Collector, Guard};
 
 use crate::entry::{Entry, ZERO_WORD};
-use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::sync::{AtomicUsize, Mutex};
 use node::Kind;
 
 pub use cursor::{Cursor, CursorMut, Status};
+pub use api::{inclusive, Gaps};
 pub use iter::Iter;
+pub use pending::PendingFrees;
 pub use validate::ValidateError;
 pub use write::WriteGuard;
 
@@ -113,6 +119,15 @@ pub struct Stats {
 }
 
 /// Options fixed when a tree is created.
+///
+/// Build them with [`Options::new`] and the builder methods:
+///
+/// ```
+/// use maple_tree::{MapleTree, Options, Value};
+///
+/// let tree = MapleTree::<Value>::with_options(Options::new().alloc(true));
+/// assert!(tree.is_alloc());
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     /// Track gaps in internal nodes (`MT_FLAGS_ALLOC_RANGE`): needed for allocation, makes gap
@@ -121,6 +136,25 @@ pub struct Options {
     /// The epoch collector readers and the writer pin; `None` uses crossbeam's default (fast,
     /// thread-local handles). Give each loom model or leak-counting test its own.
     pub collector: Option<Collector>,
+}
+
+impl Options {
+    /// The default options: a range tree (no gap tracking) on crossbeam's default collector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`Options::alloc`]: track gaps in internal nodes (an allocation tree).
+    pub fn alloc(mut self, on: bool) -> Self {
+        self.alloc = on;
+        self
+    }
+
+    /// Sets [`Options::collector`]: the epoch collector the tree's readers and writer pin.
+    pub fn collector(mut self, collector: Collector) -> Self {
+        self.collector = Some(collector);
+        self
+    }
 }
 
 /// Writer-private bookkeeping: only the holder of the writer lock (or `&mut`) touches it.
@@ -172,6 +206,11 @@ pub struct MapleTree<E: Entry> {
     pub(crate) writer: Mutex<WriterState>,
     collector: Collector,
     default_collector: bool,
+    /// Ranges holding an entry (zero entries not counted), kept by the writer; read lock-free.
+    /// A std atomic even under loom: a statistic no model reasons about.
+    pub(crate) len: StdAtomicUsize,
+    /// Retired nodes and entries whose deferred free has not run yet.
+    pub(crate) pending: Arc<pending::Pending>,
     _entries: PhantomData<E>,
 }
 
@@ -197,10 +236,7 @@ impl<E: Entry> MapleTree<E> {
     /// An empty allocation tree (`MT_FLAGS_ALLOC_RANGE`): gap-tracking internal nodes, required
     /// by [`WriteGuard::alloc_range`] and friends, and `O(log n)` gap search.
     pub fn new_alloc() -> Self {
-        Self::with_options(Options {
-            alloc: true,
-            collector: None,
-        })
+        Self::with_options(Options::new().alloc(true))
     }
 
     /// An empty tree with the given options.
@@ -228,6 +264,8 @@ impl<E: Entry> MapleTree<E> {
             }),
             collector,
             default_collector,
+            len: StdAtomicUsize::new(0),
+            pending: Arc::new(pending::Pending::default()),
             _entries: PhantomData,
         }
     }
@@ -265,11 +303,6 @@ impl<E: Entry> MapleTree<E> {
             guard.collector() == Some(&self.collector),
             "maple tree: the guard is not pinned on this tree's collector"
         );
-    }
-
-    /// Whether the tree holds nothing.
-    pub fn is_empty(&self) -> bool {
-        self.root.load(Ordering::Acquire) == 0
     }
 
     /// Number of levels (0 for an empty tree, 1 for a single leaf). Takes the writer lock.

@@ -30,6 +30,8 @@ struct Checker {
     /// Count slot words (only needed to check shared entries, when there are any).
     count_words: bool,
     words: HashMap<usize, usize>,
+    /// Leaf slots holding an entry (not NULL, not the zero entry).
+    entries: usize,
 }
 
 macro_rules! bad {
@@ -101,6 +103,9 @@ impl Checker {
                     bad!("adjacent NULL ranges ending at {hi:#x}: {}", at());
                 }
                 self.prev_word = Some(w);
+                if w != 0 && w != ZERO_WORD {
+                    self.entries += 1;
+                }
                 if w != 0 && self.count_words {
                     *self.words.entry(w).or_insert(0) += 1;
                 }
@@ -151,6 +156,9 @@ impl<E: Entry> WriteGuard<'_, E> {
             if !self.st.multi.is_empty() {
                 bad!("empty tree with shared entries recorded");
             }
+            if self.len() != 0 {
+                bad!("empty tree with len {}", self.len());
+            }
             return Ok(());
         }
         let r = self.node_from_item(root);
@@ -160,8 +168,12 @@ impl<E: Entry> WriteGuard<'_, E> {
             prev_word: None,
             count_words: !self.st.multi.is_empty(),
             words: HashMap::new(),
+            entries: 0,
         };
         c.node(r, 0, u64::MAX, 0, None)?;
+        if c.entries != self.len() {
+            bad!("len {} but {} ranges hold an entry", self.len(), c.entries);
+        }
         for (w, extra) in &self.st.multi {
             let seen = c.words.get(w).copied().unwrap_or(0);
             if seen < extra + 1 {

@@ -24,6 +24,10 @@ use smallvec::SmallVec;
 use crate::entry::{Entry, ZERO_WORD};
 use crate::error::Error;
 use crate::sync::{MutexGuard, Ordering};
+use core::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
+use std::sync::Arc;
+
+use super::pending::Pending;
 
 use super::append::LastSlot;
 use super::node::{node_word, Kind, NodeRef, Root, RANGE_PIVOTS, RANGE_SLOTS};
@@ -138,6 +142,10 @@ pub struct WriteGuard<'t, E: Entry> {
     pub(crate) exclusive: bool,
     pub(crate) collector: &'t Collector,
     pub(crate) default_collector: bool,
+    /// The tree's count of ranges holding an entry (see [`MapleTree::len`]).
+    pub(crate) len: &'t StdAtomicUsize,
+    /// The tree's pending-frees counters.
+    pub(crate) pending: &'t Arc<Pending>,
     _e: PhantomData<E>,
 }
 
@@ -158,6 +166,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             exclusive: false,
             collector: &tree.collector,
             default_collector: tree.default_collector,
+            len: &tree.len,
+            pending: &tree.pending,
             _e: PhantomData,
         }
     }
@@ -169,6 +179,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             writer,
             collector,
             default_collector,
+            len,
+            pending,
             ..
         } = tree;
         let st = writer.get_mut();
@@ -184,6 +196,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             exclusive: true,
             collector,
             default_collector: *default_collector,
+            len,
+            pending,
             _e: PhantomData,
         }
     }
@@ -322,10 +336,17 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     pub(crate) fn retire_node(&mut self, n: NodeRef<'_>) {
         self.st.stats.nodes_freed += 1;
         n.mark_dead();
-        // SAFETY: callers retire a node only after unlinking it (a new pointer published in its
-        // place, or its whole subtree unlinked), and each node exactly once; the guard belongs to
-        // this tree's collector (or is the unprotected guard of exclusive mode).
-        unsafe { n.retire(self.guard()) };
+        if self.exclusive {
+            // SAFETY: callers retire a node only after unlinking it (a new pointer published in
+            // its place, or its whole subtree unlinked), and each node exactly once; in exclusive
+            // mode the guard is the unprotected one, which frees at once.
+            unsafe { n.retire(self.guard(), || {}) };
+            return;
+        }
+        self.pending.add_node();
+        let pending = Arc::clone(self.pending);
+        // SAFETY: as above; the guard belongs to this tree's collector.
+        unsafe { n.retire(self.guard(), move || pending.sub_node()) };
     }
 
     /// A slot stopped referencing `w`: drop the entry unless another slot shares it.
@@ -333,6 +354,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         if w == 0 || w == ZERO_WORD {
             return;
         }
+        self.add_len(-1);
         if !core::mem::needs_drop::<E>() {
             return;
         }
@@ -349,10 +371,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             self.st.released.push(w);
             return;
         }
+        let pending = Arc::clone(self.pending);
+        pending.add_entry(E::HEAP_SIZE);
         // SAFETY: `w` is a live entry word that no slot references any more (shared words were
         // handled above). In RCU mode the drop waits for every guard that could still read it.
         unsafe {
             self.guard().defer_unchecked(move || {
+                pending.sub_entry(E::HEAP_SIZE);
                 // The drop runs after the grace period, on whichever thread collects, long after
                 // the write returned: a panic in the entry's `Drop` is contained here, so that
                 // the collector's other deferred frees still run.
@@ -395,7 +420,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// A range split around a new entry: `w` is now referenced by one more slot.
     pub(crate) fn share_entry(&mut self, w: usize) {
-        if w == 0 || w == ZERO_WORD || !core::mem::needs_drop::<E>() {
+        if w == 0 || w == ZERO_WORD {
+            return;
+        }
+        self.add_len(1);
+        if !core::mem::needs_drop::<E>() {
             return;
         }
         *self.st.multi.entry(w).or_insert(0) += 1;
@@ -541,9 +570,32 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         last: u64,
         entry: usize,
     ) -> (u64, u64) {
+        if entry != 0 && entry != ZERO_WORD {
+            // The new range; what it overwrites is counted down by `release_entry` (a range
+            // removed) and up by `share_entry` (a range split in two).
+            self.add_len(1);
+        }
         let r = self.store_from(lw, walked, first, last, entry);
         self.drop_released();
         r
+    }
+
+    /// Adjusts the count of ranges holding an entry (the writer is the only one changing it).
+    #[inline]
+    pub(crate) fn add_len(&self, d: isize) {
+        let n = self.len.load(StdOrdering::Relaxed);
+        self.len
+            .store(n.wrapping_add_signed(d), StdOrdering::Relaxed);
+    }
+
+    /// The count of ranges holding an entry, as the writer keeps it.
+    pub fn len(&self) -> usize {
+        self.len.load(StdOrdering::Relaxed)
+    }
+
+    /// Whether no range holds an entry (`len() == 0`).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     fn store_from(
@@ -670,6 +722,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             lw.word = entry;
             self.release_entry(old);
             self.after_leaf_change(lw, old == 0);
+        } else if entry != ZERO_WORD {
+            self.add_len(-1); // the range was already counted
         }
         self.st.stats.exact_fit += 1;
         true
@@ -762,6 +816,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 n.publish_slot(off, entry);
                 self.release_entry(old);
                 self.after_leaf_change(lw, (old == 0) != (entry == 0));
+            } else if entry != 0 && entry != ZERO_WORD {
+                self.add_len(-1); // the range was already counted
             }
             self.st.stats.exact_fit += 1;
             return Leafed::Done(first, last);
