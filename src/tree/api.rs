@@ -51,9 +51,9 @@ pub fn inclusive(r: impl RangeBounds<u64>) -> Result<(u64, u64), Error> {
 }
 
 impl<E: Entry> MapleTree<E> {
-    /// The number of ranges holding an entry (the reserved zero entry is not counted), in
-    /// `O(1)`: the writer keeps the count. Equal to `iter(&guard).count()` whenever no write
-    /// runs.
+    /// The number of ranges stored, in `O(1)`: the writer keeps the count. Ranges holding the
+    /// reserved zero entry ([`WriteGuard::store_zero_range`]) count, although iteration skips
+    /// them; otherwise this is `iter(&guard).count()` whenever no write runs.
     ///
     /// ```
     /// use maple_tree::{MapleTree, Value};
@@ -69,8 +69,7 @@ impl<E: Entry> MapleTree<E> {
         self.len.load(core::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Whether no range holds an entry (`len() == 0`; ranges holding only the reserved zero
-    /// entry do not count).
+    /// Whether the tree holds nothing: no entry and no zero entry (`len() == 0`).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -151,7 +150,11 @@ impl<E: Entry> MapleTree<E> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn gaps<'g>(&'g self, r: impl RangeBounds<u64>, guard: &'g Guard) -> Result<Gaps<'g>, Error> {
+    pub fn gaps<'g>(
+        &'g self,
+        r: impl RangeBounds<u64>,
+        guard: &'g Guard,
+    ) -> Result<Gaps<'g>, Error> {
         self.check_guard(guard);
         let (first, last) = inclusive(r)?;
         Ok(Gaps::new(&self.root, self.internal, first, last))
@@ -268,6 +271,13 @@ impl<E: Entry> MapleTree<E> {
 }
 
 impl<E: Entry> WriteGuard<'_, E> {
+    /// The range holding an entry (not the zero entry) that contains `index`.
+    pub(crate) fn walker_range(&self, index: u64) -> Option<(u64, u64)> {
+        let mut wk = self.walker();
+        wk.walk(index)?;
+        (wk.word != 0 && wk.word != ZERO_WORD).then_some((wk.lo, wk.hi))
+    }
+
     /// Exclusive mode only: erases the range containing `index` and hands its entry back.
     pub(crate) fn take(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
         assert!(self.exclusive, "maple tree: take needs exclusive mode");
@@ -543,5 +553,116 @@ impl<E: Entry> Extend<(RangeInclusive<u64>, E)> for MapleTree<E> {
         if let Err(e) = self.try_extend(iter) {
             panic!("MapleTree::extend: {e}");
         }
+    }
+}
+
+impl<E: Entry> MapleTree<E> {
+    /// The lowest start `s` of a free range `[s, s + size - 1]` inside `[min, max]` with `s` a
+    /// multiple of `align` (a power of two): `mas_empty_area` with an alignment. Exact-size
+    /// aligned holes are found; in allocation trees the search is `O(log n)` as long as the
+    /// large-enough gaps are aligned (a subtree is entered only if its largest gap is at least
+    /// `size`, and left again if none of its gaps has an aligned fit).
+    ///
+    /// The window rules are `mas_empty_area`'s: the whole `size`-range must lie inside
+    /// `[min, max]`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidWindow`] for `min > max`, `size == 0` or a window smaller than `size`;
+    /// [`Error::InvalidAlignment`] unless `align` is a power of two; [`Error::NoRoom`] when no
+    /// aligned fit exists.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new_alloc();
+    /// tree.store_range(0, 0xfff, Value::new(1))?;
+    /// tree.store_range(0x2000, 0x2fff, Value::new(2))?;
+    /// // The exact-size hole [0x1000, 0x1fff] is aligned: found.
+    /// assert_eq!(tree.empty_area_aligned(0, u64::MAX, 0x1000, 0x1000)?, 0x1000);
+    /// // Aligned to 0x4000, the lowest fit is past the entries.
+    /// assert_eq!(tree.empty_area_aligned(0, u64::MAX, 0x1000, 0x4000)?, 0x4000);
+    /// assert_eq!(tree.empty_area_rev_aligned(0, 0x5fff, 0x1000, 0x2000)?, 0x4000);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn empty_area_aligned(
+        &self,
+        min: u64,
+        max: u64,
+        size: u64,
+        align: u64,
+    ) -> Result<u64, Error> {
+        let guard = self.pin();
+        super::gap::empty_area_aligned(self, (min, max, size, align), false, &guard)
+    }
+
+    /// The highest aligned fit (see [`empty_area_aligned`](Self::empty_area_aligned)):
+    /// `mas_empty_area_rev` with an alignment.
+    ///
+    /// # Errors
+    ///
+    /// As [`empty_area_aligned`](Self::empty_area_aligned).
+    pub fn empty_area_rev_aligned(
+        &self,
+        min: u64,
+        max: u64,
+        size: u64,
+        align: u64,
+    ) -> Result<u64, Error> {
+        let guard = self.pin();
+        super::gap::empty_area_aligned(self, (min, max, size, align), true, &guard)
+    }
+}
+
+impl<E: Entry + Send + Sync> MapleTree<E> {
+    /// Inserts `entry` at the lowest free `[s, s + size - 1]` inside `[min, max]` with `s` a
+    /// multiple of `align`, and returns `s` (`mtree_alloc_range` with an alignment; see
+    /// [`empty_area_aligned`](Self::empty_area_aligned)). On error nothing is written and
+    /// `entry` is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotAllocTree`] on a tree without gap tracking, [`Error::Reserved`] for a
+    /// reserved entry word, and the errors of [`empty_area_aligned`](Self::empty_area_aligned).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new_alloc();
+    /// tree.store_range(0, 0x17ff, Value::new(1))?;
+    /// assert_eq!(tree.alloc_range_aligned(Value::new(2), 0x1000, 0x1000, 0, u64::MAX)?, 0x2000);
+    /// assert_eq!(tree.alloc_rrange_aligned(Value::new(3), 0x10, 0x100, 0, 0xffff)?, 0xff00);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn alloc_range_aligned(
+        &self,
+        entry: E,
+        size: u64,
+        align: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, Error> {
+        self.lock()
+            .alloc_range_aligned(entry, size, align, min, max)
+    }
+
+    /// As [`alloc_range_aligned`](Self::alloc_range_aligned), but the highest aligned fit
+    /// (`mtree_alloc_rrange` with an alignment).
+    ///
+    /// # Errors
+    ///
+    /// As [`alloc_range_aligned`](Self::alloc_range_aligned).
+    pub fn alloc_rrange_aligned(
+        &self,
+        entry: E,
+        size: u64,
+        align: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, Error> {
+        self.lock()
+            .alloc_rrange_aligned(entry, size, align, min, max)
     }
 }

@@ -712,9 +712,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
             // following `next`/`find` moves on from here without a walk (dup_mmap's loop).
             self.core.status = Status::Active;
             // The new range (the old one was counted down as `exact_fit_at` released it).
-            if w != ZERO_WORD {
-                self.wg.add_len(1);
-            }
+            self.wg.add_len(1);
             self.wg.drop_released();
             return Ok(());
         }

@@ -30,6 +30,8 @@
 //! tree.validate().unwrap();
 //! ```
 
+mod allocator;
+mod api;
 mod append;
 mod cursor;
 mod dump;
@@ -38,7 +40,6 @@ mod gap;
 mod iter;
 pub(crate) mod node;
 mod pending;
-mod api;
 mod rebuild;
 mod seal;
 mod validate;
@@ -56,8 +57,9 @@ use crate::entry::{Entry, ZERO_WORD};
 use crate::sync::{AtomicUsize, Mutex};
 use node::Kind;
 
-pub use cursor::{Cursor, CursorMut, Status};
+pub use allocator::{Allocator, Placement};
 pub use api::{inclusive, Gaps};
+pub use cursor::{Cursor, CursorMut, Status};
 pub use iter::Iter;
 pub use pending::PendingFrees;
 pub use validate::ValidateError;
@@ -206,7 +208,7 @@ pub struct MapleTree<E: Entry> {
     pub(crate) writer: Mutex<WriterState>,
     collector: Collector,
     default_collector: bool,
-    /// Ranges holding an entry (zero entries not counted), kept by the writer; read lock-free.
+    /// Ranges holding an entry or the zero entry, kept by the writer; read lock-free.
     /// A std atomic even under loom: a statistic no model reasons about.
     pub(crate) len: StdAtomicUsize,
     /// Retired nodes and entries whose deferred free has not run yet.

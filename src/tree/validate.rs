@@ -30,7 +30,7 @@ struct Checker {
     /// Count slot words (only needed to check shared entries, when there are any).
     count_words: bool,
     words: HashMap<usize, usize>,
-    /// Leaf slots holding an entry (not NULL, not the zero entry).
+    /// Leaf slots holding an entry or the zero entry.
     entries: usize,
 }
 
@@ -103,7 +103,7 @@ impl Checker {
                     bad!("adjacent NULL ranges ending at {hi:#x}: {}", at());
                 }
                 self.prev_word = Some(w);
-                if w != 0 && w != ZERO_WORD {
+                if w != 0 {
                     self.entries += 1;
                 }
                 if w != 0 && self.count_words {

@@ -351,11 +351,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// A slot stopped referencing `w`: drop the entry unless another slot shares it.
     pub(crate) fn release_entry(&mut self, w: usize) {
-        if w == 0 || w == ZERO_WORD {
+        if w == 0 {
             return;
         }
         self.add_len(-1);
-        if !core::mem::needs_drop::<E>() {
+        if w == ZERO_WORD || !core::mem::needs_drop::<E>() {
             return;
         }
         if let Some(c) = self.st.multi.get_mut(&w) {
@@ -420,11 +420,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// A range split around a new entry: `w` is now referenced by one more slot.
     pub(crate) fn share_entry(&mut self, w: usize) {
-        if w == 0 || w == ZERO_WORD {
+        if w == 0 {
             return;
         }
         self.add_len(1);
-        if !core::mem::needs_drop::<E>() {
+        if w == ZERO_WORD || !core::mem::needs_drop::<E>() {
             return;
         }
         *self.st.multi.entry(w).or_insert(0) += 1;
@@ -570,7 +570,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         last: u64,
         entry: usize,
     ) -> (u64, u64) {
-        if entry != 0 && entry != ZERO_WORD {
+        if entry != 0 {
             // The new range; what it overwrites is counted down by `release_entry` (a range
             // removed) and up by `share_entry` (a range split in two).
             self.add_len(1);
@@ -588,12 +588,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             .store(n.wrapping_add_signed(d), StdOrdering::Relaxed);
     }
 
-    /// The count of ranges holding an entry, as the writer keeps it.
+    /// The number of ranges holding an entry or the zero entry (see [`MapleTree::len`]).
     pub fn len(&self) -> usize {
         self.len.load(StdOrdering::Relaxed)
     }
 
-    /// Whether no range holds an entry (`len() == 0`).
+    /// Whether the tree holds nothing (`len() == 0`).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -722,7 +722,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             lw.word = entry;
             self.release_entry(old);
             self.after_leaf_change(lw, old == 0);
-        } else if entry != ZERO_WORD {
+        } else {
             self.add_len(-1); // the range was already counted
         }
         self.st.stats.exact_fit += 1;
@@ -816,7 +816,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 n.publish_slot(off, entry);
                 self.release_entry(old);
                 self.after_leaf_change(lw, (old == 0) != (entry == 0));
-            } else if entry != 0 && entry != ZERO_WORD {
+            } else if entry != 0 {
                 self.add_len(-1); // the range was already counted
             }
             self.st.stats.exact_fit += 1;
