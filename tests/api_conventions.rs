@@ -321,7 +321,7 @@ fn brute_fit(m: &Model, min: u64, max: u64, size: u64, align: u64, rev: bool) ->
         (min..=max.saturating_sub(size - 1)).filter(|s| s % align == 0 && s + size - 1 <= max);
     let mut it = starts.filter(|&s| free(s));
     if rev {
-        it.last()
+        it.next_back()
     } else {
         it.next()
     }
@@ -512,7 +512,8 @@ fn std_traits() -> Result<(), Error> {
     assert_eq!(t.try_extend(bad), Err(Error::InvalidRange));
     assert_eq!(t.len(), 4);
     let d = MapleTree::<Value>::default();
-    assert!(d.is_empty() && d.len() == 0);
+    assert!(d.is_empty());
+    assert_eq!(d.len(), 0);
     assert_eq!(format!("{d:?}"), "{}");
     assert_eq!(
         Value::try_from(u64::MAX).map_err(|e| e.value()),

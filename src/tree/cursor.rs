@@ -20,6 +20,7 @@ use super::{borrow_word, MapleTree};
 
 /// Where a cursor stands (`enum maple_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Status {
     /// The next operation walks from the root (`ma_start`).
     Start,

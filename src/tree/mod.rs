@@ -68,6 +68,7 @@ pub use write::WriteGuard;
 /// Which write path a store took, counted per tree (see [`MapleTree::stats`]). Names follow the
 /// kernel's `enum store_type` and `mas_wr_append` cases.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// One slot replaced in place (`wr_exact_fit`).
     pub exact_fit: u64,

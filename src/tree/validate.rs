@@ -156,7 +156,7 @@ impl<E: Entry> WriteGuard<'_, E> {
             if !self.st.multi.is_empty() {
                 bad!("empty tree with shared entries recorded");
             }
-            if self.len() != 0 {
+            if !self.is_empty() {
                 bad!("empty tree with len {}", self.len());
             }
             return Ok(());
