@@ -76,6 +76,10 @@ impl<E: Entry> MapleTree<E> {
 
     /// The lowest range holding an entry, with its entry.
     ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
     /// ```
     /// use maple_tree::{MapleTree, Value};
     /// # fn main() -> Result<(), maple_tree::Error> {
@@ -93,6 +97,10 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// The highest range holding an entry, with its entry (see [`first`](Self::first)).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn last<'g>(&'g self, guard: &'g Guard) -> Option<(RangeInclusive<u64>, E::Borrowed<'g>)> {
         self.iter(guard).next_back().map(|(a, b, e)| (a..=b, e))
     }
@@ -103,6 +111,10 @@ impl<E: Entry> MapleTree<E> {
     /// # Errors
     ///
     /// [`Error::InvalidRange`] for an empty or inverted range (see [`inclusive`]).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     ///
     /// ```
     /// use maple_tree::{MapleTree, Value};
@@ -135,6 +147,10 @@ impl<E: Entry> MapleTree<E> {
     /// # Errors
     ///
     /// [`Error::InvalidRange`] for an empty or inverted range (see [`inclusive`]).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     ///
     /// ```
     /// use maple_tree::{MapleTree, Value};

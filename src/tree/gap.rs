@@ -230,11 +230,19 @@ pub(crate) fn empty_area_aligned<E: Entry>(
 
 impl<E: Entry> WriteGuard<'_, E> {
     /// `mas_empty_area` under the writer: the lowest start of a free `size`-range in `[min, max]`.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::empty_area`].
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, Error> {
         empty_area_at(self.root, self.internal, min, max, size, false)
     }
 
     /// `mas_empty_area_rev` under the writer: the highest fit in `[min, max]`.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::empty_area`].
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, Error> {
         empty_area_at(self.root, self.internal, min, max, size, true)
     }
@@ -311,6 +319,10 @@ impl<E: Entry> WriteGuard<'_, E> {
     /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` in
     /// `[min, max]`; returns `start`.
     ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::alloc_range`].
+    ///
     /// ```
     /// use maple_tree::{MapleTree, Value};
     /// let tree = MapleTree::<Value>::new_alloc();
@@ -324,6 +336,10 @@ impl<E: Entry> WriteGuard<'_, E> {
     }
 
     /// `mtree_alloc_rrange`: the highest fit.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::alloc_range`].
     pub fn alloc_rrange(&mut self, entry: E, size: u64, min: u64, max: u64) -> Result<u64, Error> {
         self.alloc_common(entry, size, min, max, true)
     }
@@ -364,6 +380,10 @@ impl<E: Entry> WriteGuard<'_, E> {
     /// to `lo`. Returns the index and whether this allocation reports a wrap; `*next` becomes the
     /// index + 1 (wrapping to 0, which makes the next success report a wrap, as the kernel's
     /// `MT_FLAGS_ALLOC_WRAPPED` does).
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::alloc_cyclic`].
     ///
     /// ```
     /// use maple_tree::{MapleTree, Value};

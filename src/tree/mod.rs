@@ -201,7 +201,7 @@ pub(crate) struct WriterState {
 /// let ranges: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
 /// assert_eq!(ranges, [(0x1000, 0x17ff, 1), (0x1800, 0x37ff, 2), (0x3800, 0x3fff, 3)]);
 /// ```
-pub struct MapleTree<E: Entry> {
+pub struct MapleTree<E> {
     /// Root node word (0: empty).
     pub(crate) root: node::Root,
     /// Internal node kind: `ARange` for allocation trees, else `Range`.
@@ -214,8 +214,14 @@ pub struct MapleTree<E: Entry> {
     pub(crate) len: StdAtomicUsize,
     /// Retired nodes and entries whose deferred free has not run yet.
     pub(crate) pending: Arc<pending::Pending>,
+    /// Frees a whole tree of `E` entries at once (`dup::free_subtree_now::<E>`), set where `E:
+    /// Entry` is known so that the struct and its `Drop` need no bound.
+    free_all: FreeAll,
     _entries: PhantomData<E>,
 }
+
+/// See [`MapleTree::free_all`].
+type FreeAll = unsafe fn(usize, Kind, &mut HashMap<usize, usize>);
 
 // SAFETY: the tree owns its entries (moved in, dropped on any thread that writes or drops the
 // tree: `Send`) and hands out shared borrows of them to readers on any thread (`Sync`). Nodes are
@@ -269,6 +275,7 @@ impl<E: Entry> MapleTree<E> {
             default_collector,
             len: StdAtomicUsize::new(0),
             pending: Arc::new(pending::Pending::default()),
+            free_all: dup::free_subtree_now::<E>,
             _entries: PhantomData,
         }
     }
@@ -348,6 +355,10 @@ impl<E: Entry> MapleTree<E> {
     // ----- explicit-guard reads ----------------------------------------------------------------
 
     /// The entry at `index` (`mtree_load`). The zero entry reads as `None`.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     #[inline]
     pub fn load<'g>(&'g self, index: u64, guard: &'g Guard) -> Option<E::Borrowed<'g>> {
         self.check_guard(guard);
@@ -358,6 +369,10 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// The range containing `index` and its entry, if any (`mas_walk`, restricted to entries).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn load_range<'g>(
         &'g self,
         index: u64,
@@ -372,6 +387,10 @@ impl<E: Entry> MapleTree<E> {
     /// `mt_find`: the first entry whose range contains `*index` or starts in `(*index, max]`;
     /// on success `*index` becomes the found range's `last + 1` (wrapping to 0). `None` leaves
     /// `*index` alone. Zero entries are skipped.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn find<'g>(
         &'g self,
         index: &mut u64,
@@ -399,6 +418,10 @@ impl<E: Entry> MapleTree<E> {
 
     /// `mt_find_after`: like [`find`](Self::find) but `None` at once when `*index == 0` (which
     /// is how a wrapped index ends a `find` loop).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn find_after<'g>(
         &'g self,
         index: &mut u64,
@@ -413,6 +436,10 @@ impl<E: Entry> MapleTree<E> {
 
     /// `mt_next`: the first entry after the range containing `index` that starts at or below
     /// `max`, with its range.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn next<'g>(
         &'g self,
         index: u64,
@@ -436,6 +463,10 @@ impl<E: Entry> MapleTree<E> {
 
     /// `mt_prev`: the last entry before the range containing `index` that ends at or above
     /// `min`, with its range.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn prev<'g>(
         &'g self,
         index: u64,
@@ -459,6 +490,10 @@ impl<E: Entry> MapleTree<E> {
 
     /// Iterates over every `(first, last, entry)` in index order; double-ended. Zero entries
     /// are skipped.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn iter<'g>(&'g self, guard: &'g Guard) -> Iter<'g, E> {
         self.check_guard(guard);
         Iter::new(self, 0, u64::MAX)
@@ -466,12 +501,20 @@ impl<E: Entry> MapleTree<E> {
 
     /// Iterates over the entries whose ranges intersect `[first, last]` (ranges are reported
     /// whole, so the first may start before `first` and the last end after `last`).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn range<'g>(&'g self, first: u64, last: u64, guard: &'g Guard) -> Iter<'g, E> {
         self.check_guard(guard);
         Iter::new(self, first, last)
     }
 
     /// A read cursor (`ma_state`) at `index`, in status [`Status::Start`].
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn cursor<'g>(&'g self, index: u64, guard: &'g Guard) -> Cursor<'g, E> {
         self.check_guard(guard);
         Cursor::new(self, index)
@@ -517,11 +560,22 @@ impl<E: Entry> MapleTree<E> {
 impl<E: Entry + Send + Sync> MapleTree<E> {
     /// Stores `entry` over `[first, last]`, trimming or removing whatever was there
     /// (`mtree_store_range`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`](crate::Error::InvalidRange) if `first > last`;
+    /// [`Error::Reserved`](crate::Error::Reserved) for an entry whose word is reserved (a faulty
+    /// [`Entry`] implementation). Nothing is written then and `entry` is dropped.
     pub fn store_range(&self, first: u64, last: u64, entry: E) -> Result<(), crate::Error> {
         self.lock().store_range(first, last, entry)
     }
 
     /// Stores `entry` at one index (`mtree_store`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Reserved`](crate::Error::Reserved) for an entry whose word is reserved; nothing is
+    /// written then and `entry` is dropped.
     pub fn store(&self, index: u64, entry: E) -> Result<(), crate::Error> {
         self.lock().store_range(index, index, entry)
     }
@@ -529,11 +583,22 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// Stores `entry` over `[first, last]` only if every index there is empty
     /// (`mtree_insert_range`); otherwise [`Error::Occupied`](crate::Error::Occupied) and
     /// nothing changes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`](crate::Error::InvalidRange) if `first > last`,
+    /// [`Error::Occupied`](crate::Error::Occupied) if an index of the range holds an entry (the zero
+    /// entry included), [`Error::Reserved`](crate::Error::Reserved) for a reserved entry word.
+    /// Nothing is written then and `entry` is dropped.
     pub fn insert_range(&self, first: u64, last: u64, entry: E) -> Result<(), crate::Error> {
         self.lock().insert_range(first, last, entry)
     }
 
     /// [`insert_range`](Self::insert_range) of one index.
+    ///
+    /// # Errors
+    ///
+    /// As [`insert_range`](Self::insert_range).
     pub fn insert(&self, index: u64, entry: E) -> Result<(), crate::Error> {
         self.lock().insert_range(index, index, entry)
     }
@@ -545,6 +610,10 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     }
 
     /// Empties `[first, last]` (a NULL store), trimming entries that stick out.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`](crate::Error::InvalidRange) if `first > last` (nothing is erased).
     pub fn erase_range(&self, first: u64, last: u64) -> Result<(), crate::Error> {
         self.lock().erase_range(first, last)
     }
@@ -555,6 +624,12 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     }
 
     /// `mas_empty_area`: the lowest start of a free range of `size` indices inside `[min, max]`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidWindow`](crate::Error::InvalidWindow) for `min > max`, `size == 0` or a
+    /// window smaller than `size`; [`Error::NoRoom`](crate::Error::NoRoom) when no free range of
+    /// `size` indices lies inside the window.
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
         gap::empty_area(self, min, max, size, false, &guard)
@@ -562,6 +637,10 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
 
     /// `mas_empty_area_rev`: the highest start of a free range of `size` indices inside
     /// `[min, max]`, placed as high as possible.
+    ///
+    /// # Errors
+    ///
+    /// As [`empty_area`](Self::empty_area).
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
         gap::empty_area(self, min, max, size, true, &guard)
@@ -569,6 +648,12 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
 
     /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` inside
     /// `[min, max]` and returns `start`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotAllocTree`](crate::Error::NotAllocTree) on a tree without gap tracking,
+    /// [`Error::Reserved`](crate::Error::Reserved) for a reserved entry word, and the errors of
+    /// [`empty_area`](Self::empty_area). Nothing is written then and `entry` is dropped.
     pub fn alloc_range(
         &self,
         entry: E,
@@ -580,6 +665,10 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     }
 
     /// `mtree_alloc_rrange`: as [`alloc_range`](Self::alloc_range), but the highest fit.
+    ///
+    /// # Errors
+    ///
+    /// As [`alloc_range`](Self::alloc_range).
     pub fn alloc_rrange(
         &self,
         entry: E,
@@ -592,6 +681,14 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
 
     /// `mtree_alloc_cyclic`: allocates one index in `[lo, hi]`, searching from `*next` first and
     /// wrapping to `lo`; returns `(index, wrapped)` and advances `*next`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotAllocTree`](crate::Error::NotAllocTree) on a tree without gap tracking,
+    /// [`Error::InvalidWindow`](crate::Error::InvalidWindow) for `lo > hi`,
+    /// [`Error::NoRoom`](crate::Error::NoRoom) when every index of `[lo, hi]` is taken,
+    /// [`Error::Reserved`](crate::Error::Reserved) for a reserved entry word. Nothing is written
+    /// then, `*next` is unchanged and `entry` is dropped.
     pub fn alloc_cyclic(
         &self,
         entry: E,
@@ -604,6 +701,10 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
 
     /// Checks every structural invariant (K§5 plus height, parent links, gaps, "no non-rightmost
     /// leaf ends empty" and entry ownership). Takes the writer lock.
+    ///
+    /// # Errors
+    ///
+    /// A [`ValidateError`] naming the first broken invariant and where it was found.
     pub fn validate(&self) -> Result<(), ValidateError> {
         self.lock().validate()
     }
@@ -627,13 +728,15 @@ impl<E: Entry + Clone + Send + Sync> MapleTree<E> {
     }
 }
 
-impl<E: Entry> Drop for MapleTree<E> {
+impl<E> Drop for MapleTree<E> {
     fn drop(&mut self) {
         let root = atomic_take(self.root.word_mut());
         let st = self.writer.get_mut();
         let internal = self.internal;
-        // SAFETY: `&mut self`: no reader or writer can reach the tree any more.
-        unsafe { dup::free_subtree_now::<E>(root, internal, &mut st.multi) };
+        // SAFETY: `&mut self`: no reader or writer can reach the tree any more; `free_all` is
+        // `free_subtree_now::<E>` for this tree's `E` (set by `with_options`, the only
+        // constructor).
+        unsafe { (self.free_all)(root, internal, &mut st.multi) };
     }
 }
 

@@ -147,6 +147,10 @@ impl Checker {
 
 impl<E: Entry> WriteGuard<'_, E> {
     /// Checks every invariant (see [`MapleTree::validate`](super::MapleTree::validate)).
+    ///
+    /// # Errors
+    ///
+    /// A [`ValidateError`] naming the first broken invariant and where it was found.
     pub fn validate(&self) -> Result<(), ValidateError> {
         let root = self.root.load(crate::sync::Ordering::Acquire);
         if root == 0 {

@@ -134,7 +134,7 @@ pub(crate) enum GuardRef {
 /// assert_eq!(tree.get(995), Some(Value::new(99)));
 /// tree.validate().unwrap();
 /// ```
-pub struct WriteGuard<'t, E: Entry> {
+pub struct WriteGuard<'t, E> {
     pub(crate) root: &'t Root,
     pub(crate) internal: Kind,
     pub(crate) st: StateRef<'t>,
@@ -1063,6 +1063,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Stores `entry` over `[first, last]` (`mtree_store_range`): trims or removes whatever was
     /// there, across any number of nodes.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::store_range`].
     pub fn store_range(&mut self, first: u64, last: u64, entry: E) -> Result<(), Error> {
         if first > last {
             return Err(Error::InvalidRange);
@@ -1074,6 +1078,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Stores the reserved zero entry (`XA_ZERO_ENTRY`) over `[first, last]`: the range counts
     /// as occupied for insert and gap search but reads as empty through `load` and `iter`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`] if `first > last` (nothing is written).
     pub fn store_zero_range(&mut self, first: u64, last: u64) -> Result<(), Error> {
         if first > last {
             return Err(Error::InvalidRange);
@@ -1083,6 +1091,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Stores `entry` only if all of `[first, last]` is empty (`mtree_insert_range`).
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::insert_range`].
     pub fn insert_range(&mut self, first: u64, last: u64, entry: E) -> Result<(), Error> {
         if first > last {
             return Err(Error::InvalidRange);
@@ -1096,6 +1108,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// [`insert_range`](Self::insert_range) of one index.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::insert_range`].
     pub fn insert(&mut self, index: u64, entry: E) -> Result<(), Error> {
         self.insert_range(index, index, entry)
     }
@@ -1132,6 +1148,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Empties `[first, last]` (a NULL store).
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::erase_range`].
     pub fn erase_range(&mut self, first: u64, last: u64) -> Result<(), Error> {
         if first > last {
             return Err(Error::InvalidRange);
