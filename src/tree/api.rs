@@ -196,7 +196,7 @@ impl<E: Entry> MapleTree<E> {
     /// # }
     /// ```
     pub fn pending_frees(&self) -> PendingFrees {
-        self.pending.snapshot()
+        self.pending.snapshot(E::HEAP_SIZE)
     }
 }
 

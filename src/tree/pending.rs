@@ -8,43 +8,61 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 use super::node::Node;
 
 /// The shared counters (an `Arc`, because deferred frees may run after the tree is dropped).
+/// The writer (serialised by the tree's lock) counts retirements with a plain load and store;
+/// the deferred frees, on any thread, count frees with an atomic add.
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
-    nodes: AtomicUsize,
-    entries: AtomicUsize,
-    entry_bytes: AtomicUsize,
+    retired_nodes: AtomicUsize,
+    freed_nodes: AtomicUsize,
+    retired_entries: AtomicUsize,
+    freed_entries: AtomicUsize,
 }
 
 impl Pending {
+    /// The writer retired a node (callers hold the writer lock).
     #[inline]
     pub(crate) fn add_node(&self) {
-        self.nodes.fetch_add(1, Ordering::Relaxed);
+        let n = self.retired_nodes.load(Ordering::Relaxed);
+        self.retired_nodes.store(n + 1, Ordering::Relaxed);
     }
 
+    /// A deferred free ran.
     #[inline]
     pub(crate) fn sub_node(&self) {
-        self.nodes.fetch_sub(1, Ordering::Relaxed);
+        self.freed_nodes.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The writer released an entry (callers hold the writer lock).
     #[inline]
-    pub(crate) fn add_entry(&self, bytes: usize) {
-        self.entries.fetch_add(1, Ordering::Relaxed);
-        self.entry_bytes.fetch_add(bytes, Ordering::Relaxed);
+    pub(crate) fn add_entry(&self) {
+        let n = self.retired_entries.load(Ordering::Relaxed);
+        self.retired_entries.store(n + 1, Ordering::Relaxed);
     }
 
+    /// A deferred drop ran.
     #[inline]
-    pub(crate) fn sub_entry(&self, bytes: usize) {
-        self.entries.fetch_sub(1, Ordering::Relaxed);
-        self.entry_bytes.fetch_sub(bytes, Ordering::Relaxed);
+    pub(crate) fn sub_entry(&self) {
+        self.freed_entries.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn snapshot(&self) -> PendingFrees {
-        let nodes = self.nodes.load(Ordering::Relaxed);
+    pub(crate) fn snapshot(&self, entry_size: usize) -> PendingFrees {
+        // Frees first: a free counted after the retirement count was read cannot make the
+        // difference negative.
+        let freed_nodes = self.freed_nodes.load(Ordering::Relaxed);
+        let freed_entries = self.freed_entries.load(Ordering::Relaxed);
+        let nodes = self
+            .retired_nodes
+            .load(Ordering::Relaxed)
+            .saturating_sub(freed_nodes);
+        let entries = self
+            .retired_entries
+            .load(Ordering::Relaxed)
+            .saturating_sub(freed_entries);
         PendingFrees {
             nodes,
             node_bytes: nodes * core::mem::size_of::<Node>(),
-            entries: self.entries.load(Ordering::Relaxed),
-            entry_bytes: self.entry_bytes.load(Ordering::Relaxed),
+            entries,
+            entry_bytes: entries * entry_size,
         }
     }
 }

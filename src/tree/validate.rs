@@ -13,6 +13,7 @@ use super::write::WriteGuard;
 
 /// A broken invariant, with where it was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ValidateError(pub String);
 
 impl fmt::Display for ValidateError {

@@ -372,12 +372,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             return;
         }
         let pending = Arc::clone(self.pending);
-        pending.add_entry(E::HEAP_SIZE);
+        pending.add_entry();
         // SAFETY: `w` is a live entry word that no slot references any more (shared words were
         // handled above). In RCU mode the drop waits for every guard that could still read it.
         unsafe {
             self.guard().defer_unchecked(move || {
-                pending.sub_entry(E::HEAP_SIZE);
+                pending.sub_entry();
                 // The drop runs after the grace period, on whichever thread collects, long after
                 // the write returned: a panic in the entry's `Drop` is contained here, so that
                 // the collector's other deferred frees still run.
