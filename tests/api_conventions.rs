@@ -692,3 +692,74 @@ fn allocator_facade() -> Result<(), Error> {
     assert!(!b.is_empty());
     Ok(())
 }
+
+/// Gaps read lock-free beside a writer: strictly increasing (or decreasing), disjoint, inside
+/// the window, never over an entry that stays stored, and every range that stays empty is
+/// inside some yielded gap.
+#[test]
+fn gaps_beside_a_writer() {
+    let tree = MapleTree::<Value>::new_alloc();
+    const N: u64 = 2000;
+    for i in 0..N {
+        tree.store_range(20 * i, 20 * i + 5, Value::new(i)).unwrap(); // stays
+    }
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let mut rounds = 0;
+            while !done.load(Ordering::Acquire) || rounds < 3 {
+                rounds += 1;
+                let g = tree.pin();
+                let (lo, hi) = (15, 20 * N - 1);
+                let fwd: Vec<(u64, u64)> =
+                    tree.gaps(lo..=hi, &g).unwrap().map(|r| r.into_inner()).collect();
+                let mut bwd: Vec<(u64, u64)> =
+                    tree.gaps(lo..=hi, &g).unwrap().rev().map(|r| r.into_inner()).collect();
+                bwd.reverse();
+                for gaps in [&fwd, &bwd] {
+                    assert!(gaps.windows(2).all(|w| w[0].1 < w[1].0), "ordered, disjoint");
+                    assert!(gaps.iter().all(|&(a, b)| lo <= a && a <= b && b <= hi));
+                    let mut k = 0;
+                    for i in 0..N {
+                        // [20i, 20i+5] stays stored: no gap may touch it.
+                        let (e0, e1) = (20 * i, 20 * i + 5);
+                        // [20i+6, 20i+9] and [20i+16, 20i+19] stay empty: each inside a gap.
+                        for (q0, q1) in [(20 * i + 6, 20 * i + 9), (20 * i + 16, 20 * i + 19)] {
+                            if q0 < lo {
+                                continue;
+                            }
+                            while k < gaps.len() && gaps[k].1 < q0 {
+                                assert!(gaps[k].1 < e0 || gaps[k].0 > e1);
+                                k += 1;
+                            }
+                            assert!(
+                                k < gaps.len() && gaps[k].0 <= q0 && q1 <= gaps[k].1,
+                                "[{q0}, {q1}] not inside a gap"
+                            );
+                        }
+                    }
+                }
+            }
+            rounds
+        });
+        let mut state = 1u64;
+        for round in 0..200u64 {
+            let mut w = tree.lock();
+            for i in 0..N {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let (a, b) = (20 * i + 10, 20 * i + 15);
+                match state % 3 {
+                    0 => w.store_range(a, b, Value::new(round)).unwrap(),
+                    1 => w.erase_range(a, b).unwrap(),
+                    _ => w.store_range(a + 1, b - 1, Value::new(round)).unwrap(),
+                }
+            }
+            drop(w);
+            tree.validate().unwrap();
+        }
+        done.store(true, Ordering::Release);
+        assert!(reader.join().unwrap() >= 3);
+    });
+}
