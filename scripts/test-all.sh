@@ -15,16 +15,16 @@ cargo clippy --all-targets -- -D warnings
 step "cargo doc --no-deps (no warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
-step "cargo test (unit, property, integration, doc)"
+step "cargo test (unit, property, integration, doc; the short promise stress run included)"
 cargo test --release
 
 step "cargo test in the debug profile (debug assertions and overflow checks on)"
 cargo test
 
 if [ -d loom-tests ]; then
-  step "loom models (each prints its executions and time)"
+  step "loom models: single writes, sequences of writes, mutants (each prints its executions and time)"
   (cd loom-tests && RUSTFLAGS="--cfg loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
-    cargo test --release -- --test-threads=1 --nocapture)
+    RUST_BACKTRACE=0 cargo test --release -- --test-threads=1 --nocapture)
 fi
 
 step "seeds demo (quick mode): the table must be there"

@@ -261,3 +261,30 @@ fn iterators_across_random_writes() {
         iterate_across_writes(seed % 2 == 0, seed % 3 == 0, s);
     }
 }
+
+/// Seals hold only for a grace period: once no guard from before the split is left, the same
+/// append into the truncated leaf is done in place again.
+#[test]
+fn seals_lift_after_the_grace_period() {
+    let tree = MapleTree::<Value>::new();
+    for i in 0..8u64 {
+        tree.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+    }
+    let g = tree.pin();
+    tree.store_range(80, 85, Value::new(8)).unwrap(); // append split: the leaf shrinks
+    drop(g);
+    // Let the epoch advance (this thread's deferred lift is handed to the collector).
+    for _ in 0..64 {
+        crossbeam_epoch::pin().flush();
+    }
+    tree.store_range(1000, 1000, Value::new(7)).unwrap(); // any write collects the lift
+    for _ in 0..64 {
+        crossbeam_epoch::pin().flush();
+    }
+    let before = tree.stats();
+    tree.store_range(73, 75, Value::new(98)).unwrap(); // +1 append into the shrunk leaf
+    let after = tree.stats();
+    assert_eq!(after.sealed_extend, before.sealed_extend, "{after:?}");
+    assert_eq!(after.append_end, before.append_end + 1, "{after:?}");
+    tree.validate().unwrap();
+}

@@ -638,3 +638,544 @@ fn stress_tiny() {
     stress(false, 0x7111, size);
     stress(true, 0x7112, size);
 }
+
+// ---- the promise, checked across long write sequences -----------------------------------------
+//
+// The tests above check what a reader can check alone. The ones below check the promise itself
+// (README "Guarantees") against the writer's log. The writer numbers its writes `1, 2, ...`; write
+// `v` stores `Value::new(v)` (every stored value is unique), is logged as `(first, last, Some(v))`
+// (an erase as the range it emptied, `None`; `clear` as `[0, MAX]`), and only then is `v`
+// published in the sequence counter (Release). State `k` is the tree after writes `1..=k`. A read
+// loads the counter before (`b`) and after (`a`) it (Acquire): while it ran, the tree was in the
+// states `b..=a + 1` (write `a + 1` may have been under way; none after it can have published
+// anything the read saw, or the counter load after it would have seen `a + 1`). Readers record
+// what they saw; after each phase the checker replays the log from the phase's first state and
+// proves:
+// - a point load returned the index's entry (or nothing) of some state in its window;
+// - an iteration (forward, backward, whole or windowed) yielded strictly increasing,
+//   non-overlapping ranges, each of which was exactly a range of some state in its window, and
+//   yielded every range of state `b` inside its span that no write of the window touched.
+//
+// Workloads (one per phase, chosen by the seed): issue 13's "clear, 8 stores, [80, 85], [73, 75]"
+// loop (append split, then `+1` append into the truncated leaf), in-order builds (appends, append
+// splits, fills, climbs), random stores, random erases. Seed `MAPLE_STRESS_SEED`, duration
+// `MAPLE_STRESS_SECS` per tree kind (default 2 s; `scripts/stress-long.sh` runs it for minutes),
+// readers `MAPLE_STRESS_READERS` (default 3); `MAPLE_STRESS_APPEND=0` turns the in-place appends
+// off (a control run).
+
+mod promise {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{Arc, Barrier};
+    use std::time::{Duration, Instant};
+
+    use maple_tree::{MapleTree, Value};
+
+    use super::Rng;
+
+    type Tree = MapleTree<Value>;
+
+    /// One logged write: the range it wrote and the value (`None`: emptied).
+    #[derive(Clone, Copy, Debug)]
+    struct Logged {
+        first: u64,
+        last: u64,
+        val: Option<u64>,
+    }
+
+    /// The reference: non-empty ranges `first -> (last, value)`, equal neighbours kept apart.
+    #[derive(Clone, Default)]
+    struct Model(BTreeMap<u64, (u64, u64)>);
+
+    impl Model {
+        fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
+            if first > last {
+                return;
+            }
+            let over: Vec<(u64, u64, u64)> = self
+                .0
+                .range(..=last)
+                .rev()
+                .take_while(|(_, &(l, _))| l >= first)
+                .map(|(&a, &(b, v))| (a, b, v))
+                .collect();
+            for (a, b, val) in over {
+                self.0.remove(&a);
+                if a < first {
+                    self.0.insert(a, (first - 1, val));
+                }
+                if b > last {
+                    self.0.insert(last + 1, (b, val));
+                }
+            }
+            if let Some(v) = v {
+                self.0.insert(first, (last, v));
+            }
+        }
+        fn at(&self, i: u64) -> Option<(u64, u64, u64)> {
+            self.0
+                .range(..=i)
+                .next_back()
+                .filter(|(_, &(l, _))| l >= i)
+                .map(|(&a, &(b, v))| (a, b, v))
+        }
+        fn has(&self, r: (u64, u64, u64)) -> bool {
+            self.0.get(&r.0) == Some(&(r.1, r.2))
+        }
+        /// The ranges intersecting `[lo, hi]`, whole.
+        fn within(&self, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
+            let start = self.at(lo).map_or(lo, |r| r.0);
+            self.0
+                .range(start..=hi)
+                .map(|(&a, &(b, v))| (a, b, v))
+                .collect()
+        }
+    }
+
+    /// What a reader saw, with its window `[b, a + 1]` (write numbers).
+    enum Obs {
+        Point {
+            i: u64,
+            got: Option<u64>,
+        },
+        Iter {
+            what: &'static str,
+            span: (u64, u64),
+            got: Vec<(u64, u64, u64)>,
+        },
+    }
+
+    struct Seen {
+        b: u64,
+        a: u64,
+        obs: Obs,
+    }
+
+    /// Indices every reader probes: issue 13's (76, 80, 90, 1000) and boundaries of the workloads.
+    const PROBES: [u64; 10] = [0, 73, 75, 76, 80, 86, 90, 1000, 2000, u64::MAX];
+    /// Upper end of the random workloads' indices.
+    const SPACE: u64 = 4000;
+    /// Ranges a reader records per phase at most (then it does point loads only), so a phase's
+    /// memory stays bounded.
+    const MAX_RECORDED_RANGES: usize = 400_000;
+
+    fn reader(tree: Arc<Tree>, seq: Arc<AtomicU64>, stop: Arc<AtomicBool>, seed: u64) -> Vec<Seen> {
+        let mut rng = Rng(seed);
+        let mut out = Vec::new();
+        let mut ranges = 0usize;
+        while !stop.load(Ordering::Relaxed) {
+            let kind = if ranges >= MAX_RECORDED_RANGES {
+                0
+            } else {
+                rng.below(8)
+            };
+            let guard = tree.pin();
+            let b = seq.load(Ordering::Acquire);
+            let obs = match kind {
+                0..=2 => {
+                    let i = if rng.chance(70) {
+                        PROBES[rng.below(PROBES.len() as u64) as usize]
+                    } else {
+                        rng.below(SPACE + 100)
+                    };
+                    Obs::Point {
+                        i,
+                        got: tree.load(i, &guard).map(|v| v.get()),
+                    }
+                }
+                3..=4 => Obs::Iter {
+                    what: "forward",
+                    span: (0, u64::MAX),
+                    got: tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect(),
+                },
+                5..=6 => {
+                    let mut got: Vec<_> = tree
+                        .iter(&guard)
+                        .rev()
+                        .map(|(a, b, v)| (a, b, v.get()))
+                        .collect();
+                    got.reverse();
+                    Obs::Iter {
+                        what: "backward",
+                        span: (0, u64::MAX),
+                        got,
+                    }
+                }
+                _ => {
+                    let lo = rng.below(SPACE);
+                    let hi = lo + rng.below(400);
+                    let it = tree.range(lo, hi, &guard).map(|(a, b, v)| (a, b, v.get()));
+                    let (what, got) = if rng.chance(50) {
+                        ("range forward", it.collect())
+                    } else {
+                        let mut g: Vec<_> = it.rev().collect();
+                        g.reverse();
+                        ("range backward", g)
+                    };
+                    Obs::Iter {
+                        what,
+                        span: (lo, hi),
+                        got,
+                    }
+                }
+            };
+            let a = seq.load(Ordering::Acquire);
+            drop(guard);
+            if let Obs::Iter { got, .. } = &obs {
+                ranges += got.len() + 1;
+            }
+            out.push(Seen { b, a, obs });
+        }
+        out
+    }
+
+    /// The writer: one write per lock acquisition, logged, then published in `seq`.
+    struct Writer<'a> {
+        tree: &'a Tree,
+        seq: &'a AtomicU64,
+        log: Vec<Logged>,
+        model: Model,
+        next: u64,
+    }
+
+    impl Writer<'_> {
+        fn done(&mut self, l: Logged) {
+            self.model.store(l.first, l.last, l.val);
+            self.log.push(l);
+            self.seq.store(self.next, Ordering::Release);
+            self.next += 1;
+        }
+        fn store(&mut self, first: u64, last: u64) {
+            let v = self.next;
+            self.tree.store_range(first, last, Value::new(v)).unwrap();
+            self.done(Logged {
+                first,
+                last,
+                val: Some(v),
+            });
+        }
+        fn erase(&mut self, i: u64) {
+            let (first, last) = self.tree.erase(i).unwrap_or((1, 0));
+            self.done(Logged {
+                first,
+                last,
+                val: None,
+            });
+        }
+        fn erase_range(&mut self, first: u64, last: u64) {
+            self.tree.erase_range(first, last).unwrap();
+            self.done(Logged {
+                first,
+                last,
+                val: None,
+            });
+        }
+        fn clear(&mut self) {
+            self.tree.clear();
+            self.done(Logged {
+                first: 0,
+                last: u64::MAX,
+                val: None,
+            });
+        }
+    }
+
+    /// One phase's workload.
+    fn workload(w: &mut Writer<'_>, rng: &mut Rng, kind: u64, writes: u64) {
+        let end = w.next + writes;
+        match kind {
+            // Issue 13: clear, 8 stores (a full root leaf), [80, 85] (append split), [73, 75]
+            // (+1 append into the truncated leaf), sometimes a few more appends after it.
+            0 => {
+                while w.next < end {
+                    w.clear();
+                    for i in 0..8 {
+                        w.store(10 * i, 10 * i + 5);
+                    }
+                    w.store(80, 85);
+                    w.store(73, 75);
+                    for i in 0..rng.below(12) {
+                        w.store(90 + 10 * i, 95 + 10 * i);
+                    }
+                }
+            }
+            // In-order builds from empty: three-way appends, append splits, fills, climbs;
+            // sometimes `+1` appends at the end ([x, MAX]) and trims.
+            1 => {
+                w.clear();
+                let mut x = 0;
+                while w.next < end {
+                    match rng.below(10) {
+                        0 => w.store(x, u64::MAX),
+                        1 if x > 20 => w.store(x - 3, x - 1),
+                        _ => w.store(x, x + 5),
+                    }
+                    x += 10;
+                    if x > SPACE * 4 {
+                        w.clear();
+                        x = 0;
+                    }
+                }
+            }
+            // Random stores (exact fits, slot and node stores, splits, spanning stores).
+            2 => {
+                while w.next < end {
+                    let a = rng.below(SPACE);
+                    let len = if rng.chance(10) {
+                        rng.below(500)
+                    } else {
+                        rng.below(12)
+                    };
+                    if rng.chance(20) {
+                        if let Some((x, y, _)) = w.model.at(a) {
+                            w.store(x, y);
+                            continue;
+                        }
+                    }
+                    w.store(a, a + len);
+                }
+            }
+            // Erases: of whole ranges and of random spans (rebalance, shrink).
+            _ => {
+                while w.next < end {
+                    let a = rng.below(SPACE);
+                    match rng.below(10) {
+                        0..=5 => w.erase(a),
+                        6..=8 => w.erase_range(a, a + rng.below(200)),
+                        _ => {
+                            let len = rng.below(8);
+                            w.store(a, a + len);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks every observation of a phase: `start` is the model of state `first` (the state
+    /// before the phase's first write `first + 1`), `log[j]` is write `first + 1 + j`.
+    fn check_phase(start: &Model, first: u64, log: &[Logged], seen: &[Seen], ctx: &str) -> u64 {
+        let last = first + log.len() as u64;
+        let window = |s: &Seen| (s.b, (s.a + 1).min(last));
+        // Per observation: what is still to be shown (point: 1 item; iteration: its ranges).
+        let mut pending: Vec<Vec<bool>> = seen
+            .iter()
+            .map(|s| match &s.obs {
+                Obs::Point { .. } => vec![false],
+                Obs::Iter { got, .. } => vec![false; got.len()],
+            })
+            .collect();
+        // The order and the skip checks need no replay beyond state b.
+        let mut by_start: Vec<usize> = (0..seen.len()).collect();
+        by_start.sort_by_key(|&j| seen[j].b);
+        let mut model = start.clone();
+        let mut k = first;
+        let mut next = 0;
+        let mut active: Vec<usize> = Vec::new();
+        let touched = |lo: u64, hi: u64, from: u64, to: u64| {
+            // Does a write of (from, to] intersect [lo, hi]?
+            (from + 1..=to).any(|v| {
+                let l = log[(v - first - 1) as usize];
+                l.first <= hi && lo <= l.last
+            })
+        };
+        loop {
+            while next < by_start.len() && seen[by_start[next]].b == k {
+                let j = by_start[next];
+                let s = &seen[j];
+                let (b, a) = window(s);
+                assert!(
+                    b >= first && b <= a,
+                    "{ctx}: bad window [{b}, {a}] for phase ({first}, {last}]"
+                );
+                if let Obs::Iter { what, span, got } = &s.obs {
+                    for w in got.windows(2) {
+                        assert!(
+                            w[0].1 < w[1].0,
+                            "{ctx}: {what} {span:?} in window [{b}, {a}]: ranges out of order or overlapping: {:?} then {:?}",
+                            w[0], w[1]
+                        );
+                    }
+                    for r in model.within(span.0, span.1) {
+                        if !touched(r.0, r.1, b, a) {
+                            // Iterations yield ranges whole (not clipped to the span).
+                            let yielded = got
+                                .binary_search_by_key(&r.0, |g| g.0)
+                                .is_ok_and(|x| got[x] == r);
+                            assert!(
+                                yielded,
+                                "{ctx}: {what} {span:?} in window [{b}, {a}] skipped {r:?}, unchanged through the window; got {got:?}"
+                            );
+                        }
+                    }
+                }
+                active.push(j);
+                next += 1;
+            }
+            // State k: mark what it shows.
+            active.retain(|&j| {
+                let s = &seen[j];
+                let p = &mut pending[j];
+                match &s.obs {
+                    Obs::Point { i, got } => {
+                        if model.at(*i).map(|r| r.2) == *got {
+                            p[0] = true;
+                        }
+                    }
+                    Obs::Iter { got, .. } => {
+                        for (x, &r) in got.iter().enumerate() {
+                            if !p[x] && model.has(r) {
+                                p[x] = true;
+                            }
+                        }
+                    }
+                }
+                let (_, a) = window(s);
+                if k >= a || p.iter().all(|&d| d) {
+                    if let Some(x) = p.iter().position(|&d| !d) {
+                        let (b, a) = window(s);
+                        let writes: Vec<_> = (b + 1..=a).map(|v| (v, log[(v - first - 1) as usize])).collect();
+                        match &s.obs {
+                            Obs::Point { i, got } => panic!(
+                                "{ctx}: load({i}) = {got:?} in window [{b}, {a}]: not the index's entry in any state of it; writes of the window {writes:?}"
+                            ),
+                            Obs::Iter { what, span, got } => panic!(
+                                "{ctx}: {what} {span:?} in window [{b}, {a}] yielded {:?}, a range of no state of the window; writes of the window {writes:?}; got {got:?}",
+                                got[x]
+                            ),
+                        }
+                    }
+                    false
+                } else {
+                    true
+                }
+            });
+            if k == last {
+                break;
+            }
+            let l = log[(k - first) as usize];
+            model.store(l.first, l.last, l.val);
+            k += 1;
+        }
+        assert!(active.is_empty() && next == by_start.len());
+        seen.len() as u64
+    }
+
+    /// Runs phases for `secs`; returns (writes, reads checked).
+    pub(super) fn run(alloc: bool, seed: u64, secs: f64, readers: usize) -> (u64, u64) {
+        let tree = Arc::new(if alloc {
+            Tree::new_alloc()
+        } else {
+            Tree::new()
+        });
+        // `MAPLE_STRESS_APPEND=0`: the in-place appends off (the control run: no append split).
+        let append = std::env::var("MAPLE_STRESS_APPEND").map_or(true, |v| v != "0");
+        tree.set_append(append);
+        let seq = Arc::new(AtomicU64::new(0));
+        let mut rng = Rng(seed);
+        let mut model = Model::default();
+        let mut next = 1;
+        let (mut reads, mut phases) = (0u64, 0u64);
+        let deadline = Instant::now() + Duration::from_secs_f64(secs);
+        let t0 = Instant::now();
+        let mut per_kind = [0u64; 4];
+        while phases < 4 || Instant::now() < deadline {
+            let kind = if phases < 4 { phases } else { rng.below(4) };
+            let writes = 200 + rng.below(800);
+            let stop = Arc::new(AtomicBool::new(false));
+            let barrier = Arc::new(Barrier::new(readers + 1));
+            let handles: Vec<_> = (0..readers as u64)
+                .map(|r| {
+                    let (tree, seq, stop, barrier) = (
+                        Arc::clone(&tree),
+                        Arc::clone(&seq),
+                        Arc::clone(&stop),
+                        Arc::clone(&barrier),
+                    );
+                    let s = seed ^ (phases << 20) ^ (r + 1);
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        reader(tree, seq, stop, s)
+                    })
+                })
+                .collect();
+            barrier.wait();
+            let start = model.clone();
+            let first = next - 1;
+            let mut w = Writer {
+                tree: &tree,
+                seq: &seq,
+                log: Vec::new(),
+                model,
+                next,
+            };
+            workload(&mut w, &mut rng, kind, writes);
+            stop.store(true, Ordering::Relaxed);
+            let Writer {
+                log,
+                model: m,
+                next: n,
+                ..
+            } = w;
+            model = m;
+            next = n;
+            let seen: Vec<Seen> = handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("reader panicked"))
+                .collect();
+            let ctx = format!(
+                "alloc={alloc} append={append} seed={seed:#x} phase {phases} (workload {kind}) after {:.2?}",
+                t0.elapsed()
+            );
+            reads += check_phase(&start, first, &log, &seen, &ctx);
+            // The writer's own view, single-threaded.
+            let g = tree.pin();
+            let got: Vec<_> = tree.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect();
+            let want: Vec<_> = model.0.iter().map(|(&a, &(b, v))| (a, b, v)).collect();
+            assert_eq!(got, want, "{ctx}: tree and model differ");
+            drop(g);
+            tree.validate().unwrap();
+            per_kind[kind as usize] += log.len() as u64;
+            phases += 1;
+        }
+        eprintln!(
+            "promise alloc={alloc} append={append} seed={seed:#x}: {phases} phases, {} writes (issue loop / in-order / random / erase: {per_kind:?}), {reads} reads checked, {:.1?}",
+            next - 1,
+            t0.elapsed()
+        );
+        (next - 1, reads)
+    }
+
+    pub(super) fn params() -> (u64, f64, usize) {
+        let env = |k: &str| std::env::var(k).ok();
+        let seed = env("MAPLE_STRESS_SEED")
+            .and_then(|s| {
+                s.strip_prefix("0x")
+                    .map_or_else(|| s.parse().ok(), |h| u64::from_str_radix(h, 16).ok())
+            })
+            .unwrap_or(0x13_5eed);
+        let secs = env("MAPLE_STRESS_SECS")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(2.0);
+        let readers = env("MAPLE_STRESS_READERS")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3);
+        (seed, secs, readers)
+    }
+}
+
+/// The promise against the writer's log, in a range tree (see the `promise` module).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn promise_range_tree() {
+    let (seed, secs, readers) = promise::params();
+    promise::run(false, seed, secs, readers);
+}
+
+/// The promise against the writer's log, in an allocation tree.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn promise_alloc_tree() {
+    let (seed, secs, readers) = promise::params();
+    promise::run(true, seed.wrapping_add(1), secs, readers);
+}

@@ -26,7 +26,7 @@ use crossbeam_epoch::Collector;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
-use maple_tree::{Entry, MapleTree, Options, Stats};
+use maple_tree::{Entry, MapleTree, Options, Stats, WriteGuard};
 
 /// Payload value of an entry that was dropped (its last reference went away).
 pub const POISON: u64 = u64::MAX;
@@ -249,6 +249,40 @@ pub enum Op {
     Erase(u64),
     /// `erase_range(first, last)`.
     EraseRange(u64, u64),
+    /// `clear()`: the whole tree emptied (`mtree_destroy`).
+    Clear,
+    /// Through a `CursorMut`: walk to `first`; if the walked range is exactly `[first, last]`,
+    /// store over it through the cursor's cached walker (the exact fit of `dup_mmap`'s loop),
+    /// else `set_range(first, last)` and store (a full write).
+    CursorStore(u64, u64, u64),
+    /// Through a `CursorMut` at `index`: `erase()` (the whole range holding `index`).
+    CursorErase(u64),
+    /// Through a `CursorMut`: `set_range(first, last)`, `preallocate()`, `store_prealloc`.
+    CursorPrealloc(u64, u64, u64),
+    /// Through one `CursorMut`: `find` from `from` and replace each of the next `count` entries
+    /// by a new one (values `val`, `val + 1`, ...) through the cached walker, as `dup_mmap`'s
+    /// loop does (`count` consecutive writes under one lock acquisition).
+    CursorRewrite {
+        /// Where the cursor starts.
+        from: u64,
+        /// How many entries it replaces.
+        count: u64,
+        /// Value of the first replacement.
+        val: u64,
+    },
+    /// `alloc_cyclic(value, lo, hi, &mut next)`, which must return `at` (and no wrap).
+    AllocCyclic {
+        /// Value of the new entry.
+        val: u64,
+        /// Window start.
+        lo: u64,
+        /// Window end.
+        hi: u64,
+        /// The cursor `next` before the call.
+        next: u64,
+        /// Where the allocation must land.
+        at: u64,
+    },
     /// `alloc_range(value, size, min, max)`, which must return `at`.
     Alloc {
         /// Value of the new entry.
@@ -265,9 +299,55 @@ pub enum Op {
 }
 
 impl Op {
+    /// The reference states the op passes through, one per write it makes (one for every op
+    /// but [`Op::CursorRewrite`], which makes `count` writes).
+    pub fn ref_states(&self, r: &Ranges) -> Vec<Ranges> {
+        if let Op::CursorRewrite { from, count, val } = *self {
+            let mut out = Vec::new();
+            let mut cur = r.clone();
+            let targets: Vec<_> =
+                r.0.range(..)
+                    .map(|(&a, &(b, _))| (a, b))
+                    .filter(|&(_, b)| b >= from)
+                    .take(count as usize)
+                    .collect();
+            assert_eq!(
+                targets.len() as u64,
+                count,
+                "CursorRewrite: not enough entries"
+            );
+            for (j, (a, b)) in targets.into_iter().enumerate() {
+                cur.store(a, b, Some(val + j as u64));
+                out.push(cur.clone());
+            }
+            return out;
+        }
+        let mut next = r.clone();
+        self.apply_ref(&mut next);
+        vec![next]
+    }
+
+    /// Entries the op creates (for sizing the arena).
+    pub fn tags(&self) -> usize {
+        match *self {
+            Op::Erase(_) | Op::EraseRange(..) | Op::Clear | Op::CursorErase(_) => 0,
+            Op::CursorRewrite { count, .. } => count as usize,
+            _ => 1,
+        }
+    }
+
     /// Applies the op to the reference.
     pub fn apply_ref(&self, r: &mut Ranges) {
         match *self {
+            Op::Clear => *r = Ranges::default(),
+            Op::CursorStore(a, b, v) | Op::CursorPrealloc(a, b, v) => r.store(a, b, Some(v)),
+            Op::CursorErase(i) => {
+                if let Some((a, b, _)) = r.range_at(i) {
+                    r.store(a, b, None);
+                }
+            }
+            Op::CursorRewrite { .. } => *r = self.ref_states(r).pop().expect("count > 0"),
+            Op::AllocCyclic { val, at, .. } => r.store(at, at, Some(val)),
             Op::Store(a, b, v) => r.store(a, b, Some(v)),
             Op::Erase(i) => {
                 if let Some((a, b, _)) = r.range_at(i) {
@@ -281,8 +361,52 @@ impl Op {
 
     /// Applies the op to the tree through one RCU-mode writer.
     pub fn apply_tree(&self, tree: &MapleTree<Tag>, arena: &Arena) {
-        let mut w = tree.lock();
+        self.apply_guard(&mut tree.lock(), arena);
+    }
+
+    /// Applies the op through a writer (RCU mode from `lock()`, in place from `exclusive()`).
+    pub fn apply_guard(&self, w: &mut WriteGuard<'_, Tag>, arena: &Arena) {
         match *self {
+            Op::Clear => w.clear(),
+            Op::CursorStore(a, b, v) => {
+                let mut c = w.cursor(a);
+                c.walk();
+                if (c.index(), c.last()) != (a, b) {
+                    c.set_range(a, b);
+                }
+                c.store(arena.tag(v)).unwrap();
+            }
+            Op::CursorErase(i) => {
+                w.cursor(i).erase();
+            }
+            Op::CursorPrealloc(a, b, v) => {
+                let mut c = w.cursor(a);
+                c.set_range(a, b);
+                c.preallocate().unwrap();
+                c.store_prealloc(arena.tag(v)).unwrap();
+            }
+            Op::CursorRewrite { from, count, val } => {
+                let mut c = w.cursor(from);
+                for j in 0..count {
+                    assert!(
+                        c.find(u64::MAX).is_some(),
+                        "CursorRewrite: entry {j} missing"
+                    );
+                    c.store(arena.tag(val + j)).unwrap();
+                }
+            }
+            Op::AllocCyclic {
+                val,
+                lo,
+                hi,
+                mut next,
+                at,
+            } => {
+                assert_eq!(
+                    w.alloc_cyclic(arena.tag(val), lo, hi, &mut next),
+                    Ok((at, false))
+                );
+            }
             Op::Store(a, b, v) => w.store_range(a, b, arena.tag(v)).unwrap(),
             Op::Erase(i) => {
                 w.erase(i);
@@ -516,7 +640,7 @@ impl Scenario {
     /// [`check_result`](Self::check_result)). Either way every entry must be dropped exactly once.
     fn execute(&self, reads: Option<Reads>, old: &Ranges, new: &Ranges) {
         let first = reads.is_none();
-        let arena = Arena::new(self.prefill.len() + 2);
+        let arena = Arena::new(self.prefill.iter().map(Op::tags).sum::<usize>() + 2);
         let mut tree = MapleTree::<Tag>::with_options(Options {
             alloc: self.alloc,
             collector: Some(Collector::new()),
@@ -524,22 +648,7 @@ impl Scenario {
         {
             let mut w = tree.exclusive();
             for op in &self.prefill {
-                match *op {
-                    Op::Store(a, b, v) => w.store_range(a, b, arena.tag(v)).unwrap(),
-                    Op::Erase(i) => {
-                        w.erase(i);
-                    }
-                    Op::EraseRange(a, b) => w.erase_range(a, b).unwrap(),
-                    Op::Alloc {
-                        val,
-                        size,
-                        min,
-                        max,
-                        at,
-                    } => {
-                        assert_eq!(w.alloc_range(arena.tag(val), size, min, max), Ok(at));
-                    }
-                }
+                op.apply_guard(&mut w, &arena);
             }
         }
         let before = if first {
@@ -747,4 +856,319 @@ pub fn expected_empty_area(
     } else {
         Err(maple_tree::Error::NoRoom)
     }
+}
+
+// ---- readers across several writes -------------------------------------------------------------
+
+/// Path counters a write must move: `(name, by how much)` (see [`path_delta`]).
+pub type Paths = Vec<(&'static str, u64)>;
+
+/// A model of one reader across **several consecutive writes**: the tree is pre-filled, then the
+/// writer makes the writes one after another (each through its own `lock()`, RCU mode) while one
+/// reader does its reads under **one guard** (point loads of the probes, then a forward and a
+/// backward iteration). The reference is the sequence of states `s0` (after the pre-fill), `s1`
+/// (after the first write), ..., `sn`; what the reader may observe is derived from them:
+/// - the reader keeps the earliest state `lo` it may still be in: an answer that first exists in
+///   state `k > lo` shows that write `k` had begun, so every write before it had ended, and the
+///   reader's later reads can no longer see a state before `s(k-1)` (`lo` becomes `k - 1`);
+/// - a point load returns the index's entry in one of the states `s(lo)..=sn`;
+/// - an iteration yields strictly increasing, non-overlapping ranges, each of which is a range of
+///   one of the states `s(lo)..=sn` (`lo` as the iteration started: within one iteration the
+///   promise is only "existed at some moment of the iteration"), and yields every range that is
+///   the same in all of `s(lo)..=sn` (it stayed unchanged for the whole iteration).
+///
+/// Before the exploration, a one-execution model checks each write's result: the path counters
+/// it moved (`stats`), the height, `validate`, the contents.
+#[derive(Clone, Debug)]
+pub struct Sequence {
+    /// Gap-tracking allocation tree.
+    pub alloc: bool,
+    /// Writes done before the reader is spawned (exclusive mode: in place, no garbage).
+    pub prefill: Vec<Op>,
+    /// Height after the pre-fill.
+    pub height: usize,
+    /// The writes racing with the reader, each with the height after it and the path counters
+    /// it must move, exactly (all others must stay).
+    pub writes: Vec<(Op, usize, Vec<Paths>)>,
+    /// Indices the point-load reader probes.
+    pub probes: Vec<u64>,
+    /// What the iterations cover: `iter()` (`None`) or `range(first, last)` (large pre-fills:
+    /// fewer reader steps, fewer interleavings).
+    pub span: Option<(u64, u64)>,
+}
+
+impl Sequence {
+    /// A range tree pre-filled with `prefill`, of height `height`.
+    pub fn new(prefill: Vec<Op>, height: usize) -> Self {
+        Sequence {
+            alloc: false,
+            prefill,
+            height,
+            writes: Vec::new(),
+            probes: Vec::new(),
+            span: None,
+        }
+    }
+
+    /// The iterations cover `range(first, last)` only.
+    pub fn span(mut self, first: u64, last: u64) -> Self {
+        self.span = Some((first, last));
+        self
+    }
+
+    /// The same in an allocation tree.
+    pub fn alloc_tree(mut self) -> Self {
+        self.alloc = true;
+        self
+    }
+
+    /// Adds a write: the tree's height after it and the paths it must take.
+    pub fn then(mut self, op: Op, height: usize, paths: &[(&'static str, u64)]) -> Self {
+        self.writes.push((op, height, vec![paths.to_vec()]));
+        self
+    }
+
+    /// Accepts `paths` as well for the last write (a path that differs between designs, e.g.
+    /// an in-place append into a truncated leaf that a sealing design turns into a node store).
+    pub fn or_paths(mut self, paths: &[(&'static str, u64)]) -> Self {
+        self.writes
+            .last_mut()
+            .expect("a write")
+            .2
+            .push(paths.to_vec());
+        self
+    }
+
+    /// The indices the reader's point loads probe.
+    pub fn probes(mut self, probes: &[u64]) -> Self {
+        self.probes = probes.to_vec();
+        self
+    }
+
+    /// The reference states: after the pre-fill, then after each write (an op that makes several
+    /// writes contributes one state per write).
+    pub fn states(&self) -> Vec<Ranges> {
+        let mut s0 = Ranges::default();
+        for op in &self.prefill {
+            op.apply_ref(&mut s0);
+        }
+        let mut states = vec![s0];
+        for (op, _, _) in &self.writes {
+            let more = op.ref_states(states.last().expect("s0"));
+            states.extend(more);
+        }
+        states
+    }
+
+    /// Checks each write's result, then explores the writes against the [`Reads::All`] reader
+    /// (or the ones `MAPLE_LOOM_READS` names), printing the executions and the time.
+    pub fn check_all(&self) {
+        self.check_result();
+        let Ok(sel) = std::env::var("MAPLE_LOOM_READS") else {
+            self.check_timed(Reads::All);
+            return;
+        };
+        for r in [Reads::Points, Reads::Forward, Reads::Backward, Reads::All] {
+            if sel.contains(&format!("{r:?}")) {
+                self.check_timed(r);
+            }
+        }
+    }
+
+    /// [`check`](Self::check) with the executions and time printed.
+    pub fn check_timed(&self, reads: Reads) {
+        let t = std::time::Instant::now();
+        let n = self.check(reads);
+        eprintln!("    {reads:?}: {n} executions, {:.2?}", t.elapsed());
+    }
+
+    /// Explores every interleaving of the writes with a reader doing `reads` (within the
+    /// preemption bound); returns the number of executions.
+    pub fn check(&self, reads: Reads) -> usize {
+        EXECUTIONS.store(0, std::sync::atomic::Ordering::Relaxed);
+        let _report = ReportFailure(reads);
+        let s = self.clone();
+        let states = s.states();
+        builder().check(move || {
+            EXECUTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            s.execute(Some(reads), &states)
+        });
+        EXECUTIONS.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The writes' results without a reader, in a one-execution model.
+    pub fn check_result(&self) {
+        let s = self.clone();
+        let states = s.states();
+        builder().check(move || s.execute(None, &states));
+    }
+
+    fn execute(&self, reads: Option<Reads>, states: &[Ranges]) {
+        let first = reads.is_none();
+        let tags = self.prefill.iter().map(Op::tags).sum::<usize>()
+            + self.writes.iter().map(|w| w.0.tags()).sum::<usize>();
+        let arena = Arena::new(tags + 1);
+        let mut tree = MapleTree::<Tag>::with_options(Options {
+            alloc: self.alloc,
+            collector: Some(Collector::new()),
+        });
+        {
+            let mut w = tree.exclusive();
+            for op in &self.prefill {
+                op.apply_guard(&mut w, &arena);
+            }
+        }
+        if first {
+            assert_eq!(
+                tree.height(),
+                self.height,
+                "prefill height\n{}",
+                tree.dump()
+            );
+            assert_eq!(snapshot(&tree), states[0].list(), "tree after the pre-fill");
+        }
+        let tree = Arc::new(tree);
+        let reader = reads.map(|reads| {
+            let tree = Arc::clone(&tree);
+            let (states, probes, span) = (states.to_vec(), self.probes.clone(), self.span);
+            loom::thread::spawn(move || {
+                let guard = tree.pin();
+                let mut lo = 0;
+                let span = span.unwrap_or((0, u64::MAX));
+                read_seq(&tree, &guard, reads, &states, &probes, span, &mut lo);
+            })
+        });
+        let mut k = 0;
+        for (i, (op, height, paths)) in self.writes.iter().enumerate() {
+            let before = first.then(|| tree.stats());
+            op.apply_tree(&tree, &arena);
+            k += match op {
+                Op::CursorRewrite { count, .. } => *count as usize,
+                _ => 1,
+            };
+            if let Some(before) = before {
+                let what = format!("write {} ({op:?})", i + 1);
+                let took = path_delta(&before, &tree.stats());
+                assert!(
+                    paths.contains(&took),
+                    "{what}: write path taken {took:?}, expected one of {paths:?}\n{}",
+                    tree.dump()
+                );
+                assert_eq!(tree.height(), *height, "{what}: height\n{}", tree.dump());
+                tree.validate().unwrap();
+                assert_eq!(snapshot(&tree), states[k].list(), "{what}: tree after it");
+            }
+        }
+        if let Some(reader) = reader {
+            reader.join().unwrap();
+        }
+        drop(tree);
+        arena.assert_all_dropped();
+    }
+}
+
+/// Prints, when an exploration fails, at which execution it did (the count for the record).
+struct ReportFailure(Reads);
+
+impl Drop for ReportFailure {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("    {:?}: FAILED in execution {}", self.0, executions());
+        }
+    }
+}
+
+/// The first state at or after `lo` in which `pred` holds.
+fn first_state(states: &[Ranges], lo: usize, pred: impl Fn(&Ranges) -> bool) -> Option<usize> {
+    (lo..states.len()).find(|&k| pred(&states[k]))
+}
+
+/// The reader of a [`Sequence`]: the observation rules against the states `s(lo)..=sn`, `lo`
+/// advanced by what it observed (see [`Sequence`]).
+fn read_seq(
+    tree: &MapleTree<Tag>,
+    guard: &crossbeam_epoch::Guard,
+    reads: Reads,
+    states: &[Ranges],
+    probes: &[u64],
+    span: (u64, u64),
+    lo: &mut usize,
+) {
+    match reads {
+        Reads::All => {
+            for r in [Reads::Points, Reads::Forward, Reads::Backward] {
+                read_seq(tree, guard, r, states, probes, span, lo);
+            }
+        }
+        Reads::Points => {
+            for &i in probes {
+                let got = tree.load(i, guard).map(Payload::read);
+                let Some(k) = first_state(states, *lo, |s| s.load(i) == got) else {
+                    let seen: Vec<_> = states.iter().map(|s| s.load(i)).collect();
+                    panic!(
+                        "load({i}) = {got:?}: not its entry in any state from s{} on \
+                         (per state s0..: {seen:?})",
+                        *lo
+                    );
+                };
+                if k > *lo {
+                    *lo = k - 1;
+                }
+            }
+        }
+        Reads::Forward | Reads::Backward => {
+            let mut got: Vec<(u64, u64, u64)> = Vec::new();
+            if reads == Reads::Forward {
+                for (a, b, p) in tree.range(span.0, span.1, guard) {
+                    got.push((a, b, p.read()));
+                }
+            } else {
+                for (a, b, p) in tree.range(span.0, span.1, guard).rev() {
+                    got.push((a, b, p.read()));
+                }
+                got.reverse();
+            }
+            let start = *lo;
+            *lo = check_ranges_seq(&got, states, start, span, reads);
+        }
+        Reads::EmptyArea(..) => unimplemented!("empty_area across several writes"),
+    }
+}
+
+/// The observation rules for one iteration (given in index order) that started no earlier than
+/// state `lo`; returns the earliest state the reader can be in after it.
+pub fn check_ranges_seq(
+    got: &[(u64, u64, u64)],
+    states: &[Ranges],
+    lo: usize,
+    span: (u64, u64),
+    reads: Reads,
+) -> usize {
+    let window = &states[lo..];
+    for w in got.windows(2) {
+        assert!(
+            w[0].1 < w[1].0,
+            "{reads:?}: ranges out of order or overlapping: {got:?}"
+        );
+    }
+    let mut after = lo;
+    for &r in got {
+        assert!(r.0 <= r.1, "{reads:?}: empty range {r:?}");
+        let Some(k) = first_state(states, lo, |s| s.has(r)) else {
+            panic!(
+                "{reads:?}: range {r:?} exists in no state from s{lo} on\ngot {got:?}\nstates {:?}",
+                window.iter().map(Ranges::list).collect::<Vec<_>>()
+            );
+        };
+        after = after.max(k.saturating_sub(1));
+    }
+    for r in window[0].list() {
+        if r.1 >= span.0 && r.0 <= span.1 && window.iter().all(|s| s.has(r)) {
+            assert!(
+                got.contains(&r),
+                "{reads:?}: skipped {r:?}, unchanged in every state from s{lo} on; got {got:?}"
+            );
+        }
+    }
+    after
 }

@@ -5,7 +5,7 @@
 #![cfg(loom)]
 
 use maple_tree::loom_knobs;
-use maple_tree_loom_tests::{executions, scenario, spaced, Op, Reads};
+use maple_tree_loom_tests::{executions, scenario, spaced, Op, Reads, Sequence};
 
 /// Turns one knob on; turns every knob off when dropped, also when the model panics (as it must).
 /// The knobs are process-wide and the test harness runs tests on parallel threads, so a knob
@@ -101,9 +101,10 @@ fn append_three_way_relaxed_reader() {
 
 /// Append split of the right leaf of a two-level tree with the root's `+1` append published
 /// `Relaxed`: the reader follows the lowered root pivot to a child slot it cannot see written
-/// (the core's own corruption check fires on the empty slot).
+/// (readers restart on an empty child slot rather than trust it, so loom reports the unordered
+/// access of the slot itself).
 #[test]
-#[should_panic(expected = "maple tree corrupted")]
+#[should_panic(expected = "Causality violation")]
 fn append_split_two_levels_relaxed_publish() {
     let _k = Knob::on(loom_knobs::set_relaxed_publish);
     let mut pre = spaced(15);
@@ -164,6 +165,147 @@ fn leaf_split_free_at_once() {
         &[("split", 1)],
     )
     .check_timed(Reads::Forward);
+}
+
+// ---- twins of the models in `tests/sequences.rs` ------------------------------------------------
+
+/// `CursorMut::store` through the cached walker, the entry published `Relaxed`.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn cursor_store_cached_walker_relaxed_slot_publish() {
+    let _k = Knob::on(loom_knobs::set_relaxed_slot_publish);
+    Sequence::new(spaced(3), 1)
+        .then(Op::CursorStore(10, 14, 100), 1, &[("exact_fit", 1)])
+        .probes(&[10])
+        .check_timed(Reads::Points);
+}
+
+/// `dup_mmap`'s loop (two exact fits through one cursor under one lock), the entries published
+/// `Relaxed`.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn cursor_rewrite_relaxed_slot_publish() {
+    let _k = Knob::on(loom_knobs::set_relaxed_slot_publish);
+    Sequence::new(spaced(3), 1)
+        .then(
+            Op::CursorRewrite {
+                from: 0,
+                count: 2,
+                val: 100,
+            },
+            1,
+            &[("exact_fit", 2)],
+        )
+        .probes(&[10])
+        .check_timed(Reads::Points);
+}
+
+/// `store_prealloc` (a three-way append) with the publishing pivot stored `Relaxed`.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn cursor_store_prealloc_relaxed_publish() {
+    let _k = Knob::on(loom_knobs::set_relaxed_publish);
+    Sequence::new(spaced(3), 1)
+        .then(
+            Op::CursorPrealloc(30, 34, 100),
+            1,
+            &[("append_three_way", 1)],
+        )
+        .probes(&[30])
+        .check_timed(Reads::Points);
+}
+
+/// `clear()` with the retired nodes freed at once: a reader still in them races with the free.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn clear_free_at_once() {
+    let _k = Knob::on(loom_knobs::set_free_at_once);
+    Sequence::new(spaced(12), 2)
+        .then(Op::Clear, 0, &[])
+        .probes(&[80])
+        .check_timed(Reads::Points);
+}
+
+/// A whole-space store with the replaced root leaf freed at once.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn whole_space_store_free_at_once() {
+    let _k = Knob::on(loom_knobs::set_free_at_once);
+    Sequence::new(spaced(3), 1)
+        .then(Op::Store(0, u64::MAX, 100), 1, &[("new_root", 1)])
+        .probes(&[20])
+        .check_timed(Reads::Points);
+}
+
+/// `alloc_cyclic` into the trailing NULL (a three-way append), the pivot stored `Relaxed`.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn alloc_cyclic_relaxed_publish() {
+    let _k = Knob::on(loom_knobs::set_relaxed_publish);
+    Sequence::new(spaced(3), 1)
+        .alloc_tree()
+        .then(
+            Op::AllocCyclic {
+                val: 100,
+                lo: 0,
+                hi: u64::MAX,
+                next: 30,
+                at: 30,
+            },
+            1,
+            &[("append_three_way", 1)],
+        )
+        .probes(&[30])
+        .check_timed(Reads::Points);
+}
+
+/// The copy-on-write fill at depth 3 with the new parent published into the root `Relaxed`.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn append_fill_cow_depth3_relaxed_slot_publish() {
+    let _k = Knob::on(loom_knobs::set_relaxed_slot_publish);
+    Sequence::new(spaced(87), 3)
+        .alloc_tree()
+        .then(
+            Op::Store(870, 874, 100),
+            3,
+            &[("split", 1), ("append_split", 1), ("append_fill", 1)],
+        )
+        .probes(&[870])
+        .check_timed(Reads::Points);
+}
+
+/// Node store then slot store of the same leaf, the replaced leaves freed at once (the first
+/// write frees the original leaf, the second the leaf the first one published).
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn node_store_then_slot_store_free_at_once() {
+    let _k = Knob::on(loom_knobs::set_free_at_once);
+    Sequence::new(spaced(3), 1)
+        .then(Op::Store(12, 22, 100), 1, &[("node_store", 1)])
+        .then(Op::Store(23, 26, 101), 1, &[("node_store", 1)])
+        .probes(&[15])
+        .check_timed(Reads::Points);
+}
+
+/// Rebalance then `+1` append, the append's pivot stored `Relaxed`: caught in the leaf the
+/// rebalance built.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn rebalance_then_append_end_relaxed_publish() {
+    let _k = Knob::on(loom_knobs::set_relaxed_publish);
+    let mut pre = spaced(12);
+    pre.extend([
+        Op::EraseRange(10, 14),
+        Op::EraseRange(30, 34),
+        Op::EraseRange(50, 54),
+        Op::EraseRange(60, 64),
+    ]);
+    Sequence::new(pre, 2)
+        .then(Op::Erase(40), 1, &[("rebalance", 1), ("shrink", 1)])
+        .then(Op::Store(120, u64::MAX, 100), 1, &[("append_end", 1)])
+        .probes(&[120])
+        .check_timed(Reads::Points);
 }
 
 /// The knobs really are off again after a mutant (the guard works), and the correct model of a

@@ -2,7 +2,9 @@
 
 use core::fmt;
 
-/// Why an `Mm` operation was refused. Every failing operation leaves the `Mm` exactly as it was.
+/// Why an `Mm` operation was refused. A failing operation leaves the `Mm` as it was, except
+/// mprotect, madvise and a multi-VMA mremap move, which (as in the kernel) keep the changes made
+/// before the failing point.
 ///
 /// ```
 /// use maple_tree::mm::MmError;

@@ -132,7 +132,9 @@ impl Mm {
     /// non-overlapping; anonymous lines must show offset 0. A line at or above `TASK_SIZE`
     /// (`[vsyscall]`) becomes the gate VMA, which is rendered last and is not in the tree.
     /// Files are identified by (device, inode, path): lines of one file share one
-    /// [`MappedFile`]. `rendered(parsed(text)) == text` for the kernel's own output.
+    /// [`MappedFile`]. Private writable lines get `VM_ACCOUNT` (the text cannot show
+    /// `MAP_NORESERVE`, nor a read-only VMA that was charged while writable); no VMA has an
+    /// `anon_vma`. `rendered(parsed(text)) == text` for the kernel's own output.
     ///
     /// ```
     /// use maple_tree::mm::{Mm, MmConfig};
@@ -286,11 +288,19 @@ impl Mm {
                     }
                     (VmaKind::Anon(name.map(Arc::from)), start >> PAGE_SHIFT)
                 };
+                // A private writable mapping is charged unless it was mapped MAP_NORESERVE,
+                // which the maps text does not show: assume it was not (accountable_mapping).
+                if flags.contains(VmFlags::WRITE)
+                    && !flags.intersects(VmFlags::MAYSHARE | VmFlags::HUGETLB)
+                {
+                    flags |= VmFlags::ACCOUNT;
+                }
                 let desc = VmaDesc {
                     flags,
                     kind,
                     pgoff,
                     uffd: None,
+                    anon_vma: None,
                 };
                 if end > task_size {
                     if start < task_size {

@@ -231,6 +231,8 @@ struct Seg {
     start: u64,
     end: u64,
     desc: VmaDesc,
+    /// Whether the last piece that went into this segment is one the operation changed (a
+    /// merged segment stays "changed" only at its changed end: untouched VMAs never merge).
     touched: bool,
 }
 
@@ -378,8 +380,11 @@ pub(crate) fn plan<'g>(
                 && l.desc
                     .can_merge_with((l.end - l.start) >> PAGE_SHIFT, &s.desc)
             {
+                // vma_merge_existing_range / vma_merge_new_range: the changed piece merges with
+                // the neighbour it touches, never further (commit the merged VMA and stop).
                 l.end = s.end;
-                l.touched = true;
+                l.touched = s.touched;
+                l.desc.anon_vma = l.desc.anon_vma.or(s.desc.anon_vma);
                 continue;
             }
         }
@@ -403,7 +408,10 @@ pub(crate) fn plan<'g>(
         let act = if same {
             reused[j] = true;
             let v = old[j];
-            if v.flags() == s.desc.flags && same_ctx(&v.uffd(), &s.desc.uffd) {
+            if v.flags() == s.desc.flags
+                && same_ctx(&v.uffd(), &s.desc.uffd)
+                && v.anon_vma() == s.desc.anon_vma
+            {
                 Act::Keep
             } else {
                 Act::Update(j, s.desc.clone())
@@ -447,6 +455,7 @@ pub(crate) fn commit(mm: &Mm, plan: Plan<'_>) -> Vec<VmaSnapshot> {
             v.start_write(locks);
             v.set_flags(d.flags);
             v.set_uffd(d.uffd.clone());
+            v.set_anon_vma(d.anon_vma);
         }
     }
     let seq = locks.seq();
@@ -609,26 +618,58 @@ impl MmWriteGuard<'_> {
         }
     }
 
-    /// `get_unmapped_area` for a non-fixed request of `len` bytes (page aligned): the hint
-    /// `addr` if that range is free (guard gaps included), else a top-down search below
-    /// `mmap_base` falling back to bottom-up, or bottom-up only when the config says so.
+    /// `get_unmapped_area` for a non-fixed request of `len` bytes (page aligned), as x86-64's
+    /// `arch_get_unmapped_area_topdown` does it: a hint is rounded down to its page
+    /// (`round_hint_to_min` first raises a hint below `mmap_min_addr` to it) and taken if that
+    /// range is free, guard gaps included; otherwise a top-down search below `mmap_base`
+    /// falling back to bottom-up, or bottom-up only when the config says so.
+    ///
+    /// ```
+    /// use maple_tree::mm::{Mm, PAGE_SIZE};
+    /// let mm = Mm::new();
+    /// let w = mm.write();
+    /// assert_eq!(w.get_unmapped_area(0x6000_0008_f849, 9 * PAGE_SIZE), Ok(0x6000_0008_f000));
+    /// ```
     pub fn get_unmapped_area(&self, addr: u64, len: u64) -> Result<u64, MmError> {
+        self.unmapped_area(round_hint_to_min(&self.mm.cfg, addr), len, false)
+    }
+
+    /// [`get_unmapped_area`](Self::get_unmapped_area) for an already rounded hint; `thp` asks
+    /// for the THP alignment of `__get_unmapped_area` (private anonymous memory of a multiple
+    /// of 2 MiB without a hint: `thp_get_unmapped_area_vmflags`).
+    fn unmapped_area(&self, addr: u64, len: u64, thp: bool) -> Result<u64, MmError> {
         let cfg = &self.mm.cfg;
         if len == 0 || len > cfg.task_size - cfg.mmap_min_addr {
             return Err(MmError::NoMem);
         }
         if addr != 0 {
-            if let Some(a) = page_align(addr) {
-                if a >= cfg.mmap_min_addr && a <= cfg.task_size - len {
-                    let (next, prev) = self.find_vma_prev(a);
-                    let next_ok = next.is_none_or(|n| a + len <= vm_start_gap(self.mm, n));
-                    let prev_ok = prev.is_none_or(|p| a >= vm_end_gap(p));
-                    if next_ok && prev_ok {
-                        return Ok(a);
-                    }
+            let a = addr & !(PAGE_SIZE - 1);
+            if a <= cfg.task_size - len {
+                let next = self.find_vma(a);
+                if next.is_none_or(|n| a + len <= vm_start_gap(self.mm, n)) {
+                    return Ok(a);
                 }
             }
         }
+        if thp && addr == 0 && len % PMD_SIZE == 0 {
+            // __thp_get_unmapped_area: search for len + 2 MiB, then align inside it (a top-down
+            // result that is already aligned moves up by a whole 2 MiB).
+            if let Some(padded) = len.checked_add(PMD_SIZE) {
+                if let Ok(ret) = self.search_area(padded) {
+                    let off_sub = ret.wrapping_neg() & (PMD_SIZE - 1);
+                    if !cfg.bottom_up && off_sub == 0 {
+                        return Ok(ret + PMD_SIZE);
+                    }
+                    return Ok(ret + off_sub);
+                }
+            }
+        }
+        self.search_area(len)
+    }
+
+    /// The unhinted search of `arch_get_unmapped_area{,_topdown}`.
+    fn search_area(&self, len: u64) -> Result<u64, MmError> {
+        let cfg = &self.mm.cfg;
         let bottom_up = UnmappedAreaInfo {
             length: len,
             low_limit: cfg.unmapped_base,
@@ -649,18 +690,26 @@ impl MmWriteGuard<'_> {
             .or_else(|_| self.vm_unmapped_area(&bottom_up))
     }
 
-    /// `mmap`: maps `len` bytes (rounded up to pages) with protection `prot`.
+    /// `mmap`: maps `len` bytes (rounded up to pages) with protection `prot`, checking in
+    /// `do_mmap`'s order:
     ///
-    /// - `MAP_FIXED`: exactly at `addr` (page aligned, else `EINVAL`), replacing whatever was
-    ///   mapped there (those pages are dropped); below `mmap_min_addr`: `EPERM`; beyond
-    ///   `TASK_SIZE`: `ENOMEM`.
-    /// - `MAP_FIXED_NOREPLACE`: the same, but `EEXIST` if anything is mapped in the range.
-    /// - otherwise `addr` is a hint ([`get_unmapped_area`](Self::get_unmapped_area)).
+    /// 1. a file offset that is not page aligned: `EINVAL` (the syscall); unknown flag or
+    ///    protection bits: `EINVAL` (the crate refuses what it does not model); `len == 0`:
+    ///    `EINVAL`; `len` overflowing when rounded: `ENOMEM`; offset plus length overflowing:
+    ///    `EOVERFLOW`; more than `max_map_count` maps: `ENOMEM`;
+    /// 2. the address: `MAP_FIXED` and `MAP_FIXED_NOREPLACE` take `addr` exactly (beyond
+    ///    `TASK_SIZE`: `ENOMEM`, then not page aligned: `EINVAL`); otherwise `addr` is a hint
+    ///    ([`get_unmapped_area`](Self::get_unmapped_area); 2 MiB-multiple private anonymous
+    ///    maps without a hint are placed THP-aligned); below `mmap_min_addr`: `EPERM`;
+    /// 3. `MAP_FIXED_NOREPLACE` over a mapping: `EEXIST`;
+    /// 4. the mapping type (exactly one of `MAP_SHARED`/`MAP_PRIVATE`, else `EINVAL`), the file
+    ///    (mapped bytes beyond `MAX_LFS_FILESIZE`: `EOVERFLOW`; a shared writable mapping of a
+    ///    file not open for writing: `EACCES`), `MAP_GROWSDOWN` of a file or shared memory:
+    ///    `EINVAL`.
     ///
-    /// Exactly one of `MAP_SHARED`/`MAP_PRIVATE` (`EINVAL`); `len == 0` or unknown bits:
-    /// `EINVAL`; a file offset that is not page aligned: `EINVAL`, or that overflows with the
-    /// length: `EOVERFLOW`; a shared writable mapping of a file not open for writing: `EACCES`;
-    /// too many maps: `ENOMEM`. The new VMA merges with compatible neighbours. Returns the address.
+    /// A private writable mapping without `MAP_NORESERVE` is charged (`VM_ACCOUNT`,
+    /// `accountable_mapping`). `MAP_FIXED` replaces what was mapped (those pages are dropped).
+    /// The new VMA merges with compatible neighbours. Returns the address.
     pub fn mmap(
         &mut self,
         addr: u64,
@@ -670,52 +719,91 @@ impl MmWriteGuard<'_> {
         src: MapSource,
     ) -> Result<u64, MmError> {
         let cfg = self.mm.cfg.clone();
+        if let MapSource::File { offset, .. } = &src {
+            if !is_page_aligned(*offset) {
+                return Err(MmError::Inval);
+            }
+        }
         let prot_flags = prot.vm_flags()?;
         if flags.bits() & !MapFlags::KNOWN != 0 {
             return Err(MmError::Inval);
         }
-        let shared = match flags.bits() & 0x3 {
-            0x1 | 0x3 => true,
-            0x2 => false,
-            _ => return Err(MmError::Inval),
-        };
         if len == 0 {
             return Err(MmError::Inval);
         }
+        let fixed = flags.contains(MapFlags::FIXED) || flags.contains(MapFlags::FIXED_NOREPLACE);
+        let hint = if fixed {
+            addr
+        } else {
+            round_hint_to_min(&cfg, addr)
+        };
         let len = page_align(len).ok_or(MmError::NoMem)?;
+        let file_pgoff = match &src {
+            MapSource::File { offset, .. } => Some(offset >> PAGE_SHIFT),
+            MapSource::Anon => None,
+        };
+        if file_pgoff.is_some_and(|p| p.checked_add(len >> PAGE_SHIFT).is_none()) {
+            return Err(MmError::Overflow);
+        }
+        if self.state.map_count > cfg.max_map_count {
+            return Err(MmError::NoMem);
+        }
+        let shared = match flags.bits() & 0x3 {
+            0x1 | 0x3 => Some(true),
+            0x2 => Some(false),
+            _ => None,
+        };
+        // __get_unmapped_area
+        if len > cfg.task_size {
+            return Err(MmError::NoMem);
+        }
+        let addr = if fixed {
+            if hint > cfg.task_size - len {
+                return Err(MmError::NoMem);
+            }
+            if !is_page_aligned(hint) {
+                return Err(MmError::Inval);
+            }
+            hint
+        } else {
+            let thp = matches!(src, MapSource::Anon) && shared == Some(false);
+            self.unmapped_area(hint, len, thp)?
+        };
+        if addr < cfg.mmap_min_addr {
+            return Err(MmError::Perm); // security_mmap_addr
+        }
+        if flags.contains(MapFlags::FIXED_NOREPLACE)
+            && self.vmas_in(addr, addr + len).next().is_some()
+        {
+            return Err(MmError::Exist);
+        }
+        let shared = shared.ok_or(MmError::Inval)?;
         let mut vm_flags = prot_flags | VmFlags::MAY_RWX;
         if flags.contains(MapFlags::LOCKED) {
             vm_flags |= VmFlags::LOCKED;
         }
-        if flags.contains(MapFlags::NORESERVE) {
-            vm_flags |= VmFlags::NORESERVE;
-        }
         let (kind, pgoff) = match &src {
             MapSource::File { file, offset } => {
-                if !is_page_aligned(*offset) {
-                    return Err(MmError::Inval);
-                }
-                let pgoff = offset >> PAGE_SHIFT;
                 // file_mmap_ok: the mapped bytes must lie below MAX_LFS_FILESIZE (i64::MAX).
                 if offset.checked_add(len).is_none_or(|e| e > i64::MAX as u64) {
                     return Err(MmError::Overflow);
                 }
-                if flags.contains(MapFlags::GROWSDOWN) {
-                    return Err(MmError::Inval);
-                }
                 if shared {
+                    if prot_flags.contains(VmFlags::WRITE) && !file.writable() {
+                        return Err(MmError::Access);
+                    }
                     vm_flags |= VmFlags::SHARED | VmFlags::MAYSHARE;
                     if !file.writable() {
-                        if prot_flags.contains(VmFlags::WRITE) {
-                            return Err(MmError::Access);
-                        }
                         vm_flags = vm_flags.without(VmFlags::MAYWRITE | VmFlags::SHARED);
                     }
+                }
+                if flags.contains(MapFlags::GROWSDOWN) {
+                    return Err(MmError::Inval);
                 }
                 if file.kind() == FileKind::Hugetlb {
                     vm_flags |= VmFlags::HUGETLB;
                 }
-                (VmaKind::File(Arc::clone(file)), Some(pgoff))
+                (VmaKind::File(Arc::clone(file)), offset >> PAGE_SHIFT)
             }
             MapSource::Anon if shared => {
                 if flags.contains(MapFlags::GROWSDOWN) {
@@ -725,41 +813,31 @@ impl MmWriteGuard<'_> {
                 // shmem_zero_setup: a fresh shmem object per mapping.
                 let ino = SHMEM_INO.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let f = MappedFile::new("/dev/zero (deleted)", (0, 1), ino, FileKind::Shmem, true);
-                (VmaKind::File(f), Some(0))
+                (VmaKind::File(f), 0)
             }
             MapSource::Anon => {
                 if flags.contains(MapFlags::GROWSDOWN) {
                     vm_flags |= VmFlags::GROWSDOWN;
                 }
-                (VmaKind::anon(), None)
+                (VmaKind::anon(), addr >> PAGE_SHIFT)
             }
         };
-        let fixed = flags.contains(MapFlags::FIXED) || flags.contains(MapFlags::FIXED_NOREPLACE);
-        let addr = if fixed {
-            if !is_page_aligned(addr) {
-                return Err(MmError::Inval);
-            }
-            match addr.checked_add(len) {
-                Some(e) if e <= cfg.task_size => {}
-                _ => return Err(MmError::NoMem),
-            }
-            if addr < cfg.mmap_min_addr {
-                return Err(MmError::Perm);
-            }
-            if flags.contains(MapFlags::FIXED_NOREPLACE)
-                && self.vmas_in(addr, addr + len).next().is_some()
-            {
-                return Err(MmError::Exist);
-            }
-            addr
-        } else {
-            self.get_unmapped_area(addr, len)?
-        };
+        if flags.contains(MapFlags::NORESERVE) {
+            vm_flags |= VmFlags::NORESERVE;
+        }
+        // accountable_mapping: private writable memory is charged (hugetlb accounts itself).
+        if !vm_flags.contains(VmFlags::HUGETLB)
+            && (vm_flags & (VmFlags::NORESERVE | VmFlags::SHARED | VmFlags::WRITE))
+                == VmFlags::WRITE
+        {
+            vm_flags |= VmFlags::ACCOUNT;
+        }
         let desc = VmaDesc {
             flags: vm_flags,
             kind,
-            pgoff: pgoff.unwrap_or(addr >> PAGE_SHIFT),
+            pgoff,
             uffd: None,
+            anon_vma: None,
         };
         let removed = self.apply(addr, addr + len, Some(desc), |_| Change::Keep)?;
         self.zap(&removed);
@@ -810,18 +888,6 @@ impl MmWriteGuard<'_> {
         }
     }
 
-    /// Whether `[start, end)` is covered by VMAs without a hole.
-    fn fully_mapped(&self, start: u64, end: u64) -> bool {
-        let mut pos = start;
-        for v in self.vmas_in(start, end) {
-            if v.start() > pos {
-                return false;
-            }
-            pos = v.end();
-        }
-        pos >= end
-    }
-
     /// `userfaultfd_unmap_prep` for every context of the removed pieces that wants UNMAP
     /// events: one event per context for the whole unmapped range, completed after unlock.
     fn unmap_events(&mut self, removed: &[VmaSnapshot], start: u64, end: u64) {
@@ -833,36 +899,56 @@ impl MmWriteGuard<'_> {
         }
     }
 
-    /// madvise's range rules: page-aligned `addr` (`EINVAL`), no wrap, fully mapped (`ENOMEM`).
-    /// Returns the end (`addr` itself for `len == 0`).
-    pub(crate) fn check_madvise_range(&self, addr: u64, len: u64) -> Result<u64, MmError> {
+    /// `madvise_walk_vmas` without the visits: checks the range (unaligned `addr`, or a length
+    /// that wraps: `EINVAL`) and then each VMA in it in address order the way the visit for
+    /// `advice` would. Returns `stop`, the address up to which the advice is applied (the whole
+    /// range, or the start of the first VMA that refuses it), and the call's result: that
+    /// VMA's error (`EINVAL`), else `ENOMEM` if the range had holes (which are skipped).
+    pub(crate) fn madvise_walk(
+        &self,
+        addr: u64,
+        len: u64,
+        advice: Advice,
+    ) -> Result<(u64, Result<(), MmError>), MmError> {
         if !is_page_aligned(addr) {
             return Err(MmError::Inval);
         }
-        if len == 0 {
-            return Ok(addr);
+        let alen = page_align(len).ok_or(MmError::Inval)?;
+        let end = addr.checked_add(alen).ok_or(MmError::Inval)?;
+        if end == addr {
+            return Ok((addr, Ok(())));
         }
-        let end = self.check_range(addr, len, MmError::Inval)?;
-        if !self.fully_mapped(addr, end) {
-            return Err(MmError::NoMem);
+        let mut pos = addr;
+        let mut holes = false;
+        for v in self.vmas_in(addr, end) {
+            if v.start() > pos {
+                holes = true;
+            }
+            let f = v.flags();
+            let refused = match advice {
+                Advice::DontNeed => f.intersects(VmFlags::LOCKED | VmFlags::PFNMAP),
+                Advice::WipeOnFork => !v.kind().is_anon() || f.contains(VmFlags::SHARED),
+                Advice::DoFork => f.contains(VmFlags::IO),
+                Advice::KeepOnFork => f.contains(VmFlags::DROPPABLE),
+                Advice::DontFork => false,
+            };
+            if refused {
+                return Ok((v.start().max(addr), Err(MmError::Inval)));
+            }
+            pos = v.end().min(end);
         }
-        Ok(end)
-    }
-
-    /// `MADV_DONTNEED` refuses locked and PFN-mapped VMAs.
-    pub(crate) fn check_dontneed(&self, addr: u64, end: u64) -> Result<(), MmError> {
-        if self
-            .vmas_in(addr, end)
-            .any(|v| v.flags().intersects(VmFlags::LOCKED | VmFlags::PFNMAP))
-        {
-            return Err(MmError::Inval);
+        if pos < end {
+            holes = true;
         }
-        Ok(())
+        Ok((end, if holes { Err(MmError::NoMem) } else { Ok(()) }))
     }
 
     /// `userfaultfd_remove` for each registered VMA in the range whose context wants REMOVE
     /// events (the range clipped to the VMA).
     pub(crate) fn remove_events(&mut self, addr: u64, end: u64) {
+        if addr >= end {
+            return;
+        }
         let ctxs: Vec<(Arc<UffdCtx>, u64, u64)> = self
             .vmas_in(addr, end)
             .filter_map(|v| v.uffd().map(|c| (c, v.start().max(addr), v.end().min(end))))
@@ -903,71 +989,101 @@ impl MmWriteGuard<'_> {
         Ok(removed)
     }
 
-    /// `mprotect`: sets the protection of `[addr, addr + len)`, splitting and re-merging.
-    /// Unaligned `addr` or unknown bits: `EINVAL`; a range with holes (or beyond `TASK_SIZE`):
-    /// `ENOMEM`; a protection the `VM_MAY*` bits forbid: `EACCES`. Unlike the kernel, which
-    /// changes the VMAs before a hole and then fails, a failing call changes nothing.
+    /// `mprotect` (`do_mprotect_pkey`): sets the protection of `[addr, addr + len)`, splitting
+    /// and re-merging. Unaligned `addr`: `EINVAL`; `len == 0`: nothing; a wrapping range:
+    /// `ENOMEM`; unknown protection bits: `EINVAL`; no VMA at `addr`: `ENOMEM`. The VMAs are then
+    /// changed in address order as the kernel's loop does, and the call stops at the first hole
+    /// (`ENOMEM`) or the first VMA whose `VM_MAY*` bits forbid the protection (`EACCES`), with
+    /// the VMAs before that point already changed. Making private memory writable charges it
+    /// (`VM_ACCOUNT`); changing the protection of a never-written private anonymous VMA to
+    /// one without `PROT_WRITE` uncharges it (`mprotect_fixup`; an unchanged protection leaves
+    /// the charge).
     pub fn mprotect(&mut self, addr: u64, len: u64, prot: Prot) -> Result<(), MmError> {
-        let newprot = prot.vm_flags()?;
         if !is_page_aligned(addr) {
             return Err(MmError::Inval);
         }
         if len == 0 {
             return Ok(());
         }
-        let end = self.check_range(addr, len, MmError::NoMem)?;
-        if !self.fully_mapped(addr, end) {
-            return Err(MmError::NoMem);
-        }
-        let may = |f: VmFlags| VmFlags::from_bits((f.bits() >> 4) & 0x7);
-        if self
-            .vmas_in(addr, end)
-            .any(|v| !may(v.flags()).contains(newprot))
-        {
-            return Err(MmError::Access);
-        }
-        self.apply(addr, end, None, |v| {
-            let flags = v.flags().without(VmFlags::PROT_MASK) | newprot;
-            if flags == v.flags() {
-                Change::Keep
-            } else {
-                let mut d = v.desc();
-                d.flags = flags;
-                Change::Set(d)
+        let len = page_align(len).ok_or(MmError::NoMem)?;
+        let end = addr.checked_add(len).ok_or(MmError::NoMem)?;
+        let newprot = prot.vm_flags()?;
+        let mut pos = addr;
+        let mut err = Ok(());
+        for v in self.vmas_in(addr, end) {
+            if v.start() > pos {
+                err = Err(MmError::NoMem);
+                break;
             }
-        })?;
-        Ok(())
+            let may = VmFlags::from_bits((v.flags().bits() >> 4) & 0x7);
+            if !may.contains(newprot) {
+                err = Err(MmError::Access);
+                break;
+            }
+            pos = v.end().min(end);
+        }
+        if err.is_ok() && pos < end {
+            err = Err(MmError::NoMem);
+        }
+        if pos > addr {
+            self.apply(addr, pos, None, |v| {
+                let old = v.flags();
+                let mut flags = old.without(VmFlags::PROT_MASK) | newprot;
+                // mprotect_fixup returns before the accounting when nothing changes.
+                if flags == old {
+                    return Change::Keep;
+                }
+                if flags.contains(VmFlags::WRITE) {
+                    if !old.intersects(
+                        VmFlags::ACCOUNT
+                            | VmFlags::WRITE
+                            | VmFlags::HUGETLB
+                            | VmFlags::SHARED
+                            | VmFlags::NORESERVE,
+                    ) {
+                        flags |= VmFlags::ACCOUNT;
+                    }
+                } else if old.contains(VmFlags::ACCOUNT)
+                    && v.kind().is_anon()
+                    && v.anon_vma().is_none()
+                {
+                    flags = flags.without(VmFlags::ACCOUNT);
+                }
+                if flags == old {
+                    Change::Keep
+                } else {
+                    let mut d = v.desc();
+                    d.flags = flags;
+                    Change::Set(d)
+                }
+            })?;
+        }
+        err
     }
 
-    /// `madvise` for the fork flags and `MADV_DONTNEED`. Unaligned `addr`: `EINVAL`; a range
-    /// with holes: `ENOMEM` (nothing changed); `WIPEONFORK` on anything but private anonymous
-    /// memory, or `DONTNEED` on locked/PFN-mapped VMAs: `EINVAL`.
+    /// `madvise` for the fork flags and `MADV_DONTNEED`, walking the range as
+    /// `madvise_walk_vmas` does: unaligned `addr` or a wrapping length: `EINVAL`; `len == 0`:
+    /// nothing. Holes are skipped (the call then returns `ENOMEM`, after advising every VMA
+    /// piece in the range); a VMA that refuses the advice (`WIPEONFORK` on anything but private
+    /// anonymous memory, `DONTNEED` on locked or PFN-mapped VMAs, `DOFORK` on `VM_IO`) stops
+    /// the walk with `EINVAL`, the pieces before it advised.
     pub fn madvise(&mut self, addr: u64, len: u64, advice: Advice) -> Result<(), MmError> {
-        let end = self.check_madvise_range(addr, len)?;
-        if end == addr {
-            return Ok(());
+        let (stop, res) = self.madvise_walk(addr, len, advice)?;
+        if stop == addr {
+            return res;
         }
         let (set, clear) = match advice {
             Advice::DontNeed => {
-                self.check_dontneed(addr, end)?;
-                self.remove_events(addr, end);
-                self.mm.pages.lock().zap(addr, end);
-                return Ok(());
+                self.remove_events(addr, stop);
+                self.mm.pages.lock().zap(addr, stop);
+                return res;
             }
             Advice::DontFork => (VmFlags::DONTCOPY, VmFlags::NONE),
             Advice::DoFork => (VmFlags::NONE, VmFlags::DONTCOPY),
-            Advice::WipeOnFork => {
-                if self
-                    .vmas_in(addr, end)
-                    .any(|v| !v.kind().is_anon() || v.flags().contains(VmFlags::MAYSHARE))
-                {
-                    return Err(MmError::Inval);
-                }
-                (VmFlags::WIPEONFORK, VmFlags::NONE)
-            }
+            Advice::WipeOnFork => (VmFlags::WIPEONFORK, VmFlags::NONE),
             Advice::KeepOnFork => (VmFlags::NONE, VmFlags::WIPEONFORK),
         };
-        self.apply(addr, end, None, |v| {
+        self.apply(addr, stop, None, |v| {
             let flags = v.flags().without(clear) | set;
             if flags == v.flags() {
                 Change::Keep
@@ -977,15 +1093,31 @@ impl MmWriteGuard<'_> {
                 Change::Set(d)
             }
         })?;
-        Ok(())
+        res
     }
 
-    /// `mremap`: resizes `[old_addr, old_addr + old_len)`, which must lie in one VMA (else
-    /// `EFAULT`), to `new_len` bytes: shrinking unmaps the tail; growing extends in place when
-    /// the space after the VMA is free, else moves it (with `MREMAP_MAYMOVE`; otherwise
-    /// `ENOMEM`); `MREMAP_FIXED` moves it to `new_addr`, replacing what was there. Pages move
-    /// with the mapping. Returns the new address. Bad alignment, `new_len == 0`, unknown flags,
-    /// `FIXED` without `MAYMOVE` or overlapping ranges: `EINVAL`.
+    /// `mremap` as of Linux 6.17 (`do_mremap`): resizes or moves `[old_addr, old_addr +
+    /// old_len)` to `new_len` bytes. Returns the new address.
+    ///
+    /// - Parameters (`check_mremap_params`): unknown flags (`MREMAP_DONTUNMAP` is not
+    ///   modelled), unaligned `old_addr`, `new_len == 0` or beyond `TASK_SIZE`: `EINVAL`; with
+    ///   `MREMAP_FIXED` also a `new_addr` that is unaligned or leaves `TASK_SIZE`, a missing
+    ///   `MREMAP_MAYMOVE`, or overlapping ranges: `EINVAL`.
+    /// - `MREMAP_FIXED` with `old_len == new_len` moves every VMA of the range (`remap_move`),
+    ///   splitting the first and last, keeping the gaps between them; a hole at the start, or
+    ///   a userfaultfd-registered VMA that is not alone in the range: `EFAULT`, the VMAs before
+    ///   it moved.
+    /// - Otherwise `old_addr` must be in a VMA (`EFAULT`); `old_len == 0` (duplicating a
+    ///   mapping) is refused with `EINVAL`. A shrink or an unchanged size without
+    ///   `MREMAP_FIXED` may span several VMAs (the tail is unmapped); a grow or a fixed move
+    ///   needs the old range inside the VMA (`EFAULT`) and no `VM_DONTEXPAND`/`VM_PFNMAP`
+    ///   when growing (`EFAULT`). A grow extends in place when the range ends the VMA and the
+    ///   space after it is free, else moves (`MREMAP_MAYMOVE`; without it `ENOMEM`).
+    ///   `MREMAP_FIXED` first unmaps `[new_addr, new_addr + new_len)`.
+    /// - A moved VMA that never had a page written (no `anon_vma`) takes the page offset of its
+    ///   new address, so it can merge there (`copy_vma`). Pages move with the mapping. Without
+    ///   `UFFD_FEATURE_EVENT_REMAP` the VMA the copy ends up in loses its userfaultfd
+    ///   registration, including any registered neighbour it merged with.
     pub fn mremap(
         &mut self,
         old_addr: u64,
@@ -995,98 +1127,199 @@ impl MmWriteGuard<'_> {
         new_addr: u64,
     ) -> Result<u64, MmError> {
         let cfg = self.mm.cfg.clone();
-        if flags.0 & !3 != 0
-            || (flags.contains(MremapFlags::FIXED) && !flags.contains(MremapFlags::MAYMOVE))
-        {
-            return Err(MmError::Inval);
-        }
-        if !is_page_aligned(old_addr) {
+        if flags.0 & !3 != 0 || !is_page_aligned(old_addr) {
             return Err(MmError::Inval);
         }
         let old_len = page_align(old_len).ok_or(MmError::Inval)?;
         let new_len = page_align(new_len).ok_or(MmError::Inval)?;
-        if new_len == 0 || old_len == 0 {
+        if new_len == 0 || new_len > cfg.task_size {
             return Err(MmError::Inval);
         }
-        let old_end = old_addr
-            .checked_add(old_len)
-            .filter(|&e| e <= cfg.task_size)
-            .ok_or(MmError::Inval)?;
         let fixed = flags.contains(MremapFlags::FIXED);
+        let maymove = flags.contains(MremapFlags::MAYMOVE);
         if fixed {
-            if !is_page_aligned(new_addr) {
+            if new_addr > cfg.task_size - new_len || !is_page_aligned(new_addr) || !maymove {
                 return Err(MmError::Inval);
             }
-            let ne = new_addr
-                .checked_add(new_len)
-                .filter(|&e| e <= cfg.task_size)
-                .ok_or(MmError::Inval)?;
-            if new_addr < old_end && old_addr < ne {
+            if old_addr.saturating_add(old_len) > new_addr && new_addr + new_len > old_addr {
                 return Err(MmError::Inval);
+            }
+            if old_len == new_len {
+                return self.remap_move(old_addr, old_len, new_addr);
             }
         }
-        let (vstart, vend, special, desc) = {
+        let (vstart, vend, vflags, pgoff) = {
             let v = self.vma_lookup(old_addr).ok_or(MmError::Fault)?;
-            (
-                v.start(),
-                v.end(),
-                v.flags().intersects(VmFlags::DONTEXPAND | VmFlags::PFNMAP),
-                v.desc(),
-            )
+            (v.start(), v.end(), v.flags(), v.pgoff())
         };
-        if old_end > vend {
-            return Err(MmError::Fault);
-        }
-        if special && new_len > old_len {
-            return Err(MmError::Fault);
-        }
-        let mut piece = desc.advanced(old_addr - vstart);
-        if !fixed {
-            if new_len <= old_len {
-                if new_len < old_len {
-                    self.munmap(old_addr + new_len, old_len - new_len)?;
-                }
-                return Ok(old_addr);
+        // check_prep_vma
+        let expand = new_len > old_len;
+        if expand || fixed {
+            if old_len == 0 {
+                return Err(MmError::Inval);
             }
-            // Grow in place if the VMA ends here and the space after it is free.
-            let want = old_addr
-                .checked_add(new_len)
+            let span = old_len.min(new_len);
+            if span > vend - old_addr {
+                return Err(MmError::Fault);
+            }
+            if expand {
+                let first = pgoff.wrapping_add((old_addr - vstart) >> PAGE_SHIFT);
+                if first.checked_add(new_len >> PAGE_SHIFT).is_none() {
+                    return Err(MmError::Inval);
+                }
+                if vflags.intersects(VmFlags::DONTEXPAND | VmFlags::PFNMAP) {
+                    return Err(MmError::Fault);
+                }
+            }
+        }
+        if fixed {
+            return self.mremap_to(old_addr, old_len, new_len, new_addr);
+        }
+        // mremap_at
+        if new_len == old_len {
+            return Ok(old_addr);
+        }
+        if new_len < old_len {
+            self.munmap(old_addr + new_len, old_len - new_len)?;
+            return Ok(old_addr);
+        }
+        // expand_vma: in place if the range ends the VMA and the space after it is free.
+        let old_end = old_addr + old_len;
+        if old_end == vend {
+            let want = vend
+                .checked_add(new_len - old_len)
                 .filter(|&e| e <= cfg.task_size);
             if let Some(new_end) = want {
-                if old_end == vend && self.vmas_in(old_end, new_end).next().is_none() {
-                    let fill = desc.advanced(old_end - vstart);
-                    self.apply(old_end, new_end, Some(fill), |_| Change::Keep)?;
+                if self.vmas_in(vend, new_end).next().is_none() {
+                    let fill = self
+                        .vma_lookup(old_addr)
+                        .map(|v| v.desc().advanced(vend - vstart))
+                        .ok_or(MmError::Fault)?;
+                    self.apply(vend, new_end, Some(fill), |_| Change::Keep)?;
                     return Ok(old_addr);
                 }
             }
-            if !flags.contains(MremapFlags::MAYMOVE) {
-                return Err(MmError::NoMem);
-            }
         }
-        // move_vma
+        if !maymove {
+            return Err(MmError::NoMem);
+        }
+        // vrm_set_new_addr: get_unmapped_area(file, 0, new_len, ...).
+        let thp = !vflags.contains(VmFlags::MAYSHARE)
+            && self
+                .vma_lookup(old_addr)
+                .is_some_and(|v| v.kind().is_anon());
+        let dest = self.unmapped_area(0, new_len, thp)?;
+        self.move_vma(old_addr, old_len, new_len, dest)
+    }
+
+    /// `mremap_to`: unmap the destination, shrink the source if asked, then move.
+    fn mremap_to(
+        &mut self,
+        old_addr: u64,
+        old_len: u64,
+        new_len: u64,
+        new_addr: u64,
+    ) -> Result<u64, MmError> {
+        self.munmap(new_addr, new_len)?;
+        if self.vma_lookup(old_addr).is_none() {
+            return Err(MmError::Fault);
+        }
+        let mut old_len = old_len;
+        if new_len < old_len {
+            self.munmap(old_addr + new_len, old_len - new_len)?;
+            old_len = new_len;
+        }
+        self.move_vma(old_addr, old_len, new_len, new_addr)
+    }
+
+    /// `remap_move` (6.17): moves each VMA of `[start, start + len)` in turn, the first to
+    /// `new_addr` and each later one after the previous by the gap between them.
+    fn remap_move(&mut self, start: u64, len: u64, new_addr: u64) -> Result<u64, MmError> {
+        let end = start.saturating_add(len);
+        let mut res = Err(MmError::Fault);
+        let mut seen = false;
+        let mut allowed = true;
+        let mut target = new_addr;
+        let mut last_end = 0;
+        let mut pos = start;
+        while pos < end {
+            let Some((vs, ve, ok)) = self.find_vma(pos).filter(|v| v.start() < end).map(|v| {
+                (
+                    v.start(),
+                    v.end(),
+                    !v.flags().intersects(VmFlags::UFFD_FLAGS),
+                )
+            }) else {
+                break;
+            };
+            let a = vs.max(start);
+            let l = ve.min(end) - a;
+            if !allowed || (!seen && start < vs) {
+                return Err(MmError::Fault);
+            }
+            let offset = if seen { vs - last_end } else { 0 };
+            last_end = ve;
+            // vma_multi_allowed: a userfaultfd-armed VMA moves only alone (the notification
+            // would drop the mmap lock): not after another one, nor with the range going on
+            // past it (measured on 6.18: nothing moves then).
+            allowed = ok;
+            if !allowed && (seen || ve < end) {
+                return Err(MmError::Fault);
+            }
+            let r = self.mremap_to(a, l, l, target + offset)?;
+            if !seen {
+                res = Ok(r);
+            }
+            seen = true;
+            target = r + l;
+            pos = ve.min(end);
+        }
+        res
+    }
+
+    /// `move_vma`: a copy of the source piece at `dest` (`copy_vma`), the pages moved, the
+    /// source unmapped.
+    fn move_vma(
+        &mut self,
+        old_addr: u64,
+        old_len: u64,
+        new_len: u64,
+        dest: u64,
+    ) -> Result<u64, MmError> {
+        let cfg = self.mm.cfg.clone();
         if self.state.map_count + 3 > cfg.max_map_count {
             return Err(MmError::NoMem);
         }
-        let dest = if fixed {
-            self.munmap(new_addr, new_len)?;
-            new_addr
-        } else {
-            self.get_unmapped_area(0, new_len)?
+        let old_end = old_addr + old_len;
+        let mut piece = {
+            let v = self.vma_lookup(old_addr).ok_or(MmError::Fault)?;
+            v.desc().advanced(old_addr - v.start())
         };
+        // copy_vma: a never-faulted anonymous VMA takes the offset of its new address.
+        if piece.kind.is_anon() && piece.anon_vma.is_none() {
+            piece.pgoff = dest >> PAGE_SHIFT;
+        }
         // mremap_userfaultfd_prep: with EVENT_REMAP the moved mapping stays registered and a
-        // REMAP event follows; without it the moved mapping is reset.
+        // REMAP event follows; without it the new VMA is reset, after the copy merged it with
+        // its neighbours, so a registered neighbour it merged with (the source included) is
+        // reset with it.
+        let mut reset = false;
         if let Some(ctx) = piece.uffd.clone() {
             let msg = UffdMsg::Remap {
                 from: old_addr,
                 to: dest,
                 len: old_len,
             };
-            if !self.events.prep(&ctx, feature::EVENT_REMAP, msg) {
-                piece.uffd = None;
-                piece.flags = piece.flags.without(VmFlags::UFFD_FLAGS);
-            }
+            reset = !self.events.prep(&ctx, feature::EVENT_REMAP, msg);
         }
         self.apply(dest, dest + new_len, Some(piece), |_| Change::Keep)?;
+        if reset {
+            if let Some(v) = self.vma_lookup(dest) {
+                v.start_write(&self.mm.locks);
+                v.set_uffd(None);
+                v.set_flags(v.flags().without(VmFlags::UFFD_FLAGS));
+            }
+        }
         {
             let mut pt = self.mm.pages.lock();
             pt.move_range(old_addr, old_addr + old_len.min(new_len), dest);
@@ -1096,6 +1329,19 @@ impl MmWriteGuard<'_> {
         self.unmap_events(&removed, old_addr, old_end);
         Ok(dest)
     }
+}
+
+/// `PMD_SIZE`: the THP size on x86-64.
+const PMD_SIZE: u64 = 2 << 20;
+
+/// `round_hint_to_min`: a hint is rounded down to its page; one below `mmap_min_addr` is
+/// raised to it.
+fn round_hint_to_min(cfg: &super::MmConfig, addr: u64) -> u64 {
+    let hint = addr & !(PAGE_SIZE - 1);
+    if hint != 0 && hint < cfg.mmap_min_addr {
+        return page_align(cfg.mmap_min_addr).unwrap_or(cfg.mmap_min_addr);
+    }
+    hint
 }
 
 impl fmt::Debug for Seg {

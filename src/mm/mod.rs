@@ -9,7 +9,8 @@
 //! - Writers ([`MmWriteGuard`], from [`Mm::write`]) do mmap (fixed, fixed-noreplace, hinted and
 //!   unhinted top-down or bottom-up placement), munmap, mprotect, madvise (fork flags), mremap,
 //!   merging compatible neighbours and splitting partial VMAs. The tree is written in RCU mode,
-//!   so lock-free readers stay correct throughout. Every failing call leaves the `Mm` unchanged.
+//!   so lock-free readers stay correct throughout. A failing call leaves the `Mm` unchanged,
+//!   except where the kernel itself stops half-way (see below).
 //! - Readers either hold the mmap read lock ([`MmReadGuard`]: `find_vma`, `vma_lookup`,
 //!   `find_vma_prev`, range iteration) or go lock-free: [`Mm::lock_vma_under_rcu`] finds a VMA
 //!   under an epoch guard and read-locks it, failing (so that the caller falls back to the mmap
@@ -18,6 +19,63 @@
 //!   or the new way (`dup` of the tree, then an exact-fit replacement of every entry), with a
 //!   [`ForkHook`] per VMA where the userfaultfd model plugs in.
 //! - [`Mm::render_maps`] and [`Mm::from_maps`] write and read `/proc/PID/maps` text.
+//!
+//! # The kernel modelled
+//!
+//! The VMA rules are those of Linux 6.18 on x86-64 (with the 6.17 rewrite of mremap), and are
+//! checked against the running kernel op by op by `tests/mm_live_kernel.rs` (real syscalls in a
+//! reserved region of a forked child, userfaultfd registration included, `/proc/self/smaps`
+//! compared after every op; the long run is `scripts/mm-live-kernel.sh`). In particular:
+//!
+//! - **Stopping half-way.** mprotect changes the VMAs in address order and stops at the first
+//!   hole (`ENOMEM`) or the first VMA whose `VM_MAY*` bits refuse the protection (`EACCES`),
+//!   the VMAs before it changed (`do_mprotect_pkey`). madvise skips holes, advising every piece
+//!   in the range, and reports `ENOMEM` at the end, or stops at the first VMA that refuses the
+//!   advice (`EINVAL`) (`madvise_walk_vmas`). A multi-VMA mremap move stops at the VMA it cannot
+//!   move, the ones before it moved.
+//! - **Merging.** Only a changed piece merges, with the neighbours it touches
+//!   (`vma_merge_existing_range`, `vma_merge_new_range`); two untouched VMAs never merge. The
+//!   merge rule compares flags (`VM_ACCOUNT` included), backing, offsets, the userfaultfd
+//!   context and the `anon_vma`.
+//! - **`anon_vma`** ([`AnonVma`]): assigned on the first private write fault, reusing a
+//!   compatible neighbour's (`find_mergeable_anon_vma`), inherited by the pieces of a split,
+//!   fresh per VMA in a fork child (`anon_vma_fork`; none for `VM_WIPEONFORK`). Two VMAs with
+//!   different `anon_vma`s, or a fork child's VMA and one without, do not merge.
+//! - **`VM_ACCOUNT`**: set on private writable mappings (`accountable_mapping`) and when mprotect
+//!   first makes private memory writable; cleared when mprotect changes a never-written private
+//!   anonymous VMA to a protection without `PROT_WRITE` (`mprotect_fixup`).
+//! - **mremap** (6.17, `do_mremap`): a shrink or an unchanged size without `MREMAP_FIXED` may
+//!   span several VMAs; `MREMAP_FIXED` with an unchanged size moves every VMA of the range,
+//!   keeping the gaps between them (`remap_move`); a moved VMA that never had a page written
+//!   takes the page offset of its new address (`copy_vma`), so it can merge there; without
+//!   `EVENT_REMAP`, the VMA the copy merged into loses its userfaultfd registration
+//!   (`mremap_userfaultfd_prep`), registered neighbours included; a registered VMA moves only
+//!   alone (`vma_multi_allowed`).
+//! - **Placement**: a hint is rounded down to its page (`round_hint_to_min`); 2 MiB-multiple
+//!   private anonymous maps without a hint are placed THP-aligned
+//!   (`thp_get_unmapped_area_vmflags`).
+//! - **errno order**: as `do_mmap`, `do_mprotect_pkey`, `madvise_walk_vmas` and `do_mremap`
+//!   check (e.g. `EEXIST` for `MAP_FIXED_NOREPLACE` and `EINVAL` for an unaligned fixed address
+//!   come before `EACCES` for a shared writable map of a read-only file).
+//!
+//! Remaining simplifications (none is reached by the live differential):
+//!
+//! - Files are [`MappedFile`] objects: no file size (no `SIGBUS` model), no `noexec` mounts, no
+//!   per-filesystem `get_unmapped_area` (so no THP alignment of large file maps, and every file
+//!   allows a multi-VMA mremap), no `VM_SOFTDIRTY`, no NUMA policies, no anonymous VMA names in
+//!   `anon_vma_compatible`.
+//! - No rlimits (`RLIMIT_AS`, `RLIMIT_MEMLOCK`), no commit-limit accounting (`VM_ACCOUNT` is a
+//!   flag only; `vm.overcommit_memory` is taken as not "never", so `MAP_NORESERVE` is always
+//!   honoured), no mseal, no protection keys, no `MAP_HUGETLB`/`MAP_DROPPABLE`/`MAP_SYNC`,
+//!   no `MREMAP_DONTUNMAP`, no `old_len == 0` duplication of shared mappings (`EINVAL`), no
+//!   `PROT_GROWSDOWN`. Unknown flag or protection bits are refused with `EINVAL` even where the
+//!   kernel ignores them.
+//! - `max_map_count` is checked per engine step (an op that would exceed it fails before that
+//!   step writes anything), which matches the kernel's bounds only approximately.
+//! - Read faults do not allocate pages (the zero page); only writes assign an `anon_vma`, and a
+//!   userfaultfd copy does not.
+//! - [`Mm::from_maps`] cannot see `anon_vma`s, `MAP_NORESERVE` or a past `PROT_WRITE`: replayed
+//!   VMAs have no `anon_vma` and private writable ones are charged.
 //!
 //! ```
 //! use maple_tree::mm::{MapFlags, MapSource, Mm, Prot, PAGE_SIZE};
@@ -58,7 +116,9 @@ pub use fork::{DupMode, ForkEnv, ForkHook, NoHook};
 pub use maps::MapsError;
 pub use mmap::{Advice, MapFlags, MapSource, MremapFlags, Prot, UnmappedAreaInfo};
 pub use pages::PageFrame;
-pub use vma::{FileKind, MappedFile, MmLockState, VmFlags, Vma, VmaDesc, VmaKind, VmaSnapshot};
+pub use vma::{
+    AnonVma, FileKind, MappedFile, MmLockState, VmFlags, Vma, VmaDesc, VmaKind, VmaSnapshot,
+};
 
 use pages::PageTable;
 
@@ -410,21 +470,19 @@ impl Mm {
         }
         let events = {
             let mut w = self.write();
-            let end = w.check_madvise_range(addr, len)?;
-            w.check_dontneed(addr, end)?;
-            w.remove_events(addr, end);
+            let (stop, _) = w.madvise_walk(addr, len, advice)?;
+            w.remove_events(addr, stop);
             w.take_events()
         };
         if events.is_empty() {
             return self.write().madvise(addr, len, advice);
         }
         uffd::PendingEvents::complete_all(events);
-        // The lock was dropped: check the range again, then zap without new events.
+        // The lock was dropped: walk the range again, then zap without new events.
         let w = self.write();
-        let end = w.check_madvise_range(addr, len)?;
-        w.check_dontneed(addr, end)?;
-        self.pages.lock().zap(addr, end);
-        Ok(())
+        let (stop, res) = w.madvise_walk(addr, len, advice)?;
+        self.pages.lock().zap(addr, stop);
+        res
     }
 
     /// [`MmWriteGuard::mremap`] under its own write lock.

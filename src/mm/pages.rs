@@ -10,7 +10,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::uffd::{FaultWaiterHandle, UffdCtx};
-use super::{is_page_aligned, Mm, MmError, VmFlags, Vma, PAGE_SIZE};
+use super::{is_page_aligned, AnonVma, Mm, MmError, VmFlags, Vma, VmaKind, PAGE_SIZE};
 
 /// One page of memory.
 pub struct PageFrame {
@@ -224,6 +224,9 @@ impl Mm {
                     }
                 }
                 if write {
+                    if !vma.flags().contains(VmFlags::MAYSHARE) {
+                        self.anon_vma_prepare(vma);
+                    }
                     let frame = self.frame_for_write(&mut pt, vma, page);
                     f(Some(&frame), off, range.clone());
                 } else {
@@ -238,6 +241,45 @@ impl Mm {
             }
         }
         Ok(())
+    }
+
+    /// `__anon_vma_prepare` on a private write fault: a VMA without an `anon_vma` reuses its
+    /// next (then previous) neighbour's when the two could have been one VMA apart from their
+    /// protection and that neighbour's chain is singular (`find_mergeable_anon_vma`), else gets
+    /// a new one. Called with the page-table lock held and the VMA read-locked.
+    fn anon_vma_prepare(&self, vma: &Vma) {
+        if vma.anon_vma().is_some() {
+            return;
+        }
+        let guard = self.tree.pin();
+        // anon_vma_compatible(a, b) and reusable_anon_vma(old, a, b).
+        let compatible = |a: &Vma, b: &Vma| {
+            let same_file = match (a.kind(), b.kind()) {
+                (VmaKind::Anon(_), VmaKind::Anon(_)) => true,
+                (VmaKind::File(x), VmaKind::File(y)) => Arc::ptr_eq(x, y),
+                _ => false,
+            };
+            a.end() == b.start()
+                && same_file
+                && (a.flags().bits() ^ b.flags().bits()) & !VmFlags::PROT_MASK.bits() == 0
+                && b.pgoff() == a.pgoff().wrapping_add(a.pages())
+        };
+        let reusable = |old: &Vma, a: &Vma, b: &Vma| {
+            if compatible(a, b) {
+                old.anon_vma().filter(|x| !x.forked)
+            } else {
+                None
+            }
+        };
+        let next = self
+            .tree
+            .load(vma.end(), &guard)
+            .and_then(|n| reusable(n, vma, n));
+        let found = next.or_else(|| {
+            let p = self.tree.load(vma.start().checked_sub(1)?, &guard)?;
+            reusable(p, p, vma)
+        });
+        vma.set_anon_vma(Some(found.unwrap_or_else(|| AnonVma::fresh(false))));
     }
 
     fn frame_for_write(&self, pt: &mut PageTable, vma: &Vma, page: u64) -> Arc<PageFrame> {

@@ -58,9 +58,9 @@ fn hint_is_used_when_free_and_ignored_when_not() {
         .mmap(0x4000_0000, P, Prot::READ, PRIV, MapSource::Anon)
         .unwrap();
     assert_ne!(b, a);
-    // An unaligned hint is rounded up.
+    // An unaligned hint is rounded down (round_hint_to_min, arch_get_unmapped_area_topdown).
     let c = mm.mmap(0x5000_0001, P, RW, PRIV, MapSource::Anon).unwrap();
-    assert_eq!(c, 0x5000_1000);
+    assert_eq!(c, 0x5000_0000);
 }
 
 #[test]
@@ -253,9 +253,9 @@ fn bad_arguments_are_typed_errors_and_change_nothing() {
         Err(MmError::Inval)
     );
     assert_eq!(
-        mm.mprotect(a, 5 * P, Prot::READ),
+        mm.mprotect(a + 8 * P, 2 * P, Prot::READ),
         Err(MmError::NoMem),
-        "hole after the VMA"
+        "nothing mapped at the start"
     );
     assert_eq!(
         mm.mprotect(a - P, 2 * P, Prot::READ),
@@ -263,7 +263,10 @@ fn bad_arguments_are_typed_errors_and_change_nothing() {
         "hole before"
     );
     assert_eq!(mm.mprotect(a, 0, Prot::READ), Ok(()));
-    assert_eq!(mm.madvise(a, 5 * P, Advice::DontFork), Err(MmError::NoMem));
+    assert_eq!(
+        mm.madvise(a + 8 * P, 2 * P, Advice::DontFork),
+        Err(MmError::NoMem)
+    );
     assert_eq!(
         mm.mremap(a + P, 4 * P, 8 * P, MremapFlags::MAYMOVE, 0),
         Err(MmError::Fault)
@@ -379,7 +382,10 @@ fn file_offsets_decide_merging() {
         vec![0, 1, 2, 7, 8]
     );
     mm.mprotect(a + P, P, Prot::READ).unwrap();
-    assert_eq!(mm.map_count(), 3);
+    // Making the private file page writable charged it (VM_ACCOUNT), and read-only again does
+    // not uncharge a file mapping: the middle page no longer merges back.
+    assert_eq!(mm.map_count(), 5);
+    assert!(mm.snapshot()[1].desc.flags.contains(VmFlags::ACCOUNT));
     mm.validate().unwrap();
 }
 
@@ -774,4 +780,298 @@ fn maps_parse_errors() {
         let e = Mm::from_maps(text, cfg()).unwrap_err();
         assert_eq!(e.reason, reason, "{text:?}");
     }
+}
+
+// ----- issue 15: the running kernel's answers (each also run live in tests/mm_live_kernel.rs) ---
+
+const B: u64 = 0x6000_0000_0000;
+const R: Prot = Prot::READ;
+
+fn perms(mm: &Mm) -> Vec<(u64, u64, u64)> {
+    mm.snapshot()
+        .iter()
+        .map(|v| {
+            (
+                (v.start - B) / P,
+                (v.end - B) / P,
+                v.desc.flags.bits() & 0x7,
+            )
+        })
+        .collect()
+}
+
+fn ro_file() -> Arc<MappedFile> {
+    file(FileKind::Regular, false)
+}
+
+#[test]
+fn class1_failing_mprotect_and_madvise_apply_up_to_the_failure() {
+    let mm = Mm::new();
+    mm.mmap(B, 4 * P, RW, fixed(), MapSource::Anon).unwrap();
+    mm.munmap(B + 2 * P, P).unwrap();
+    assert_eq!(mm.mprotect(B, 4 * P, R), Err(MmError::NoMem));
+    assert_eq!(perms(&mm), vec![(0, 2, 1), (3, 4, 3)]);
+    // madvise skips the hole, advises both pieces, then reports it.
+    assert_eq!(mm.madvise(B, 4 * P, Advice::DontFork), Err(MmError::NoMem));
+    assert!(mm
+        .snapshot()
+        .iter()
+        .all(|v| v.desc.flags.contains(VmFlags::DONTCOPY)));
+
+    // EACCES at the second VMA: the first one changed.
+    let mm = Mm::new();
+    mm.mmap(B, 2 * P, R, fixed(), MapSource::Anon).unwrap();
+    let src = MapSource::File {
+        file: ro_file(),
+        offset: 0,
+    };
+    let shared = MapFlags::SHARED | MapFlags::FIXED;
+    mm.mmap(B + 2 * P, 2 * P, R, shared, src).unwrap();
+    assert_eq!(mm.mprotect(B, 4 * P, RW), Err(MmError::Access));
+    assert_eq!(perms(&mm), vec![(0, 2, 3), (2, 4, 1)]);
+
+    // EINVAL for WIPEONFORK on shared memory: the private VMA before it is marked.
+    let mm = Mm::new();
+    mm.mmap(B, 2 * P, RW, fixed(), MapSource::Anon).unwrap();
+    mm.mmap(B + 2 * P, 2 * P, RW, shared, MapSource::Anon)
+        .unwrap();
+    assert_eq!(
+        mm.madvise(B, 4 * P, Advice::WipeOnFork),
+        Err(MmError::Inval)
+    );
+    let s = mm.snapshot();
+    assert!(s[0].desc.flags.contains(VmFlags::WIPEONFORK));
+    assert!(!s[1].desc.flags.contains(VmFlags::WIPEONFORK));
+}
+
+#[test]
+fn class2_errno_order() {
+    let shared = MapFlags::SHARED | MapFlags::FIXED;
+    let mm = Mm::new();
+    let rw_file = MapSource::File {
+        file: file(FileKind::Regular, true),
+        offset: 0,
+    };
+    mm.mmap(B, 2 * P, RW, shared, rw_file).unwrap();
+    mm.munmap(B, P).unwrap();
+    assert_eq!(
+        mm.madvise(B, 2 * P, Advice::WipeOnFork),
+        Err(MmError::Inval)
+    );
+
+    let mm = Mm::new();
+    let ro = || MapSource::File {
+        file: ro_file(),
+        offset: 0,
+    };
+    mm.mmap(B, 2 * P, R, shared, ro()).unwrap();
+    mm.munmap(B + P, P).unwrap();
+    assert_eq!(mm.mprotect(B, 2 * P, RW), Err(MmError::Access));
+
+    let noreplace = MapFlags::SHARED | MapFlags::FIXED_NOREPLACE;
+    assert_eq!(mm.mmap(B, 2 * P, RW, noreplace, ro()), Err(MmError::Exist));
+    assert_eq!(
+        mm.mmap(B + 0x10, 2 * P, RW, shared, ro()),
+        Err(MmError::Inval)
+    );
+    assert_eq!(
+        mm.mmap(B + 8 * P, 2 * P, RW, shared, ro()),
+        Err(MmError::Access)
+    );
+}
+
+#[test]
+fn class3_mremap_over_several_vmas() {
+    let mm = Mm::new();
+    mm.mmap(B, 2 * P, RW, fixed(), MapSource::Anon).unwrap();
+    mm.mmap(B + 2 * P, 2 * P, R, fixed(), MapSource::Anon)
+        .unwrap();
+    assert_eq!(mm.mremap(B, 4 * P, 4 * P, MremapFlags::NONE, 0), Ok(B));
+    assert_eq!(mm.mremap(B, 4 * P, P, MremapFlags::NONE, 0), Ok(B));
+    assert_eq!(perms(&mm), vec![(0, 1, 3)]);
+    // Growing still needs the range inside one VMA.
+    mm.mmap(B + P, P, R, fixed(), MapSource::Anon).unwrap();
+    assert_eq!(
+        mm.mremap(B, 2 * P, 3 * P, MremapFlags::MAYMOVE, 0),
+        Err(MmError::Fault)
+    );
+
+    // 6.17: a move of an unchanged size moves every VMA, gaps kept.
+    let mm = Mm::new();
+    let mv = MremapFlags::MAYMOVE | MremapFlags::FIXED;
+    mm.mmap(B + 10 * P, 2 * P, RW, fixed(), MapSource::Anon)
+        .unwrap();
+    mm.mmap(B + 12 * P, 2 * P, R, fixed(), MapSource::Anon)
+        .unwrap();
+    mm.mmap(B + 15 * P, P, RW, fixed(), MapSource::Anon)
+        .unwrap();
+    assert_eq!(
+        mm.mremap(B + 10 * P, 6 * P, 6 * P, mv, B + 30 * P),
+        Ok(B + 30 * P)
+    );
+    assert_eq!(perms(&mm), vec![(30, 32, 3), (32, 34, 1), (35, 36, 3)]);
+    // A hole at the start: EFAULT.
+    assert_eq!(
+        mm.mremap(B + 29 * P, 3 * P, 3 * P, mv, B + 50 * P),
+        Err(MmError::Fault)
+    );
+}
+
+#[test]
+fn class4_unfaulted_anon_move_takes_the_new_offset_and_merges() {
+    let mv = MremapFlags::MAYMOVE | MremapFlags::FIXED;
+    let mm = Mm::new();
+    mm.mmap(B, 4 * P, RW, fixed(), MapSource::Anon).unwrap();
+    mm.mmap(B + 20 * P, 2 * P, RW, fixed(), MapSource::Anon)
+        .unwrap();
+    mm.mremap(B + 20 * P, 2 * P, 2 * P, mv, B + 4 * P).unwrap();
+    assert_eq!(perms(&mm), vec![(0, 6, 3)]);
+    // Once a page was written, the moved VMA keeps its offset (and anon_vma): two VMAs.
+    let mm = Mm::new();
+    mm.mmap(B, 4 * P, RW, fixed(), MapSource::Anon).unwrap();
+    mm.mmap(B + 20 * P, 2 * P, RW, fixed(), MapSource::Anon)
+        .unwrap();
+    mm.write_bytes(B + 20 * P, b"x").unwrap();
+    mm.mremap(B + 20 * P, 2 * P, 2 * P, mv, B + 4 * P).unwrap();
+    assert_eq!(perms(&mm), vec![(0, 4, 3), (4, 6, 3)]);
+}
+
+#[test]
+fn class5_untouched_neighbours_never_merge() {
+    let text = "\
+600000000000-600000001000 r--p 00000000 00:00 0 
+600000001000-600000002000 rw-p 00000000 00:00 0 
+600000002000-600000003000 rw-p 00000000 00:00 0 
+";
+    let mm = Mm::from_maps(text, MmConfig::default()).unwrap();
+    mm.mprotect(B, 3 * P, RW).unwrap();
+    // The changed VMA merges with its neighbour; the boundary between the two untouched ones
+    // stays.
+    assert_eq!(perms(&mm), vec![(0, 2, 3), (2, 3, 3)]);
+}
+
+#[test]
+fn class6_unaligned_hint_rounds_down() {
+    let mm = Mm::new();
+    let a = mm
+        .mmap(0x6000_0008_f849, 0x9000, RW, PRIV, MapSource::Anon)
+        .unwrap();
+    assert_eq!(a, 0x6000_0008_f000);
+}
+
+#[test]
+fn class7_thp_alignment_of_2mib_anon_maps() {
+    let mm = Mm::new();
+    let base = mm.config().mmap_base;
+    let a = mm.mmap(0, 2 << 20, RW, PRIV, MapSource::Anon).unwrap();
+    assert_eq!(a % (2 << 20), 0);
+    // thp_get_unmapped_area: search len + 2 MiB below mmap_base, align up inside it.
+    let want = (base - (4 << 20)).next_multiple_of(2 << 20);
+    let want = if want == base - (4 << 20) {
+        want + (2 << 20)
+    } else {
+        want
+    };
+    assert_eq!(a, want);
+    // Not a multiple of 2 MiB: no alignment (the hole left above the aligned block is used).
+    let b = mm.mmap(0, 3 * P, RW, PRIV, MapSource::Anon).unwrap();
+    assert_eq!(b, base - 3 * P);
+    // A hint disables the alignment.
+    let c = mm
+        .mmap(0x6000_0000_1000, 2 << 20, RW, PRIV, MapSource::Anon)
+        .unwrap();
+    assert_eq!(c, 0x6000_0000_1000);
+}
+
+#[test]
+fn class8_vm_account() {
+    let mm = Mm::new();
+    let f = file(FileKind::Regular, true);
+    let src = |off| MapSource::File {
+        file: Arc::clone(&f),
+        offset: off,
+    };
+    mm.mmap(B + 20 * P, 2 * P, R, fixed(), src(20 * P)).unwrap();
+    mm.mmap(B + 22 * P, 2 * P, RW, fixed(), src(22 * P))
+        .unwrap();
+    mm.mprotect(B + 22 * P, 2 * P, R).unwrap();
+    let s = mm.snapshot();
+    assert_eq!(s.len(), 2, "VM_ACCOUNT keeps them apart");
+    assert!(s[1].desc.flags.contains(VmFlags::ACCOUNT));
+    assert!(!s[0].desc.flags.contains(VmFlags::ACCOUNT));
+    // A never-written anonymous VMA made read-only is uncharged, and then merges.
+    let mm = Mm::new();
+    mm.mmap(B, 2 * P, R, fixed(), MapSource::Anon).unwrap();
+    mm.mmap(B + 2 * P, 2 * P, RW, fixed(), MapSource::Anon)
+        .unwrap();
+    mm.mprotect(B + 2 * P, 2 * P, R).unwrap();
+    assert_eq!(perms(&mm), vec![(0, 4, 1)]);
+    // Shared and NORESERVE mappings are not charged.
+    let shared = MapFlags::SHARED | MapFlags::FIXED;
+    mm.mmap(B + 8 * P, P, RW, shared, MapSource::Anon).unwrap();
+    mm.mmap(
+        B + 9 * P,
+        P,
+        RW,
+        fixed() | MapFlags::NORESERVE,
+        MapSource::Anon,
+    )
+    .unwrap();
+    assert!(mm.snapshot()[1..]
+        .iter()
+        .all(|v| !v.desc.flags.contains(VmFlags::ACCOUNT)));
+}
+
+#[test]
+fn class9_anon_vma_identity() {
+    let mm = Mm::new();
+    mm.mmap(B, 2 * P, RW, fixed(), MapSource::Anon).unwrap();
+    mm.write_bytes(B, b"a").unwrap();
+    mm.mmap(B + 3 * P, 2 * P, RW, fixed(), MapSource::Anon)
+        .unwrap();
+    mm.write_bytes(B + 3 * P, b"b").unwrap();
+    mm.mmap(B + 2 * P, P, RW, fixed(), MapSource::Anon).unwrap();
+    assert_eq!(perms(&mm), vec![(0, 3, 3), (3, 5, 3)]);
+    let s = mm.snapshot();
+    assert_ne!(s[0].desc.anon_vma, s[1].desc.anon_vma);
+    assert!(s[0].desc.anon_vma.is_some());
+
+    // A split inherits it (so the pieces merge back); a fork child gets a fresh one per VMA,
+    // so there they do not.
+    let mm = Mm::new();
+    mm.mmap(B, 4 * P, RW, fixed(), MapSource::Anon).unwrap();
+    mm.write_bytes(B, b"a").unwrap();
+    mm.mprotect(B + P, P, R).unwrap();
+    let child = mm.fork().unwrap();
+    mm.mprotect(B + P, P, RW).unwrap();
+    assert_eq!(mm.map_count(), 1);
+    child.mprotect(B + P, P, RW).unwrap();
+    assert_eq!(child.map_count(), 3);
+    let c = child.snapshot();
+    assert!(c.iter().all(|v| v.desc.anon_vma.is_some_and(|a| a.forked)));
+    // A new neighbour does not merge with a fork child's VMA that has an anon_vma.
+    child
+        .mmap(B + 4 * P, P, RW, fixed(), MapSource::Anon)
+        .unwrap();
+    assert_eq!(child.map_count(), 4);
+}
+
+#[test]
+fn class8_unchanged_protection_keeps_the_charge() {
+    // A fork child's WIPEONFORK VMA has no anon_vma; an mprotect that does not change its
+    // protection returns before the accounting (mprotect_fixup), one that does uncharges it.
+    let mm = Mm::new();
+    mm.mmap(B, 2 * P, RW, fixed(), MapSource::Anon).unwrap();
+    mm.write_bytes(B, b"a").unwrap();
+    mm.mprotect(B, 2 * P, Prot::NONE).unwrap();
+    mm.madvise(B, 2 * P, Advice::WipeOnFork).unwrap();
+    let child = mm.fork().unwrap();
+    assert!(child.snapshot()[0].desc.anon_vma.is_none());
+    child.mprotect(B + P, P, Prot::NONE).unwrap();
+    assert_eq!(child.map_count(), 1);
+    child.mprotect(B + P, P, R).unwrap();
+    let s = child.snapshot();
+    assert_eq!(s.len(), 2);
+    assert!(s[0].desc.flags.contains(VmFlags::ACCOUNT));
+    assert!(!s[1].desc.flags.contains(VmFlags::ACCOUNT));
 }

@@ -347,6 +347,62 @@ pub(crate) fn same_ctx(a: &Option<Arc<UffdCtx>>, b: &Option<Arc<UffdCtx>>) -> bo
     }
 }
 
+/// The identity of an `anon_vma`: the object that anonymous pages of a VMA hang off once the
+/// first page was written (`__anon_vma_prepare`). Pieces of a split VMA share it; a fork child
+/// gets a fresh one per VMA, chained to its parent's (`anon_vma_fork`), which `forked` records:
+/// such a VMA's `anon_vma_chain` is not singular, so it cannot merge with a VMA without an
+/// `anon_vma` (`vma_had_uncowed_parents`), nor lend its `anon_vma` to a neighbour
+/// (`reusable_anon_vma`).
+///
+/// ```
+/// use maple_tree::mm::AnonVma;
+/// let a = AnonVma::fresh(false);
+/// assert_ne!(a, AnonVma::fresh(false));
+/// assert!(AnonVma::mergeable(None, Some(a)));
+/// assert!(!AnonVma::mergeable(Some(a), Some(AnonVma::fresh(false))));
+/// assert!(!AnonVma::mergeable(None, Some(AnonVma::fresh(true))));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AnonVma {
+    /// A process-wide unique number.
+    pub id: u64,
+    /// Whether the VMA's chain also links a parent's `anon_vma` (a fork child's copy).
+    pub forked: bool,
+}
+
+static NEXT_ANON_VMA: AtomicU64 = AtomicU64::new(1);
+
+impl AnonVma {
+    /// A new `anon_vma` (`anon_vma_alloc`).
+    pub fn fresh(forked: bool) -> Self {
+        AnonVma {
+            id: NEXT_ANON_VMA.fetch_add(1, Ordering::Relaxed),
+            forked,
+        }
+    }
+
+    /// `is_mergeable_anon_vma`: two VMAs may merge if they share the `anon_vma`, or one has none
+    /// and the other's chain is singular.
+    pub fn mergeable(a: Option<AnonVma>, b: Option<AnonVma>) -> bool {
+        match (a, b) {
+            (None, None) => true,
+            (None, Some(x)) | (Some(x), None) => !x.forked,
+            (Some(x), Some(y)) => x.id == y.id,
+        }
+    }
+
+    fn pack(a: Option<AnonVma>) -> u64 {
+        a.map_or(0, |a| (a.id << 1) | a.forked as u64)
+    }
+
+    fn unpack(w: u64) -> Option<AnonVma> {
+        (w != 0).then_some(AnonVma {
+            id: w >> 1,
+            forked: w & 1 != 0,
+        })
+    }
+}
+
 /// The attributes of a VMA apart from its bounds: what mmap asks for, what mprotect and
 /// userfaultfd change, what the merge rule compares.
 #[derive(Clone, Debug)]
@@ -360,6 +416,8 @@ pub struct VmaDesc {
     pub pgoff: u64,
     /// The userfaultfd context, if registered.
     pub uffd: Option<Arc<UffdCtx>>,
+    /// The `anon_vma`, once a private page was written (see [`AnonVma`]).
+    pub anon_vma: Option<AnonVma>,
 }
 
 impl VmaDesc {
@@ -370,6 +428,7 @@ impl VmaDesc {
             kind: VmaKind::anon(),
             pgoff: start >> PAGE_SHIFT,
             uffd: None,
+            anon_vma: None,
         }
     }
 
@@ -381,14 +440,16 @@ impl VmaDesc {
     }
 
     /// Whether `self` covering `[.., boundary)` of `len_pages` pages may merge with `next`, which
-    /// starts at the boundary: equal flags, same backing and name, contiguous file offsets, the
-    /// same userfaultfd context, and neither special (`VM_SPECIAL`).
+    /// starts at the boundary: equal flags (`VM_ACCOUNT` included), same backing and name,
+    /// contiguous file offsets, the same userfaultfd context, compatible `anon_vma`s
+    /// ([`AnonVma::mergeable`]), and neither special (`VM_SPECIAL`).
     pub fn can_merge_with(&self, len_pages: u64, next: &VmaDesc) -> bool {
         self.flags == next.flags
             && !self.flags.intersects(VmFlags::SPECIAL)
             && self.kind.same(&next.kind)
             && self.pgoff.wrapping_add(len_pages) == next.pgoff
             && same_ctx(&self.uffd, &next.uffd)
+            && AnonVma::mergeable(self.anon_vma, next.anon_vma)
     }
 }
 
@@ -443,6 +504,8 @@ pub struct Vma {
     kind: VmaKind,
     flags: AtomicU64,
     uffd: ArcSwapOption<UffdCtx>,
+    /// The packed `anon_vma` (0: none); set in place by the first private write fault.
+    anon_vma: AtomicU64,
     /// The lock word: readers count in the low bits, [`WRITER`] while a writer holds it.
     lock: AtomicU32,
     /// `vm_lock_seq`: the `mm_lock_seq` under which this VMA was last write-locked.
@@ -477,16 +540,23 @@ impl Vma {
             kind: desc.kind,
             flags: AtomicU64::new(desc.flags.bits()),
             uffd: ArcSwapOption::new(desc.uffd),
+            anon_vma: AtomicU64::new(AnonVma::pack(desc.anon_vma)),
             lock: AtomicU32::new(0),
             lock_seq: AtomicI64::new(lock_seq),
             detached: AtomicBool::new(false),
         }
     }
 
-    /// `vm_area_dup`: a byte copy for a fork child, context and uffd flags included, with a
-    /// fresh lock (`vm_lock_seq = -1`).
+    /// `vm_area_dup` plus `anon_vma_fork`: a copy for a fork child, context and uffd flags
+    /// included, with a fresh lock (`vm_lock_seq = -1`). A parent VMA with an `anon_vma` gives
+    /// the child a new one chained to it (none for `VM_WIPEONFORK`, which starts clean).
     pub(crate) fn dup(&self) -> Self {
-        Vma::new(self.start, self.end, self.desc(), -1)
+        let mut d = self.desc();
+        d.anon_vma = match d.anon_vma {
+            Some(_) if !d.flags.contains(VmFlags::WIPEONFORK) => Some(AnonVma::fresh(true)),
+            _ => None,
+        };
+        Vma::new(self.start, self.end, d, -1)
     }
 
     /// First address.
@@ -561,7 +631,19 @@ impl Vma {
             kind: self.kind.clone(),
             pgoff: self.pgoff,
             uffd: self.uffd(),
+            anon_vma: self.anon_vma(),
         }
+    }
+
+    /// The `anon_vma`, if a private page of this VMA was ever written.
+    pub fn anon_vma(&self) -> Option<AnonVma> {
+        AnonVma::unpack(self.anon_vma.load(Ordering::Acquire))
+    }
+
+    /// Sets the `anon_vma` in place (the fault path, under the page-table lock, or a writer
+    /// holding the VMA's write lock).
+    pub(crate) fn set_anon_vma(&self, a: Option<AnonVma>) {
+        self.anon_vma.store(AnonVma::pack(a), Ordering::Release);
     }
 
     /// An owned copy of everything visible.

@@ -102,6 +102,11 @@ pub(crate) struct Seals {
     /// Every generation `<=` this is lifted (stored by the deferred lift, Release; loaded by the
     /// writer, Acquire: the writer then knows the grace period ended).
     lifted: Arc<AtomicU64>,
+    /// The writer's last reading of `lifted`. Checks use it rather than the atomic: it only
+    /// lags, which keeps seals in force longer, never shorter.
+    lifted_seen: u64,
+    /// Generation of the latest shrunk seal (`may_extend` needs no lookup when it is lifted).
+    shrunk_gen: u64,
     /// A write was turned into copy-on-write by a seal since the last lift was scheduled: the
     /// next lift is handed to the collector at once (`Guard::flush`) instead of with the local
     /// bag, which in-order builds, whose seals block nothing, never pay for.
@@ -117,6 +122,8 @@ impl Seals {
             dirty: false,
             pending: None,
             lifted: Arc::new(AtomicU64::new(0)),
+            lifted_seen: 0,
+            shrunk_gen: 0,
             wanted: Cell::new(false),
         }
     }
@@ -134,7 +141,7 @@ impl Seals {
             _ if self.by_node.is_empty() => return None,
             _ => *self.by_node.get(&key)?,
         };
-        (s.gen > self.lifted.load(Ordering::Acquire)).then_some(s)
+        (s.gen > self.lifted_seen).then_some(s)
     }
 
     /// Whether slot `offset` of `n` may be re-pointed in place. `last` says the slot is the
@@ -145,7 +152,11 @@ impl Seals {
     }
 
     /// Whether the writer may write beyond `n`'s end in place (append into it).
+    #[inline]
     pub(crate) fn may_extend(&self, n: NodeRef<'_>) -> bool {
+        if self.shrunk_gen <= self.lifted_seen {
+            return true;
+        }
         let ok = self.live(n).is_none_or(|s| !s.shrunk);
         self.want_unless(ok)
     }
@@ -176,6 +187,7 @@ impl Seals {
 
     /// Records that `n`'s maximum shrank in place (as for [`lowered`](Self::lowered)).
     pub(crate) fn shrunk(&mut self, n: NodeRef<'_>) {
+        self.shrunk_gen = self.gen;
         self.seal(n.addr(), |s| s.shrunk = true);
     }
 
@@ -189,7 +201,7 @@ impl Seals {
                 return;
             }
         }
-        let lifted = self.lifted.load(Ordering::Acquire);
+        let lifted = self.lifted_seen;
         if let Some((k, s)) = self.last.take() {
             if s.gen > lifted {
                 self.by_node.insert(k, s);
@@ -210,16 +222,18 @@ impl Seals {
     /// grace period starts after them.
     #[inline]
     pub(crate) fn schedule(&mut self, guard: &Guard) {
-        if self.pending.is_none() && !self.dirty {
-            return;
+        match self.pending {
+            Some(p) if self.lifted.load(Ordering::Acquire) < p => {}
+            None if !self.dirty => {}
+            _ => self.schedule_slow(guard),
         }
-        self.schedule_slow(guard);
     }
 
     #[inline(never)]
     fn schedule_slow(&mut self, guard: &Guard) {
         if let Some(p) = self.pending {
             let lifted = self.lifted.load(Ordering::Acquire);
+            self.lifted_seen = lifted;
             if lifted < p {
                 return;
             }

@@ -32,6 +32,11 @@ pub struct Attr {
     pub pgoff: u64,
     /// 0: not registered; otherwise the userfaultfd context's id.
     pub ctx: u64,
+    /// 0: no `anon_vma`; otherwise the `anon_vma`'s id (learnt from the `Mm` when it is
+    /// created, predicted when it is reused).
+    pub anon: u64,
+    /// Whether that `anon_vma` is a fork child's (its chain is not singular).
+    pub forked: bool,
 }
 
 #[derive(Clone, Default, Debug)]
@@ -40,22 +45,67 @@ pub struct Model {
     pub data: BTreeMap<u64, u8>,
 }
 
+/// `is_mergeable_anon_vma` on the model's attributes.
+pub fn anon_ok(a: &Attr, b: &Attr) -> bool {
+    match (a.anon, b.anon) {
+        (0, 0) => true,
+        (0, _) => !b.forked,
+        (_, 0) => !a.forked,
+        (x, y) => x == y,
+    }
+}
+
+/// Whether page `b` may follow page `a` in one VMA (the `anon_vma` of the whole run is checked
+/// by [`Model::run_list`]).
 pub fn compatible(a: &Attr, b: &Attr) -> bool {
-    a.flags == b.flags && a.backing == b.backing && a.pgoff + 1 == b.pgoff && a.ctx == b.ctx
+    a.flags == b.flags
+        && a.backing == b.backing
+        && a.pgoff + 1 == b.pgoff
+        && a.ctx == b.ctx
+        && anon_ok(a, b)
 }
 
 impl Model {
-    pub fn runs(&self) -> usize {
-        let mut n = 0;
-        let mut prev: Option<(u64, Attr)> = None;
+    /// The VMAs the model predicts: maximal runs of compatible pages, built from the left (a
+    /// page joins the run before it if it is compatible with the run's last page and with the
+    /// run's `anon_vma`), as `(first page, end page, the run's anon_vma attributes)`.
+    pub fn run_list(&self) -> Vec<(u64, u64, Attr)> {
+        let mut out: Vec<(u64, u64, Attr)> = Vec::new();
+        let mut last: Option<(u64, Attr)> = None;
         for (&p, a) in &self.pages {
-            match prev {
-                Some((q, b)) if q + 1 == p && compatible(&b, a) => {}
-                _ => n += 1,
+            let joins = match (&last, out.last()) {
+                (Some((q, b)), Some((_, _, run))) => {
+                    *q + 1 == p && compatible(b, a) && anon_ok(run, a)
+                }
+                _ => false,
+            };
+            if joins {
+                let r = out.last_mut().expect("run");
+                r.1 = p + 1;
+                if r.2.anon == 0 && a.anon != 0 {
+                    r.2.anon = a.anon;
+                    r.2.forked = a.forked;
+                }
+            } else {
+                out.push((p, p + 1, *a));
             }
-            prev = Some((p, *a));
+            last = Some((p, *a));
         }
-        n
+        out
+    }
+
+    /// Gives every page the `anon_vma` of its run (a merge keeps the one `anon_vma` there is).
+    pub fn normalise(&mut self) {
+        for (s, e, run) in self.run_list() {
+            for (_, a) in self.pages.range_mut(s..e) {
+                a.anon = run.anon;
+                a.forked = run.forked;
+            }
+        }
+    }
+
+    pub fn runs(&self) -> usize {
+        self.run_list().len()
     }
 
     pub fn any_mapped(&self, p: u64, n: u64) -> bool {
@@ -129,24 +179,11 @@ impl Model {
 
     /// The run (VMA) containing page `p`: `[start, end)`.
     pub fn run_of(&self, p: u64) -> Option<(u64, u64)> {
-        let a = *self.pages.get(&p)?;
-        let (mut s, mut sa) = (p, a);
-        while let Some(b) = s.checked_sub(1).and_then(|q| self.pages.get(&q)) {
-            if !compatible(b, &sa) {
-                break;
-            }
-            s -= 1;
-            sa = *b;
-        }
-        let (mut e, mut ea) = (p + 1, a);
-        while let Some(b) = self.pages.get(&e) {
-            if !compatible(&ea, b) {
-                break;
-            }
-            ea = *b;
-            e += 1;
-        }
-        Some((s, e))
+        self.pages.get(&p)?;
+        self.run_list()
+            .into_iter()
+            .find(|&(s, e, _)| s <= p && p < e)
+            .map(|(s, e, _)| (s, e))
     }
 }
 
@@ -270,6 +307,8 @@ pub fn files() -> Vec<Arc<MappedFile>> {
 }
 
 pub const UFFD_BITS: u64 = VmFlags::UFFD_FLAGS.bits();
+/// `VM_ACCOUNT`.
+pub const ACCOUNT: u64 = VmFlags::ACCOUNT.bits();
 
 pub fn new_ctx(mm: &Mm) -> Arc<UffdCtx> {
     UffdCtx::with_features(mm, feature::SIGBUS)
@@ -439,7 +478,13 @@ impl World {
         }
     }
 
+    /// Applies `op` to both and updates the model (see the module docs).
     pub fn step(&mut self, op: &Op) {
+        self.step_inner(op);
+        self.model.normalise();
+    }
+
+    fn step_inner(&mut self, op: &Op) {
         let m = &self.mm;
         match op.clone() {
             Op::Register { .. } | Op::Unregister { .. } | Op::Release { .. } | Op::Copy { .. } => {
@@ -459,15 +504,19 @@ impl World {
                     MapFlags::FIXED
                 };
                 let vm_prot = prot as u64 | VmFlags::MAY_RWX.bits();
+                // accountable_mapping: private writable memory is charged.
+                let account = if prot & 2 != 0 { ACCOUNT } else { 0 };
                 let (mflags, source, attr) = match src {
                     Src::Anon => (
                         MapFlags::PRIVATE,
                         MapSource::Anon,
                         Attr {
-                            flags: vm_prot,
+                            flags: vm_prot | account,
                             backing: 0,
                             pgoff: p,
                             ctx: 0,
+                            anon: 0,
+                            forked: false,
                         },
                     ),
                     Src::SharedAnon => (
@@ -478,11 +527,13 @@ impl World {
                             backing: u64::MAX,
                             pgoff: 0,
                             ctx: 0,
+                            anon: 0,
+                            forked: false,
                         },
                     ),
                     Src::File { id, off, shared } => {
                         let f = Arc::clone(&self.files[id as usize]);
-                        let extra = if shared { 0x88 } else { 0 };
+                        let extra = if shared { 0x88 } else { account };
                         let mf = if shared {
                             MapFlags::SHARED
                         } else {
@@ -499,6 +550,8 @@ impl World {
                                 backing: f.inode(),
                                 pgoff: off,
                                 ctx: 0,
+                                anon: 0,
+                                forked: false,
                             },
                         )
                     }
@@ -577,10 +630,14 @@ impl World {
                             self.model.pages.insert(
                                 p + i,
                                 Attr {
-                                    flags: prot as u64 | 0x70,
+                                    flags: prot as u64
+                                        | 0x70
+                                        | if prot & 2 != 0 { ACCOUNT } else { 0 },
                                     backing: 0,
                                     pgoff: p + i,
                                     ctx: 0,
+                                    anon: 0,
+                                    forked: false,
                                 },
                             );
                         }
@@ -618,14 +675,33 @@ impl World {
             Op::Protect { page, n, prot } => {
                 let p = wpage(page);
                 let got = m.mprotect(addr(p), addr(n), Prot::from_bits(prot));
-                if !self.model.all_mapped(p, n) {
-                    return self.expect(got, MmError::NoMem, "mprotect over a hole");
-                }
+                // do_mprotect_pkey: the VMAs up to the first hole change, then ENOMEM.
+                let stop = (p..p + n)
+                    .find(|q| !self.model.pages.contains_key(q))
+                    .unwrap_or(p + n);
                 let mut next = self.model.clone();
-                for (_, a) in next.pages.range_mut(p..p + n) {
-                    a.flags = (a.flags & !7) | prot as u64;
+                for (_, a) in next.pages.range_mut(p..stop) {
+                    let old = a.flags;
+                    let mut f = (old & !7) | prot as u64;
+                    if f == old {
+                        continue; // mprotect_fixup: nothing changes, nothing is uncharged
+                    }
+                    let no_charge =
+                        ACCOUNT | 2 | VmFlags::HUGETLB.bits() | 8 | VmFlags::NORESERVE.bits();
+                    if f & 2 != 0 {
+                        if old & no_charge == 0 {
+                            f |= ACCOUNT;
+                        }
+                    } else if old & ACCOUNT != 0 && a.backing == 0 && a.anon == 0 {
+                        f &= !ACCOUNT;
+                    }
+                    a.flags = f;
                 }
                 match self.within_limit(&next) {
+                    Ok(()) if stop < p + n => {
+                        self.expect(got, MmError::NoMem, "mprotect over a hole");
+                        self.model = next;
+                    }
                     Ok(()) => {
                         got.expect("mprotect");
                         self.model = next;
@@ -643,15 +719,32 @@ impl World {
                     Advice::KeepOnFork,
                 ][advice as usize];
                 let got = m.madvise(addr(p), addr(n), advice);
-                if !self.model.all_mapped(p, n) {
-                    return self.expect(got, MmError::NoMem, "madvise over a hole");
-                }
+                // madvise_walk_vmas: holes are skipped (ENOMEM at the end); WIPEONFORK stops at
+                // the first file page (EINVAL), the pages before it advised.
+                let holes = !self.model.all_mapped(p, n);
+                let stop = match advice {
+                    Advice::WipeOnFork => self
+                        .model
+                        .pages
+                        .range(p..p + n)
+                        .find(|(_, a)| a.backing != 0)
+                        .map(|(&k, _)| k),
+                    _ => None,
+                };
+                let want = if stop.is_some() {
+                    Err(MmError::Inval)
+                } else if holes {
+                    Err(MmError::NoMem)
+                } else {
+                    Ok(())
+                };
+                let stop = stop.unwrap_or(p + n);
                 let mut next = self.model.clone();
                 let (set, clear) = match advice {
                     Advice::DontNeed => {
-                        got.expect("dontneed");
+                        assert_eq!(got, want, "dontneed");
                         let keys: Vec<u64> =
-                            self.model.data.range(p..p + n).map(|(&k, _)| k).collect();
+                            self.model.data.range(p..stop).map(|(&k, _)| k).collect();
                         for k in keys {
                             self.model.data.remove(&k);
                         }
@@ -659,25 +752,15 @@ impl World {
                     }
                     Advice::DontFork => (VmFlags::DONTCOPY.bits(), 0),
                     Advice::DoFork => (0, VmFlags::DONTCOPY.bits()),
-                    Advice::WipeOnFork => {
-                        if self
-                            .model
-                            .pages
-                            .range(p..p + n)
-                            .any(|(_, a)| a.backing != 0)
-                        {
-                            return self.expect(got, MmError::Inval, "wipeonfork on a file");
-                        }
-                        (VmFlags::WIPEONFORK.bits(), 0)
-                    }
+                    Advice::WipeOnFork => (VmFlags::WIPEONFORK.bits(), 0),
                     Advice::KeepOnFork => (0, VmFlags::WIPEONFORK.bits()),
                 };
-                for (_, a) in next.pages.range_mut(p..p + n) {
+                for (_, a) in next.pages.range_mut(p..stop) {
                     a.flags = (a.flags & !clear) | set;
                 }
                 match self.within_limit(&next) {
                     Ok(()) => {
-                        got.expect("madvise");
+                        assert_eq!(got, want, "madvise");
                         self.model = next;
                     }
                     Err(e) => self.expect(got, e, "madvise beyond the limit"),
@@ -706,6 +789,9 @@ impl World {
                     Some(a) if a.flags & 2 != 0 => {
                         got.expect("write");
                         self.model.data.insert(p, byte);
+                        if a.flags & 0x80 == 0 && a.anon == 0 {
+                            self.learn_anon_vma(p);
+                        }
                     }
                     _ => self.expect(got, MmError::Fault, "write to an unwritable page"),
                 }
@@ -762,6 +848,27 @@ impl World {
                     assert!(a.desc.kind.same(&b.desc.kind));
                     if a.desc.uffd.is_none() {
                         assert!(a.same_as(b), "{a:?} vs {b:?}");
+                    }
+                }
+                // anon_vma_fork: a fresh anon_vma per child VMA whose parent VMA had one,
+                // none for WIPEONFORK.
+                let mut ids = BTreeSet::new();
+                for v in &child_vmas {
+                    let s = v.start >> PAGE_SHIFT;
+                    let parent = self.model.pages[&s];
+                    let want = parent.anon != 0 && parent.flags & VmFlags::WIPEONFORK.bits() == 0;
+                    assert_eq!(v.desc.anon_vma.is_some(), want, "child anon_vma of {v:?}");
+                    if let Some(x) = v.desc.anon_vma {
+                        assert!(
+                            x.forked && ids.insert(x.id),
+                            "a fresh anon_vma per child VMA"
+                        );
+                    }
+                    for q in s..v.end >> PAGE_SHIFT {
+                        if let Some(a) = cm.pages.get_mut(&q) {
+                            a.anon = v.desc.anon_vma.map_or(0, |x| x.id);
+                            a.forked = v.desc.anon_vma.is_some();
+                        }
                     }
                 }
                 // Fork never merges: after a reset the child's VMAs need not be maximal.
@@ -863,6 +970,124 @@ impl World {
         }
     }
 
+    /// Learns the `anon_vma` the `Mm` gave the run of page `p` on its first private write,
+    /// checking the model's prediction (`find_mergeable_anon_vma`: the next run's, then the
+    /// previous run's, if the two runs differ only in protection and that `anon_vma` is not a
+    /// fork child's; else a new one).
+    pub fn learn_anon_vma(&mut self, p: u64) {
+        let (s, e) = self.model.run_of(p).expect("mapped");
+        let first = self.model.pages[&s];
+        let last = self.model.pages[&(e - 1)];
+        let compat = |a: &Attr, b: &Attr| {
+            (a.flags ^ b.flags) & !7 == 0 && a.backing == b.backing && a.pgoff + 1 == b.pgoff
+        };
+        let mut want = None;
+        if let Some(nb) = self.model.pages.get(&e) {
+            if compat(&last, nb) && nb.anon != 0 && !nb.forked {
+                want = Some(nb.anon);
+            }
+        }
+        if want.is_none() && s > 0 {
+            if let Some(pb) = self.model.pages.get(&(s - 1)) {
+                if compat(pb, &first) && pb.anon != 0 && !pb.forked {
+                    want = Some(pb.anon);
+                }
+            }
+        }
+        let got = self
+            .mm
+            .vma_lookup(addr(p))
+            .and_then(|v| v.desc.anon_vma)
+            .expect("an anon_vma after a private write");
+        assert!(!got.forked);
+        match want {
+            Some(id) => assert_eq!(got.id, id, "anon_vma reused from a neighbour"),
+            None => assert!(
+                self.model.pages.values().all(|a| a.anon != got.id),
+                "a new anon_vma"
+            ),
+        }
+        for (_, a) in self.model.pages.range_mut(s..e) {
+            a.anon = got.id;
+            a.forked = false;
+        }
+    }
+
+    /// `move_vma` of pages `[p, p + old)` (one run) to `[dest, dest + new)` in the model, with
+    /// the `Mm`'s limits: `Err` leaves `self.model` at the state the `Mm` is left in.
+    fn move_pages(&mut self, p: u64, old: u64, new: u64, dest: u64) -> Result<(), MmError> {
+        if self.model.runs() + 3 > self.max {
+            return Err(MmError::NoMem);
+        }
+        let base = self.model.pages[&p];
+        let mut next = self.model.clone();
+        // copy_vma: a never-written anonymous VMA takes the offset of its new address.
+        let pgoff = if base.backing == 0 && base.anon == 0 {
+            dest
+        } else {
+            base.pgoff
+        };
+        for i in 0..new {
+            next.pages.insert(
+                dest + i,
+                Attr {
+                    pgoff: pgoff + i,
+                    ..base
+                },
+            );
+        }
+        self.within_limit(&next)?;
+        next.normalise();
+        // Without EVENT_REMAP the new VMA — merged with its neighbours by then — loses its
+        // registration (mremap_userfaultfd_prep).
+        if base.ctx != 0 {
+            let (s, e) = next.run_of(dest).expect("moved");
+            for (_, a) in next.pages.range_mut(s..e) {
+                a.flags &= !UFFD_BITS;
+                a.ctx = 0;
+            }
+        }
+        let moved: Vec<(u64, u8)> = self
+            .model
+            .data
+            .range(p..p + old.min(new))
+            .map(|(&k, &v)| (k, v))
+            .collect();
+        let keys: Vec<u64> = next.data.range(p..p + old).map(|(&k, _)| k).collect();
+        for k in keys {
+            next.data.remove(&k);
+        }
+        for (k, v) in moved {
+            next.data.insert(k - p + dest, v);
+        }
+        self.model = next.clone();
+        next.unmap(p, old);
+        self.within_limit(&next)?;
+        self.model = next;
+        Ok(())
+    }
+
+    /// munmap in the model with the `Mm`'s limit.
+    fn unmap_pages(&mut self, p: u64, n: u64) -> Result<(), MmError> {
+        let mut next = self.model.clone();
+        next.unmap(p, n);
+        self.within_limit(&next)?;
+        self.model = next;
+        Ok(())
+    }
+
+    /// `mremap_to`: unmap the destination, shrink, move.
+    fn remap_to(&mut self, p: u64, old: u64, new: u64, to: u64) -> Result<u64, MmError> {
+        self.unmap_pages(to, new)?;
+        let mut old = old;
+        if new < old {
+            self.unmap_pages(p + new, old - new)?;
+            old = new;
+        }
+        self.move_pages(p, old, new, to)?;
+        Ok(to)
+    }
+
     pub fn remap(&mut self, p: u64, old: u64, new: u64, how: u8, to: u64) {
         let flags = match how {
             0 => MremapFlags::NONE,
@@ -876,28 +1101,65 @@ impl World {
         if fixed && to < p + old && p < to + new {
             return self.expect(got, MmError::Inval, "overlapping fixed mremap");
         }
-        let Some((rs, re)) = self.model.run_of(p) else {
+        let got = got.map(|a| a >> PAGE_SHIFT);
+        if fixed && old == new {
+            // remap_move: every run of the range, the gaps between them kept; a registered run
+            // only alone.
+            let mut res = Err(MmError::Fault);
+            let (mut seen, mut allowed, mut target, mut last_end) = (false, true, to, 0);
+            let mut pos = p;
+            while pos < p + old {
+                let Some((&q, _)) = self.model.pages.range(pos..p + old).next() else {
+                    break;
+                };
+                let (rs, re) = self.model.run_of(q).expect("mapped");
+                let a = rs.max(p);
+                let l = re.min(p + old) - a;
+                if !allowed || (!seen && p < rs) {
+                    res = Err(MmError::Fault);
+                    break;
+                }
+                let offset = if seen { rs - last_end } else { 0 };
+                last_end = re;
+                allowed = self.model.pages[&q].ctx == 0;
+                if !allowed && (seen || re < p + old) {
+                    res = Err(MmError::Fault);
+                    break;
+                }
+                match self.remap_to(a, l, l, target + offset) {
+                    Ok(r) => {
+                        if !seen {
+                            res = Ok(r);
+                        }
+                        seen = true;
+                        target = r + l;
+                    }
+                    Err(e) => {
+                        res = Err(e);
+                        break;
+                    }
+                }
+                pos = re.min(p + old);
+            }
+            assert_eq!(got, res, "remap_move");
+            return;
+        }
+        let Some((_, re)) = self.model.run_of(p) else {
             return self.expect(got, MmError::Fault, "mremap of a hole");
         };
-        if p + old > re {
+        if (fixed || new > old) && old.min(new) > re - p {
             return self.expect(got, MmError::Fault, "mremap across VMAs");
         }
-        let base = self.model.pages[&p];
-        let count = self.model.runs();
-        let mut next = self.model.clone();
-        if !fixed && new <= old {
-            next.unmap(p + new, old - new);
-            match self.within_limit(&next) {
-                Ok(()) => {
-                    assert_eq!(got, Ok(addr(p)));
-                    self.model = next;
-                }
-                Err(e) => self.expect(got, e, "mremap shrink beyond the limit"),
-            }
-            return;
+        if !fixed && new == old {
+            return assert_eq!(got, Ok(p));
+        }
+        if !fixed && new < old {
+            let r = self.unmap_pages(p + new, old - new).map(|_| p);
+            return assert_eq!(got, r, "mremap shrink");
         }
         if !fixed && p + old == re && !self.model.any_mapped(re, p + new - re) {
             let last = self.model.pages[&(re - 1)];
+            let mut next = self.model.clone();
             for i in 0..(p + new - re) {
                 next.pages.insert(
                     re + i,
@@ -909,7 +1171,7 @@ impl World {
             }
             match self.within_limit(&next) {
                 Ok(()) => {
-                    assert_eq!(got, Ok(addr(p)));
+                    assert_eq!(got, Ok(p));
                     self.model = next;
                 }
                 Err(e) => self.expect(got, e, "mremap grow beyond the limit"),
@@ -919,45 +1181,21 @@ impl World {
         if how == 0 {
             return self.expect(got, MmError::NoMem, "mremap cannot grow in place");
         }
-        if count + 3 > self.max {
+        if fixed {
+            let r = self.remap_to(p, old, new, to);
+            return assert_eq!(got, r, "mremap fixed");
+        }
+        // A may-move grow: the destination is the Mm's choice; it must have been free.
+        if self.model.runs() + 3 > self.max {
             return self.expect(got, MmError::NoMem, "move_vma near the limit");
         }
-        let dest = got.expect("mremap move") >> PAGE_SHIFT;
-        if fixed {
-            assert_eq!(dest, to);
-        }
-        let _ = rs;
-        next.unmap(dest, new);
-        let moved: Vec<(u64, u8)> = self
-            .model
-            .data
-            .range(p..p + old.min(new))
-            .map(|(&k, &v)| (k, v))
-            .collect();
-        next.unmap(p, old);
+        let dest = got.expect("mremap move");
         assert!(
-            fixed || !self.model.any_mapped(dest, new),
+            !self.model.any_mapped(dest, new),
             "mremap moved onto a mapping"
         );
-        // No EVENT_REMAP: the moved mapping loses its registration.
-        let moved_attr = Attr {
-            flags: base.flags & !UFFD_BITS,
-            ctx: 0,
-            ..base
-        };
-        for i in 0..new {
-            next.pages.insert(
-                dest + i,
-                Attr {
-                    pgoff: base.pgoff + i,
-                    ..moved_attr
-                },
-            );
-        }
-        for (k, v) in moved {
-            next.data.insert(k - p + dest, v);
-        }
-        self.model = next;
+        let r = self.move_pages(p, old, new, dest);
+        assert_eq!(r, Ok(()), "mremap move");
     }
 }
 
@@ -981,6 +1219,8 @@ pub fn check_with(mm: &Mm, model: &Model, max: usize, maximal: bool) {
                     backing,
                     pgoff: v.desc.pgoff + i,
                     ctx: v.desc.uffd.as_ref().map_or(0, |c| c.id()),
+                    anon: v.desc.anon_vma.map_or(0, |a| a.id),
+                    forked: v.desc.anon_vma.is_some_and(|a| a.forked),
                 },
             );
         }
