@@ -711,13 +711,23 @@ fn gaps_beside_a_writer() {
                 rounds += 1;
                 let g = tree.pin();
                 let (lo, hi) = (15, 20 * N - 1);
-                let fwd: Vec<(u64, u64)> =
-                    tree.gaps(lo..=hi, &g).unwrap().map(|r| r.into_inner()).collect();
-                let mut bwd: Vec<(u64, u64)> =
-                    tree.gaps(lo..=hi, &g).unwrap().rev().map(|r| r.into_inner()).collect();
+                let fwd: Vec<(u64, u64)> = tree
+                    .gaps(lo..=hi, &g)
+                    .unwrap()
+                    .map(|r| r.into_inner())
+                    .collect();
+                let mut bwd: Vec<(u64, u64)> = tree
+                    .gaps(lo..=hi, &g)
+                    .unwrap()
+                    .rev()
+                    .map(|r| r.into_inner())
+                    .collect();
                 bwd.reverse();
                 for gaps in [&fwd, &bwd] {
-                    assert!(gaps.windows(2).all(|w| w[0].1 < w[1].0), "ordered, disjoint");
+                    assert!(
+                        gaps.windows(2).all(|w| w[0].1 < w[1].0),
+                        "ordered, disjoint"
+                    );
                     assert!(gaps.iter().all(|&(a, b)| lo <= a && a <= b && b <= hi));
                     let mut k = 0;
                     for i in 0..N {
