@@ -11,6 +11,8 @@ static RELAXED_PUBLISH: AtomicBool = AtomicBool::new(false);
 static RELAXED_SLOT_PUBLISH: AtomicBool = AtomicBool::new(false);
 static RELAXED_READER: AtomicBool = AtomicBool::new(false);
 static FREE_AT_ONCE: AtomicBool = AtomicBool::new(false);
+static IGNORE_SEALS: AtomicBool = AtomicBool::new(false);
+static IGNORE_REPOINT_SEALS: AtomicBool = AtomicBool::new(false);
 
 /// Publish in-place appends with a `Relaxed` store of the lowered end pivot instead of `Release`
 /// (a deliberate bug: a reader can see the new end but not the slots written beyond it).
@@ -40,12 +42,37 @@ pub fn set_free_at_once(on: bool) {
     FREE_AT_ONCE.store(on, StdOrdering::SeqCst);
 }
 
+/// Seals never hold (a deliberate bug: a slot bounded by a pivot lowered in place is re-pointed
+/// in place, and a node the append split shrank is appended into in place, while readers may
+/// still hold the old bound; see `tree::seal`).
+pub fn set_ignore_seals(on: bool) {
+    IGNORE_SEALS.store(on, StdOrdering::SeqCst);
+}
+
+/// Only the seals of lowered pivots are ignored (a deliberate bug: a child under a pivot lowered
+/// in place is replaced in place, without copying its parent; shrunk nodes stay sealed).
+pub fn set_ignore_repoint_seals(on: bool) {
+    IGNORE_REPOINT_SEALS.store(on, StdOrdering::SeqCst);
+}
+
 /// Turns every switch off.
 pub fn reset() {
     set_relaxed_publish(false);
     set_relaxed_slot_publish(false);
     set_relaxed_reader(false);
     set_free_at_once(false);
+    set_ignore_seals(false);
+    set_ignore_repoint_seals(false);
+}
+
+/// Whether seals are ignored.
+pub(crate) fn ignore_seals() -> bool {
+    IGNORE_SEALS.load(StdOrdering::SeqCst)
+}
+
+/// Whether the seals of lowered pivots are ignored.
+pub(crate) fn ignore_repoint_seals() -> bool {
+    IGNORE_REPOINT_SEALS.load(StdOrdering::SeqCst)
 }
 
 /// Ordering of the single store that publishes an in-place append.

@@ -263,23 +263,27 @@ fn iterators_across_random_writes() {
 }
 
 /// Seals hold only for a grace period: once no guard from before the split is left, the same
-/// append into the truncated leaf is done in place again.
+/// append into the truncated leaf is done in place again. (The tree has its own collector, so
+/// guards of other tests running meanwhile cannot hold the epoch back.)
 #[test]
 fn seals_lift_after_the_grace_period() {
-    let tree = MapleTree::<Value>::new();
+    let collector = crossbeam_epoch::Collector::new();
+    let tree = MapleTree::<Value>::with_options(maple_tree::Options {
+        alloc: false,
+        collector: Some(collector.clone()),
+    });
     for i in 0..8u64 {
         tree.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
     }
     let g = tree.pin();
     tree.store_range(80, 85, Value::new(8)).unwrap(); // append split: the leaf shrinks
     drop(g);
-    // Let the epoch advance (this thread's deferred lift is handed to the collector).
-    for _ in 0..64 {
-        crossbeam_epoch::pin().flush();
-    }
-    tree.store_range(1000, 1000, Value::new(7)).unwrap(); // any write collects the lift
-    for _ in 0..64 {
-        crossbeam_epoch::pin().flush();
+    // Writes elsewhere schedule the lift; pinning and flushing lets the epoch advance.
+    let h = collector.register();
+    for i in 0..64u64 {
+        tree.store_range(1000 + 2 * i, 1000 + 2 * i, Value::new(7))
+            .unwrap();
+        h.pin().flush();
     }
     let before = tree.stats();
     tree.store_range(73, 75, Value::new(98)).unwrap(); // +1 append into the shrunk leaf

@@ -530,6 +530,9 @@ pub fn path_delta(before: &Stats, after: &Stats) -> Vec<(&'static str, u64)> {
             ("spanning_store", s.spanning_store),
             ("shrink", s.shrink),
             ("new_root", s.new_root),
+            ("sealed_copy", s.sealed_copy),
+            ("sealed_extend", s.sealed_extend),
+            ("sealed_repoint", s.sealed_repoint),
         ]
     };
     f(after)

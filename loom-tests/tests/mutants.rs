@@ -322,3 +322,59 @@ fn zz_knobs_reset() {
     )
     .check_timed(Reads::Points);
 }
+
+// ---- seals (tree::seal): the broken twins of the write-sequence models ------------------------
+
+/// Seals ignored: the `+1` append into the leaf the append split truncated is done in place, and
+/// the reader that read the old bound sees `[73, MAX] = 101` (issue 13's reproducer).
+#[test]
+#[should_panic]
+fn append_split_then_append_end_ignoring_seals() {
+    let _k = Knob::on(loom_knobs::set_ignore_seals);
+    let wide: Vec<Op> = (0..8u64)
+        .map(|i| Op::Store(10 * i, 10 * i + 5, i + 1))
+        .collect();
+    Sequence::new(wide, 1)
+        .then(
+            Op::Store(80, 85, 100),
+            2,
+            &[("split", 1), ("append_split", 1), ("grow", 1)],
+        )
+        .then(Op::Store(73, 75, 101), 2, &[("append_end", 1)])
+        .probes(&[76, 1000])
+        .check_all();
+}
+
+/// Seals ignored: the exact fit re-points the slot whose bound a `+1` append lowered, and a
+/// reader pairs the old bound with the new entry.
+#[test]
+#[should_panic(expected = "exists in no state")]
+fn append_end_then_exact_fit_ignoring_seals() {
+    let _k = Knob::on(loom_knobs::set_ignore_seals);
+    Sequence::new(vec![Op::Store(10, 15, 1)], 1)
+        .then(Op::Store(17, u64::MAX, 100), 1, &[("append_end", 1)])
+        .then(Op::Store(16, 16, 101), 1, &[("exact_fit", 1)])
+        .probes(&[16, 18, 1000])
+        .check_all();
+}
+
+/// Seals of lowered pivots ignored: the append split lowered the root's pivot in place, and the
+/// node store of the truncated leaf publishes its new leaf in that root slot instead of copying
+/// the root; a reader that read the old pivot walks the new leaf with a max it never had.
+#[test]
+#[should_panic]
+fn append_split_then_node_store_ignoring_repoint_seals() {
+    let _k = Knob::on(loom_knobs::set_ignore_repoint_seals);
+    let mut pre = spaced(15);
+    pre.push(Op::Store(150, u64::MAX, 16));
+    Sequence::new(pre, 2)
+        .then(Op::Store(160, u64::MAX, 100), 2, &[("split", 1), ("append_split", 1)])
+        .then(
+            Op::Store(141, 142, 101),
+            2,
+            &[("node_store", 1), ("sealed_extend", 1)],
+        )
+        .probes(&[142, 150, 1000])
+        .span(130, u64::MAX)
+        .check_all();
+}

@@ -51,7 +51,7 @@ fn with(mut ops: Vec<Op>, more: &[Op]) -> Vec<Op> {
 
 /// The path of an append into a leaf the append split truncated, once such a leaf is sealed
 /// until a grace period has passed (issue 13's fix): a copy-on-write node store.
-const SEALED: &[(&str, u64)] = &[("node_store", 1)];
+const SEALED: &[(&str, u64)] = &[("node_store", 1), ("sealed_extend", 1)];
 
 const APPEND_SPLIT_GROW: &[(&str, u64)] = &[("split", 1), ("append_split", 1), ("grow", 1)];
 
@@ -129,7 +129,7 @@ fn append_end_then_exact_fit_of_the_lowered_slot() {
     Sequence::new(vec![Op::Store(10, 15, 1)], 1)
         .then(Op::Store(17, MAX, 100), 1, &[("append_end", 1)])
         .then(Op::Store(16, 16, 101), 1, &[("exact_fit", 1)])
-        .or_paths(&[("node_store", 1)])
+        .or_paths(&[("node_store", 1), ("sealed_repoint", 1)])
         .probes(&[16, 18, 1000])
         .check_all();
 }
@@ -141,8 +141,27 @@ fn three_way_then_exact_fit_of_the_lowered_slot() {
     Sequence::new(vec![Op::Store(10, 15, 1)], 1)
         .then(Op::Store(20, 25, 100), 1, &[("append_three_way", 1)])
         .then(Op::Store(16, 19, 101), 1, &[("exact_fit", 1)])
-        .or_paths(&[("node_store", 1)])
+        .or_paths(&[("node_store", 1), ("sealed_repoint", 1)])
         .probes(&[17, 22, 1000])
+        .check_all();
+}
+
+/// The append split of the right leaf of a two-level tree lowers the root's pivot in place (the
+/// root gains the new leaf by a `+1` append); then a write into the truncated leaf is a
+/// copy-on-write node store, whose new leaf would be published in the root slot that lowered
+/// pivot bounds. A reader that loaded the old pivot (`MAX`) and then the new leaf would walk it
+/// with a max it never had, past its end. The sealed slot makes the writer copy the root instead
+/// (`sealed_copy`), so the reader sees the old root and leaf, or the new ones.
+#[test]
+fn append_split_then_node_store_under_the_lowered_pivot() {
+    let mut pre = spaced(15);
+    pre.push(Op::Store(150, MAX, 16));
+    Sequence::new(pre, 2)
+        .then(Op::Store(160, MAX, 100), 2, &[("split", 1), ("append_split", 1)])
+        .then(Op::Store(141, 142, 101), 2, &[("append_three_way", 1)])
+        .or_paths(&[("node_store", 1), ("sealed_copy", 1), ("sealed_extend", 1)])
+        .probes(&[142, 150, 1000])
+        .span(130, MAX)
         .check_all();
 }
 

@@ -147,6 +147,10 @@ impl Seals {
     /// Whether slot `offset` of `n` may be re-pointed in place. `last` says the slot is the
     /// node's last (its bound is the node's max, a pivot that was never lowered).
     pub(crate) fn may_repoint(&self, n: NodeRef<'_>, offset: usize, last: bool) -> bool {
+        #[cfg(loom)]
+        if crate::loom_knobs::ignore_seals() || crate::loom_knobs::ignore_repoint_seals() {
+            return true;
+        }
         let ok = last || self.live(n).is_none_or(|s| s.lowered & (1 << offset) == 0);
         self.want_unless(ok)
     }
@@ -154,6 +158,10 @@ impl Seals {
     /// Whether the writer may write beyond `n`'s end in place (append into it).
     #[inline]
     pub(crate) fn may_extend(&self, n: NodeRef<'_>) -> bool {
+        #[cfg(loom)]
+        if crate::loom_knobs::ignore_seals() {
+            return true;
+        }
         if self.shrunk_gen <= self.lifted_seen {
             return true;
         }

@@ -840,12 +840,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             return Leafed::Rebuild(first, last);
         }
         // Appends: the write starts in the last slot.
-        if self.st.append
-            && off == end
-            && new_end > end
-            && self.append_in_place(lw, r_min, ws[end], first, last, entry)
-        {
-            return Leafed::Done(first, last);
+        if self.st.append && off == end && new_end > end {
+            if self.append_in_place(lw, r_min, ws[end], first, last, entry) {
+                return Leafed::Done(first, last);
+            }
+            if !self.may_extend(n) {
+                self.st.stats.sealed_extend += 1;
+            }
         }
         // Slot stores: the slot count does not change (exclusive mode only).
         if self.exclusive && new_end == end {
@@ -929,8 +930,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let p = Kind::Leaf.pivots();
         if !self.may_extend(n) {
             // The leaf shrank in place (append split) within the current grace period: a reader
-            // may still read it up to its old max, beyond the end. Copy it instead.
-            self.st.stats.sealed_extend += 1;
+            // may still read it up to its old max, beyond the end. The leaf store copies it
+            // instead (and counts `sealed_extend`).
             return false;
         }
         if r_min < first && last < max {
