@@ -25,6 +25,7 @@
 //! | to walk ranges one by one, or edit while walking | [`Cursor`], [`CursorMut`], [cursors](#cursors) |
 //! | the lowest/highest free hole, or to allocate ids or address ranges | [gap search and allocation](#gap-search-and-allocation) |
 //! | readers on other threads | [concurrency](#concurrency) |
+//! | to port code from `rangemap`, a `BTreeMap` range map, an `RwLock<BTreeMap>` or `vm-allocator` | [`migration`] |
 //! | your own entry type | [`Entry`] (implemented for [`Box<T>`], [`Arc<T>`](std::sync::Arc) and [`Value`]) |
 //! | address spaces: mmap, munmap, mprotect, fork | [`mm`], [the VMA manager](#the-vma-manager-mm) |
 //! | userfaultfd registrations across fork | [`mm::uffd`], [userfaultfd](#userfaultfd-contexts-mmuffd) |
@@ -544,6 +545,7 @@ mod error;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_knobs;
+pub mod migration;
 #[cfg(not(loom))]
 pub mod mm;
 #[cfg(target_os = "linux")]
