@@ -132,6 +132,7 @@ pub struct Stats {
 /// assert!(tree.is_alloc());
 /// ```
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Options {
     /// Track gaps in internal nodes (`MT_FLAGS_ALLOC_RANGE`): needed for allocation, makes gap
     /// search `O(log n)`; internal nodes then have 10 slots instead of 16.
