@@ -33,7 +33,11 @@ pub const fn is_reserved_word(word: usize) -> bool {
 /// Implementors promise that:
 /// - [`Entry::into_word`] never returns a reserved word (see [`is_reserved_word`]);
 /// - [`Entry::from_word`] applied to a word produced by `into_word` gives back the same value,
-///   and is called at most once per `into_word`;
+///   and is called at most once per `into_word` — except for types without drop glue
+///   (`!core::mem::needs_drop::<Self>()`), for which the tree does not track a word that a store
+///   split over two ranges: [`MapleTree::remove`](crate::MapleTree::remove) of one of them may
+///   take the word back while the other still holds it, so such types must be freely
+///   duplicable, as [`Value`] and `&'static T` are;
 /// - [`Entry::borrow`] of such a word is valid for as long as the word has not been passed to
 ///   `from_word`, and may be called from any thread holding a shared reference to the tree
 ///   (hence the `Sync` requirement on the tree's entries for sharing across threads).
@@ -43,6 +47,10 @@ pub unsafe trait Entry: Sized {
     type Borrowed<'a>: Copy
     where
         Self: 'a;
+
+    /// Heap bytes one entry owns, as far as the tree can tell (0 by default); used only to
+    /// report memory held back by readers ([`MapleTree::pending_frees`](crate::MapleTree::pending_frees)).
+    const HEAP_SIZE: usize = 0;
 
     /// Gives up ownership, returning the word to store.
     fn into_word(self) -> usize;
@@ -156,6 +164,8 @@ unsafe impl Entry for Value {
 unsafe impl<T: 'static> Entry for Box<T> {
     type Borrowed<'a> = &'a T;
 
+    const HEAP_SIZE: usize = core::mem::size_of::<T>();
+
     #[inline]
     fn into_word(self) -> usize {
         const {
@@ -187,6 +197,9 @@ unsafe impl<T: 'static> Entry for Box<T> {
 unsafe impl<T: 'static> Entry for Arc<T> {
     type Borrowed<'a> = &'a T;
 
+    /// The payload and the two counts (freed only if the tree held the last strong count).
+    const HEAP_SIZE: usize = core::mem::size_of::<T>() + 2 * core::mem::size_of::<usize>();
+
     #[inline]
     fn into_word(self) -> usize {
         let word = Arc::into_raw(self).expose_provenance();
@@ -203,6 +216,109 @@ unsafe impl<T: 'static> Entry for Arc<T> {
     #[inline]
     unsafe fn borrow<'a>(word: usize) -> &'a T {
         // SAFETY: the tree holds one strong count for as long as the word is live.
+        unsafe { &*core::ptr::with_exposed_provenance::<T>(word) }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl From<u32> for Value {
+    /// Every `u32` fits.
+    ///
+    /// ```
+    /// use maple_tree::Value;
+    /// assert_eq!(Value::from(7u32).get(), 7);
+    /// ```
+    #[inline]
+    fn from(v: u32) -> Self {
+        Value(u64::from(v))
+    }
+}
+
+impl TryFrom<u64> for Value {
+    type Error = ValueTooLarge;
+
+    /// [`Value::try_new`] as a conversion.
+    ///
+    /// # Errors
+    ///
+    /// [`ValueTooLarge`] if `v > Value::MAX`.
+    ///
+    /// ```
+    /// use maple_tree::Value;
+    /// # fn main() -> Result<(), maple_tree::entry::ValueTooLarge> {
+    /// let v = Value::try_from(1u64 << 40)?;
+    /// assert_eq!(v.get(), 1 << 40);
+    /// assert!(Value::try_from(u64::MAX).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[inline]
+    fn try_from(v: u64) -> Result<Self, ValueTooLarge> {
+        Value::try_new(v).ok_or(ValueTooLarge(v))
+    }
+}
+
+impl From<Value> for u64 {
+    #[inline]
+    fn from(v: Value) -> u64 {
+        v.0
+    }
+}
+
+/// The error of `Value::try_from(u64)`: the integer does not fit in 63 bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ValueTooLarge(u64);
+
+impl ValueTooLarge {
+    /// The integer that did not fit.
+    pub const fn value(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ValueTooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} does not fit in a Value (63 bits)", self.0)
+    }
+}
+
+impl std::error::Error for ValueTooLarge {}
+
+// SAFETY: a reference to a non-zero-sized `T` is the address of a live object, at least 4096 on
+// every supported platform (the null page is never mapped), so never reserved; the inline const
+// rejects zero-sized `T` (whose references may be small dangling addresses). The tree owns
+// nothing: `from_word` gives the reference back and dropping it does nothing; `'static` keeps the
+// referent alive for every borrow.
+unsafe impl<T: 'static> Entry for &'static T {
+    type Borrowed<'a> = &'static T;
+
+    #[inline]
+    fn into_word(self) -> usize {
+        const {
+            assert!(
+                core::mem::size_of::<T>() != 0,
+                "a reference to a zero-sized type cannot be stored; use Value"
+            )
+        };
+        let word = (self as *const T).expose_provenance();
+        debug_assert!(!is_reserved_word(word));
+        word
+    }
+
+    #[inline]
+    unsafe fn from_word(word: usize) -> Self {
+        // SAFETY: the word is an exposed `&'static T` (caller contract), valid for ever.
+        unsafe { &*core::ptr::with_exposed_provenance::<T>(word) }
+    }
+
+    #[inline]
+    unsafe fn borrow<'a>(word: usize) -> Self::Borrowed<'a> {
+        // SAFETY: as in `from_word`.
         unsafe { &*core::ptr::with_exposed_provenance::<T>(word) }
     }
 }

@@ -4,6 +4,7 @@ use core::fmt;
 
 /// Why a tree operation was refused. Nothing is written when an operation returns an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Error {
     /// `first > last` (`-EINVAL`).
     InvalidRange,
@@ -21,15 +22,21 @@ pub enum Error {
     DupMismatch,
     /// `store_prealloc` without a `preallocate` of the cursor's current range (`-EINVAL`).
     NotPreallocated,
+    /// An alignment that is not a power of two (`-EINVAL`).
+    InvalidAlignment,
+    /// Nothing is allocated at that range (a free of an allocator range;
+    /// `-ENOENT`).
+    NotAllocated,
 }
 
 impl Error {
     /// The kernel's negative errno for this error.
     pub const fn errno(self) -> i32 {
         match self {
-            Error::Occupied => -17, // EEXIST
-            Error::NoRoom => -16,   // EBUSY
-            _ => -22,               // EINVAL
+            Error::Occupied => -17,    // EEXIST
+            Error::NoRoom => -16,      // EBUSY
+            Error::NotAllocated => -2, // ENOENT
+            _ => -22,                  // EINVAL
         }
     }
 }
@@ -45,6 +52,8 @@ impl fmt::Display for Error {
             Error::Reserved => "reserved entry not allowed here",
             Error::DupMismatch => "dup target must be empty and of the same kind",
             Error::NotPreallocated => "store_prealloc without preallocate of this range",
+            Error::InvalidAlignment => "alignment is not a power of two",
+            Error::NotAllocated => "nothing is allocated at that range",
         })
     }
 }

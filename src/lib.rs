@@ -25,6 +25,7 @@
 //! | to walk ranges one by one, or edit while walking | [`Cursor`], [`CursorMut`], [cursors](#cursors) |
 //! | the lowest/highest free hole, or to allocate ids or address ranges | [gap search and allocation](#gap-search-and-allocation) |
 //! | readers on other threads | [concurrency](#concurrency) |
+//! | to port code from `rangemap`, a `BTreeMap` range map, an `RwLock<BTreeMap>` or `vm-allocator` | [`migration`] |
 //! | your own entry type | [`Entry`] (implemented for [`Box<T>`], [`Arc<T>`](std::sync::Arc) and [`Value`]) |
 //! | address spaces: mmap, munmap, mprotect, fork | [`mm`], [the VMA manager](#the-vma-manager-mm) |
 //! | userfaultfd registrations across fork | [`mm::uffd`], [userfaultfd](#userfaultfd-contexts-mmuffd) |
@@ -107,6 +108,33 @@
 //! assert_eq!(s, "text");
 //! // Or without a guard in sight:
 //! assert_eq!(names.with(0x1fff, |s| s.map(|s| s.len())), Some(4));
+//! ```
+//!
+//! The conventions of `BTreeMap`: [`len`](MapleTree::len) in `O(1)`,
+//! [`is_empty`](MapleTree::is_empty), [`first`](MapleTree::first)/[`last`](MapleTree::last),
+//! owned removal through `&mut` ([`remove`](MapleTree::remove),
+//! [`pop_first`](MapleTree::pop_first), [`pop_last`](MapleTree::pop_last)), `Debug`,
+//! `FromIterator` and `Extend` of `(RangeInclusive<u64>, E)` (store semantics;
+//! [`try_extend`](MapleTree::try_extend) reports errors instead of panicking), and the empty
+//! ranges of a window ([`gaps`](MapleTree::gaps), double-ended):
+//!
+//! ```
+//! use maple_tree::{MapleTree, Value};
+//! # fn main() -> Result<(), maple_tree::Error> {
+//! let mut tree: MapleTree<Value> = [(0..=9, Value::new(1)), (20..=29, Value::new(2))]
+//!     .into_iter()
+//!     .collect();
+//! assert_eq!(format!("{tree:?}"), "{0..=9: Value(1), 20..=29: Value(2)}");
+//! assert_eq!(tree.len(), 2);
+//! let guard = tree.pin();
+//! assert_eq!(tree.gaps(..=40, &guard)?.collect::<Vec<_>>(), [10..=19, 30..=40]);
+//! assert_eq!(tree.last(&guard), Some((20..=29, Value::new(2))));
+//! drop(guard);
+//! assert_eq!(tree.pop_first(), Some((0..=9, Value::new(1))));
+//! assert_eq!(tree.remove(25), Some((20..=29, Value::new(2))));
+//! assert!(tree.is_empty());
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! ## Cursors
@@ -246,6 +274,30 @@
 //! assert_eq!(plain.empty_area(5, 10, 2), Ok(5));
 //! ```
 //!
+//! Aligned variants ([`empty_area_aligned`](MapleTree::empty_area_aligned),
+//! [`empty_area_rev_aligned`](MapleTree::empty_area_rev_aligned),
+//! [`alloc_range_aligned`](MapleTree::alloc_range_aligned),
+//! [`alloc_rrange_aligned`](MapleTree::alloc_rrange_aligned)) take a power-of-two alignment for
+//! the start and find exact-size aligned holes too; [`tree::Allocator`] wraps them as an
+//! address allocator (first, last or exact placement; frees of exactly an allocated range):
+//!
+//! ```
+//! use maple_tree::tree::{Allocator, Placement};
+//! use maple_tree::{MapleTree, Value};
+//! # fn main() -> Result<(), maple_tree::Error> {
+//! let tree = MapleTree::<Value>::new_alloc();
+//! tree.store_range(0, 0xfff, Value::new(1))?;
+//! tree.store_range(0x2000, 0x2fff, Value::new(2))?;
+//! assert_eq!(tree.empty_area_aligned(0, u64::MAX, 0x1000, 0x1000)?, 0x1000);
+//!
+//! let mut pages = Allocator::new(0x10_0000, 0x10_0000)?;
+//! let r = pages.allocate(0x3000, 0x1_0000, Placement::LastMatch)?;
+//! assert_eq!(r, 0x1f_0000..=0x1f_2fff);
+//! pages.free(&r)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! ## Concurrency
 //!
 //! Any number of threads read while one thread writes. Readers never lock and never block on the
@@ -325,6 +377,9 @@
 //! For `Arc` sharing (`Arc<MapleTree<E>>`) the tree is `Send + Sync` when `E: Send + Sync`.
 //! Guards come from the tree's collector ([`MapleTree::pin`]; crossbeam's default collector
 //! unless [`Options::collector`] names another).
+//! [`Guard`] and [`Collector`] are crossbeam-epoch's, re-exported. Everything RCU-mode writes
+//! retire waits for the guards pinned before: [`MapleTree::pending_frees`] reports how many
+//! nodes and entries (and their bytes) a long-pinned guard is holding back.
 //!
 //! ## The VMA manager ([`mm`])
 //!
@@ -490,6 +545,7 @@ mod error;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_knobs;
+pub mod migration;
 #[cfg(not(loom))]
 pub mod mm;
 #[cfg(target_os = "linux")]
@@ -497,8 +553,10 @@ pub mod poll;
 mod sync;
 pub mod tree;
 
+pub use crossbeam_epoch::{Collector, Guard};
 pub use entry::{Entry, Value};
 pub use error::Error;
 pub use tree::{
-    Cursor, CursorMut, Iter, MapleTree, Options, Stats, Status, ValidateError, WriteGuard,
+    Cursor, CursorMut, Gaps, Iter, MapleTree, Options, PendingFrees, Stats, Status, ValidateError,
+    WriteGuard,
 };

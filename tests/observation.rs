@@ -53,10 +53,7 @@ type Op = (u64, u64, Option<u64>);
 
 /// A tree with its own collector, so dropping it frees its garbage (no leak reports under Miri).
 fn tree() -> MapleTree<Value> {
-    MapleTree::with_options(Options {
-        alloc: false,
-        collector: Some(Collector::new()),
-    })
+    MapleTree::with_options(Options::new().collector(Collector::new()))
 }
 
 fn spaced(n: u64) -> Vec<Op> {

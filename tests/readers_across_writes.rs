@@ -268,10 +268,8 @@ fn iterators_across_random_writes() {
 #[test]
 fn seals_lift_after_the_grace_period() {
     let collector = crossbeam_epoch::Collector::new();
-    let tree = MapleTree::<Value>::with_options(maple_tree::Options {
-        alloc: false,
-        collector: Some(collector.clone()),
-    });
+    let tree =
+        MapleTree::<Value>::with_options(maple_tree::Options::new().collector(collector.clone()));
     for i in 0..8u64 {
         tree.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
     }

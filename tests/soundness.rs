@@ -35,10 +35,9 @@ fn bomb(id: u64, panics: bool, drops: &Arc<AtomicUsize>) -> Box<Bomb> {
 #[test]
 #[should_panic(expected = "not pinned on this tree's collector")]
 fn a_guard_of_another_collector_is_refused() {
-    let tree = MapleTree::<maple_tree::Value>::with_options(Options {
-        alloc: false,
-        collector: Some(crossbeam_epoch::Collector::new()),
-    });
+    let tree = MapleTree::<maple_tree::Value>::with_options(
+        Options::new().collector(crossbeam_epoch::Collector::new()),
+    );
     tree.store(1, maple_tree::Value::new(1)).unwrap();
     let foreign = crossbeam_epoch::pin(); // the default collector, not the tree's
     let _ = tree.load(1, &foreign);
@@ -63,10 +62,9 @@ fn panicking_drops(exclusive: bool, alloc: bool) {
     let drops = Arc::new(AtomicUsize::new(0));
     let mut made = 0usize;
     let collector = crossbeam_epoch::Collector::new();
-    let mut tree = MapleTree::<Box<Bomb>>::with_options(Options {
-        alloc,
-        collector: Some(collector.clone()),
-    });
+    let mut tree = MapleTree::<Box<Bomb>>::with_options(
+        Options::new().alloc(alloc).collector(collector.clone()),
+    );
     let mut mk = |id: u64, panics: bool| {
         made += 1;
         bomb(id, panics, &drops)

@@ -466,10 +466,9 @@ impl Writer {
 /// One run; returns the path counters.
 fn stress(alloc: bool, seed: u64, size: Size) -> Stats {
     let flags = DropFlags::new();
-    let mut tree = Arc::new(Tree::with_options(Options {
-        alloc,
-        collector: Some(Collector::new()),
-    }));
+    let mut tree = Arc::new(Tree::with_options(
+        Options::new().alloc(alloc).collector(Collector::new()),
+    ));
     let mut wr = Writer {
         rng: Rng(seed),
         model: Model::default(),

@@ -644,10 +644,9 @@ impl Scenario {
     fn execute(&self, reads: Option<Reads>, old: &Ranges, new: &Ranges) {
         let first = reads.is_none();
         let arena = Arena::new(self.prefill.iter().map(Op::tags).sum::<usize>() + 2);
-        let mut tree = MapleTree::<Tag>::with_options(Options {
-            alloc: self.alloc,
-            collector: Some(Collector::new()),
-        });
+        let mut tree = MapleTree::<Tag>::with_options(
+            Options::new().alloc(self.alloc).collector(Collector::new()),
+        );
         {
             let mut w = tree.exclusive();
             for op in &self.prefill {
@@ -1011,10 +1010,9 @@ impl Sequence {
         let tags = self.prefill.iter().map(Op::tags).sum::<usize>()
             + self.writes.iter().map(|w| w.0.tags()).sum::<usize>();
         let arena = Arena::new(tags + 1);
-        let mut tree = MapleTree::<Tag>::with_options(Options {
-            alloc: self.alloc,
-            collector: Some(Collector::new()),
-        });
+        let mut tree = MapleTree::<Tag>::with_options(
+            Options::new().alloc(self.alloc).collector(Collector::new()),
+        );
         {
             let mut w = tree.exclusive();
             for op in &self.prefill {

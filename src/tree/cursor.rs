@@ -20,6 +20,7 @@ use super::{borrow_word, MapleTree};
 
 /// Where a cursor stands (`enum maple_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Status {
     /// The next operation walks from the root (`ma_start`).
     Start,
@@ -646,7 +647,7 @@ macro_rules! cursor_reads {
 /// assert_eq!(c.prev(86), None);
 /// assert_eq!(c.status(), Status::Underflow);
 /// ```
-pub struct Cursor<'g, E: Entry> {
+pub struct Cursor<'g, E> {
     core: Core<'g>,
     _e: PhantomData<&'g E>,
 }
@@ -680,7 +681,7 @@ impl<'g, E: Entry + 'g> Cursor<'g, E> {
 /// drop(w);
 /// assert_eq!(tree.count(), 10);
 /// ```
-pub struct CursorMut<'w, 't, E: Entry> {
+pub struct CursorMut<'w, 't, E> {
     wg: &'w mut WriteGuard<'t, E>,
     core: Core<'t>,
     /// Preallocated range, checked by `store_prealloc`.
@@ -692,6 +693,12 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
 
     /// Stores `entry` over `[index, last]` (`mas_store`); afterwards the cursor is on the written
     /// range. Iteration carries on after it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`] if the cursor's range is inverted (`index > last`, after a
+    /// [`set_range`](Self::set_range) of such a range); [`Error::Reserved`] for a reserved entry
+    /// word. Nothing is written then and `entry` is dropped.
     pub fn store(&mut self, entry: E) -> Result<(), Error> {
         let w = WriteGuard::<E>::entry_word(entry)?;
         self.store_word(w)
@@ -711,6 +718,8 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
             // In place: the cursor's path is still the tree's, so it stays valid and a
             // following `next`/`find` moves on from here without a walk (dup_mmap's loop).
             self.core.status = Status::Active;
+            // The new range (the old one was counted down as `exact_fit_at` released it).
+            self.wg.add_len(1);
             self.wg.drop_released();
             return Ok(());
         }
@@ -723,6 +732,10 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
     }
 
     /// Empties `[index, last]` (`mas_store(NULL)`); the range widens to the merged empty range.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`] if the cursor's range is inverted (nothing is written).
     pub fn store_null(&mut self) -> Result<(), Error> {
         self.store_word(0)
     }
@@ -747,6 +760,10 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
     /// Reserves what a store of `[index, last]` needs (`mas_preallocate`), so that
     /// [`store_prealloc`](Self::store_prealloc) cannot fail. Nodes come from the global
     /// allocator (which aborts rather than fails), so this only checks and records the range.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`] if the cursor's range is inverted.
     pub fn preallocate(&mut self) -> Result<(), Error> {
         if self.core.index > self.core.last {
             return Err(Error::InvalidRange);

@@ -14,14 +14,10 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
     /// and shape, every entry cloned, so replacing each entry afterwards over the same range is an
     /// exact fit. The copy uses the same options and collector.
     pub fn dup(&self) -> MapleTree<E> {
-        let opts = Options {
-            alloc: self.internal == Kind::ARange,
-            collector: if self.default_collector {
-                None
-            } else {
-                Some(self.collector().clone())
-            },
-        };
+        let mut opts = Options::new().alloc(self.internal == Kind::ARange);
+        if !self.default_collector {
+            opts = opts.collector(self.collector().clone());
+        }
         let mut new = MapleTree::with_options(opts);
         let root = self.root.load(crate::sync::Ordering::Relaxed);
         if root == 0 {
@@ -33,6 +29,7 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
         copy.set_parent(None, 0);
         new.root
             .store(node_word(copy), crate::sync::Ordering::Release);
+        *new.len.get_mut() = self.len();
         let st = new.writer.get_mut();
         st.height = self.st.height;
         st.append = self.st.append;

@@ -47,29 +47,60 @@ fn check_window(min: u64, max: u64, size: u64) -> Result<(), Error> {
     }
 }
 
-/// Where a NULL range `[lo, hi]` admits `size` indices inside `[min, max]`, if it does.
+fn check_align(align: u64) -> Result<(), Error> {
+    if align.is_power_of_two() {
+        Ok(())
+    } else {
+        Err(Error::InvalidAlignment)
+    }
+}
+
+/// Where a NULL range `[lo, hi]` admits `size` indices starting at a multiple of `align` (a
+/// power of two) inside `[min, max]`, if it does: the lowest such start, or reversed the highest.
 #[inline]
-fn fit(lo: u64, hi: u64, min: u64, max: u64, size: u64, rev: bool) -> Option<u64> {
+fn fit(lo: u64, hi: u64, min: u64, max: u64, q: Query) -> Option<u64> {
     let a = lo.max(min);
     let b = hi.min(max);
-    if a > b || b - a < size - 1 {
+    if a > b || b - a < q.size - 1 {
         return None;
     }
-    Some(if rev { b - (size - 1) } else { a })
+    let mask = q.align - 1;
+    if q.rev {
+        let s = (b - (q.size - 1)) & !mask;
+        (s >= a).then_some(s)
+    } else {
+        let s = a.checked_add(mask)? & !mask;
+        (s <= b && b - s >= q.size - 1).then_some(s)
+    }
+}
+
+/// One gap search: the window, the size, the alignment (a power of two) and the direction.
+#[derive(Clone, Copy)]
+struct Query {
+    min: u64,
+    max: u64,
+    size: u64,
+    align: u64,
+    rev: bool,
 }
 
 /// Searches the subtree of `n` (covering `[nmin, nmax]`) for the first (or, reversed, last) fit.
 /// It starts at the slot holding the window's edge on the search's side and moves away from it,
 /// reading each pivot once; slots outside the window are never looked at. Under a concurrent
 /// writer the answer is a hint (as the kernel's is), but the walk stays inside the node and ends.
-fn search(
-    n: NodeRef<'_>,
-    nmin: u64,
-    nmax: u64,
-    internal: Kind,
-    q: (u64, u64, u64, bool),
-) -> Option<u64> {
-    let (min, max, size, rev) = q;
+///
+/// A child is entered only if it could hold a fit: its range (clipped to the window) admits an
+/// aligned `size`-range and, in allocation trees, its largest gap is at least `size` — necessary
+/// conditions, so an aligned search may enter a subtree whose gaps are large enough but
+/// misaligned, and move on to the next one.
+fn search(n: NodeRef<'_>, nmin: u64, nmax: u64, internal: Kind, q: Query) -> Option<u64> {
+    let Query {
+        min,
+        max,
+        size,
+        rev,
+        ..
+    } = q;
     let p = n.kind().pivots();
     // Upper bound of slot `i` starting at `lo`, kept inside `[lo, nmax]`.
     let bound = |i: usize, lo: u64| -> u64 {
@@ -96,11 +127,11 @@ fn search(
         if hi >= min && lo <= max {
             if n.is_leaf() {
                 if n.slot(i) == 0 {
-                    if let Some(s) = fit(lo, hi, min, max, size, rev) {
+                    if let Some(s) = fit(lo, hi, min, max, q) {
                         return Some(s);
                     }
                 }
-            } else if hi.min(max) - lo.max(min) >= size - 1
+            } else if fit(lo, hi, min, max, q).is_some()
                 && (internal != Kind::ARange || n.gap(i) >= size)
             {
                 // An empty child slot is a state only a race with the writer produces (see
@@ -143,11 +174,33 @@ pub(crate) fn empty_area_at(
     size: u64,
     rev: bool,
 ) -> Result<u64, Error> {
+    empty_area_aligned_at(root, internal, min, max, size, 1, rev)
+}
+
+/// [`empty_area_at`] whose start must be a multiple of `align` (a power of two).
+pub(crate) fn empty_area_aligned_at(
+    root: &Root,
+    internal: Kind,
+    min: u64,
+    max: u64,
+    size: u64,
+    align: u64,
+    rev: bool,
+) -> Result<u64, Error> {
     check_window(min, max, size)?;
-    let Some(r) = root_node(root, internal) else {
-        return Ok(if rev { max - (size - 1) } else { min });
+    check_align(align)?;
+    let q = Query {
+        min,
+        max,
+        size,
+        align,
+        rev,
     };
-    search(r, 0, u64::MAX, internal, (min, max, size, rev)).ok_or(Error::NoRoom)
+    let found = match root_node(root, internal) {
+        None => fit(0, u64::MAX, min, max, q),
+        Some(r) => search(r, 0, u64::MAX, internal, q),
+    };
+    found.ok_or(Error::NoRoom)
 }
 
 /// [`empty_area_at`] on a tree, under a guard.
@@ -163,15 +216,65 @@ pub(crate) fn empty_area<E: Entry>(
     empty_area_at(&tree.root, tree.internal, min, max, size, rev)
 }
 
+/// [`empty_area_aligned_at`] on a tree, under a guard.
+pub(crate) fn empty_area_aligned<E: Entry>(
+    tree: &MapleTree<E>,
+    q: (u64, u64, u64, u64),
+    rev: bool,
+    guard: &Guard,
+) -> Result<u64, Error> {
+    tree.check_guard(guard);
+    let (min, max, size, align) = q;
+    empty_area_aligned_at(&tree.root, tree.internal, min, max, size, align, rev)
+}
+
 impl<E: Entry> WriteGuard<'_, E> {
     /// `mas_empty_area` under the writer: the lowest start of a free `size`-range in `[min, max]`.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::empty_area`].
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, Error> {
         empty_area_at(self.root, self.internal, min, max, size, false)
     }
 
     /// `mas_empty_area_rev` under the writer: the highest fit in `[min, max]`.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::empty_area`].
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, Error> {
         empty_area_at(self.root, self.internal, min, max, size, true)
+    }
+
+    /// [`MapleTree::empty_area_aligned`] under the writer.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::empty_area_aligned`].
+    pub fn empty_area_aligned(
+        &self,
+        min: u64,
+        max: u64,
+        size: u64,
+        align: u64,
+    ) -> Result<u64, Error> {
+        empty_area_aligned_at(self.root, self.internal, min, max, size, align, false)
+    }
+
+    /// [`MapleTree::empty_area_rev_aligned`] under the writer.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::empty_area_aligned`].
+    pub fn empty_area_rev_aligned(
+        &self,
+        min: u64,
+        max: u64,
+        size: u64,
+        align: u64,
+    ) -> Result<u64, Error> {
+        empty_area_aligned_at(self.root, self.internal, min, max, size, align, true)
     }
 
     /// Converts an entry, refusing reserved words (a faulty `Entry` implementation).
@@ -193,10 +296,21 @@ impl<E: Entry> WriteGuard<'_, E> {
         max: u64,
         rev: bool,
     ) -> Result<u64, Error> {
+        self.alloc_aligned(entry, (min, max, size, 1), rev)
+    }
+
+    /// Allocation of `q = (min, max, size, align)`.
+    fn alloc_aligned(
+        &mut self,
+        entry: E,
+        q: (u64, u64, u64, u64),
+        rev: bool,
+    ) -> Result<u64, Error> {
         if !self.is_alloc() {
             return Err(Error::NotAllocTree);
         }
-        let start = empty_area_at(self.root, self.internal, min, max, size, rev)?;
+        let (min, max, size, align) = q;
+        let start = empty_area_aligned_at(self.root, self.internal, min, max, size, align, rev)?;
         let w = Self::entry_word(entry)?;
         self.write(start, start + (size - 1), w);
         Ok(start)
@@ -204,6 +318,10 @@ impl<E: Entry> WriteGuard<'_, E> {
 
     /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` in
     /// `[min, max]`; returns `start`.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::alloc_range`].
     ///
     /// ```
     /// use maple_tree::{MapleTree, Value};
@@ -218,14 +336,54 @@ impl<E: Entry> WriteGuard<'_, E> {
     }
 
     /// `mtree_alloc_rrange`: the highest fit.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::alloc_range`].
     pub fn alloc_rrange(&mut self, entry: E, size: u64, min: u64, max: u64) -> Result<u64, Error> {
         self.alloc_common(entry, size, min, max, true)
+    }
+
+    /// [`MapleTree::alloc_range_aligned`] under the writer.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::alloc_range_aligned`].
+    pub fn alloc_range_aligned(
+        &mut self,
+        entry: E,
+        size: u64,
+        align: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, Error> {
+        self.alloc_aligned(entry, (min, max, size, align), false)
+    }
+
+    /// [`MapleTree::alloc_rrange_aligned`] under the writer.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::alloc_range_aligned`].
+    pub fn alloc_rrange_aligned(
+        &mut self,
+        entry: E,
+        size: u64,
+        align: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, Error> {
+        self.alloc_aligned(entry, (min, max, size, align), true)
     }
 
     /// `mtree_alloc_cyclic`: one index in `[lo, hi]`, searching from `*next` and then wrapping
     /// to `lo`. Returns the index and whether this allocation reports a wrap; `*next` becomes the
     /// index + 1 (wrapping to 0, which makes the next success report a wrap, as the kernel's
     /// `MT_FLAGS_ALLOC_WRAPPED` does).
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::alloc_cyclic`].
     ///
     /// ```
     /// use maple_tree::{MapleTree, Value};

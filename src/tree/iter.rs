@@ -13,7 +13,7 @@ use super::walk::Walker;
 use super::{borrow_word, MapleTree};
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`] and [`MapleTree::range`]).
-pub struct Iter<'g, E: Entry> {
+pub struct Iter<'g, E> {
     front: Walker<'g>,
     back: Walker<'g>,
     front_started: bool,
@@ -61,6 +61,11 @@ impl<'g, E: Entry> Iter<'g, E> {
             front_hi: 0,
             _e: PhantomData,
         }
+    }
+
+    /// The window left to yield from, and whether the iterator has ended (for `Debug`).
+    pub(crate) fn positions(&self) -> (u64, u64, bool) {
+        (self.front_pos, self.back_pos, self.done)
     }
 }
 

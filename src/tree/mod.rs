@@ -30,6 +30,8 @@
 //! tree.validate().unwrap();
 //! ```
 
+mod allocator;
+mod api;
 mod append;
 mod cursor;
 mod dump;
@@ -37,6 +39,7 @@ mod dup;
 mod gap;
 mod iter;
 pub(crate) mod node;
+mod pending;
 mod rebuild;
 mod seal;
 mod validate;
@@ -44,22 +47,28 @@ mod walk;
 mod write;
 
 use core::marker::PhantomData;
+use core::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crossbeam_epoch::{Collector, Guard};
 
 use crate::entry::{Entry, ZERO_WORD};
-use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::sync::{AtomicUsize, Mutex};
 use node::Kind;
 
+pub use allocator::{Allocator, Placement};
+pub use api::{inclusive, Gaps};
 pub use cursor::{Cursor, CursorMut, Status};
 pub use iter::Iter;
+pub use pending::PendingFrees;
 pub use validate::ValidateError;
 pub use write::WriteGuard;
 
 /// Which write path a store took, counted per tree (see [`MapleTree::stats`]). Names follow the
 /// kernel's `enum store_type` and `mas_wr_append` cases.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// One slot replaced in place (`wr_exact_fit`).
     pub exact_fit: u64,
@@ -113,7 +122,17 @@ pub struct Stats {
 }
 
 /// Options fixed when a tree is created.
+///
+/// Build them with [`Options::new`] and the builder methods:
+///
+/// ```
+/// use maple_tree::{MapleTree, Options, Value};
+///
+/// let tree = MapleTree::<Value>::with_options(Options::new().alloc(true));
+/// assert!(tree.is_alloc());
+/// ```
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Options {
     /// Track gaps in internal nodes (`MT_FLAGS_ALLOC_RANGE`): needed for allocation, makes gap
     /// search `O(log n)`; internal nodes then have 10 slots instead of 16.
@@ -121,6 +140,25 @@ pub struct Options {
     /// The epoch collector readers and the writer pin; `None` uses crossbeam's default (fast,
     /// thread-local handles). Give each loom model or leak-counting test its own.
     pub collector: Option<Collector>,
+}
+
+impl Options {
+    /// The default options: a range tree (no gap tracking) on crossbeam's default collector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`Options::alloc`]: track gaps in internal nodes (an allocation tree).
+    pub fn alloc(mut self, on: bool) -> Self {
+        self.alloc = on;
+        self
+    }
+
+    /// Sets [`Options::collector`]: the epoch collector the tree's readers and writer pin.
+    pub fn collector(mut self, collector: Collector) -> Self {
+        self.collector = Some(collector);
+        self
+    }
 }
 
 /// Writer-private bookkeeping: only the holder of the writer lock (or `&mut`) touches it.
@@ -164,7 +202,7 @@ pub(crate) struct WriterState {
 /// let ranges: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
 /// assert_eq!(ranges, [(0x1000, 0x17ff, 1), (0x1800, 0x37ff, 2), (0x3800, 0x3fff, 3)]);
 /// ```
-pub struct MapleTree<E: Entry> {
+pub struct MapleTree<E> {
     /// Root node word (0: empty).
     pub(crate) root: node::Root,
     /// Internal node kind: `ARange` for allocation trees, else `Range`.
@@ -172,8 +210,19 @@ pub struct MapleTree<E: Entry> {
     pub(crate) writer: Mutex<WriterState>,
     collector: Collector,
     default_collector: bool,
+    /// Ranges holding an entry or the zero entry, kept by the writer; read lock-free.
+    /// A std atomic even under loom: a statistic no model reasons about.
+    pub(crate) len: StdAtomicUsize,
+    /// Retired nodes and entries whose deferred free has not run yet.
+    pub(crate) pending: Arc<pending::Pending>,
+    /// Frees a whole tree of `E` entries at once (`dup::free_subtree_now::<E>`), set where `E:
+    /// Entry` is known so that the struct and its `Drop` need no bound.
+    free_all: FreeAll,
     _entries: PhantomData<E>,
 }
+
+/// See [`MapleTree::free_all`].
+type FreeAll = unsafe fn(usize, Kind, &mut HashMap<usize, usize>);
 
 // SAFETY: the tree owns its entries (moved in, dropped on any thread that writes or drops the
 // tree: `Send`) and hands out shared borrows of them to readers on any thread (`Sync`). Nodes are
@@ -197,10 +246,7 @@ impl<E: Entry> MapleTree<E> {
     /// An empty allocation tree (`MT_FLAGS_ALLOC_RANGE`): gap-tracking internal nodes, required
     /// by [`WriteGuard::alloc_range`] and friends, and `O(log n)` gap search.
     pub fn new_alloc() -> Self {
-        Self::with_options(Options {
-            alloc: true,
-            collector: None,
-        })
+        Self::with_options(Options::new().alloc(true))
     }
 
     /// An empty tree with the given options.
@@ -228,6 +274,9 @@ impl<E: Entry> MapleTree<E> {
             }),
             collector,
             default_collector,
+            len: StdAtomicUsize::new(0),
+            pending: Arc::new(pending::Pending::default()),
+            free_all: dup::free_subtree_now::<E>,
             _entries: PhantomData,
         }
     }
@@ -265,11 +314,6 @@ impl<E: Entry> MapleTree<E> {
             guard.collector() == Some(&self.collector),
             "maple tree: the guard is not pinned on this tree's collector"
         );
-    }
-
-    /// Whether the tree holds nothing.
-    pub fn is_empty(&self) -> bool {
-        self.root.load(Ordering::Acquire) == 0
     }
 
     /// Number of levels (0 for an empty tree, 1 for a single leaf). Takes the writer lock.
@@ -312,6 +356,10 @@ impl<E: Entry> MapleTree<E> {
     // ----- explicit-guard reads ----------------------------------------------------------------
 
     /// The entry at `index` (`mtree_load`). The zero entry reads as `None`.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     #[inline]
     pub fn load<'g>(&'g self, index: u64, guard: &'g Guard) -> Option<E::Borrowed<'g>> {
         self.check_guard(guard);
@@ -322,6 +370,10 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// The range containing `index` and its entry, if any (`mas_walk`, restricted to entries).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn load_range<'g>(
         &'g self,
         index: u64,
@@ -336,6 +388,10 @@ impl<E: Entry> MapleTree<E> {
     /// `mt_find`: the first entry whose range contains `*index` or starts in `(*index, max]`;
     /// on success `*index` becomes the found range's `last + 1` (wrapping to 0). `None` leaves
     /// `*index` alone. Zero entries are skipped.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn find<'g>(
         &'g self,
         index: &mut u64,
@@ -363,6 +419,10 @@ impl<E: Entry> MapleTree<E> {
 
     /// `mt_find_after`: like [`find`](Self::find) but `None` at once when `*index == 0` (which
     /// is how a wrapped index ends a `find` loop).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn find_after<'g>(
         &'g self,
         index: &mut u64,
@@ -377,6 +437,10 @@ impl<E: Entry> MapleTree<E> {
 
     /// `mt_next`: the first entry after the range containing `index` that starts at or below
     /// `max`, with its range.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn next<'g>(
         &'g self,
         index: u64,
@@ -400,6 +464,10 @@ impl<E: Entry> MapleTree<E> {
 
     /// `mt_prev`: the last entry before the range containing `index` that ends at or above
     /// `min`, with its range.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn prev<'g>(
         &'g self,
         index: u64,
@@ -423,6 +491,10 @@ impl<E: Entry> MapleTree<E> {
 
     /// Iterates over every `(first, last, entry)` in index order; double-ended. Zero entries
     /// are skipped.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn iter<'g>(&'g self, guard: &'g Guard) -> Iter<'g, E> {
         self.check_guard(guard);
         Iter::new(self, 0, u64::MAX)
@@ -430,12 +502,20 @@ impl<E: Entry> MapleTree<E> {
 
     /// Iterates over the entries whose ranges intersect `[first, last]` (ranges are reported
     /// whole, so the first may start before `first` and the last end after `last`).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn range<'g>(&'g self, first: u64, last: u64, guard: &'g Guard) -> Iter<'g, E> {
         self.check_guard(guard);
         Iter::new(self, first, last)
     }
 
     /// A read cursor (`ma_state`) at `index`, in status [`Status::Start`].
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn cursor<'g>(&'g self, index: u64, guard: &'g Guard) -> Cursor<'g, E> {
         self.check_guard(guard);
         Cursor::new(self, index)
@@ -481,11 +561,22 @@ impl<E: Entry> MapleTree<E> {
 impl<E: Entry + Send + Sync> MapleTree<E> {
     /// Stores `entry` over `[first, last]`, trimming or removing whatever was there
     /// (`mtree_store_range`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`](crate::Error::InvalidRange) if `first > last`;
+    /// [`Error::Reserved`](crate::Error::Reserved) for an entry whose word is reserved (a faulty
+    /// [`Entry`] implementation). Nothing is written then and `entry` is dropped.
     pub fn store_range(&self, first: u64, last: u64, entry: E) -> Result<(), crate::Error> {
         self.lock().store_range(first, last, entry)
     }
 
     /// Stores `entry` at one index (`mtree_store`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Reserved`](crate::Error::Reserved) for an entry whose word is reserved; nothing is
+    /// written then and `entry` is dropped.
     pub fn store(&self, index: u64, entry: E) -> Result<(), crate::Error> {
         self.lock().store_range(index, index, entry)
     }
@@ -493,11 +584,22 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// Stores `entry` over `[first, last]` only if every index there is empty
     /// (`mtree_insert_range`); otherwise [`Error::Occupied`](crate::Error::Occupied) and
     /// nothing changes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`](crate::Error::InvalidRange) if `first > last`,
+    /// [`Error::Occupied`](crate::Error::Occupied) if an index of the range holds an entry (the zero
+    /// entry included), [`Error::Reserved`](crate::Error::Reserved) for a reserved entry word.
+    /// Nothing is written then and `entry` is dropped.
     pub fn insert_range(&self, first: u64, last: u64, entry: E) -> Result<(), crate::Error> {
         self.lock().insert_range(first, last, entry)
     }
 
     /// [`insert_range`](Self::insert_range) of one index.
+    ///
+    /// # Errors
+    ///
+    /// As [`insert_range`](Self::insert_range).
     pub fn insert(&self, index: u64, entry: E) -> Result<(), crate::Error> {
         self.lock().insert_range(index, index, entry)
     }
@@ -509,6 +611,10 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     }
 
     /// Empties `[first, last]` (a NULL store), trimming entries that stick out.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`](crate::Error::InvalidRange) if `first > last` (nothing is erased).
     pub fn erase_range(&self, first: u64, last: u64) -> Result<(), crate::Error> {
         self.lock().erase_range(first, last)
     }
@@ -519,6 +625,12 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     }
 
     /// `mas_empty_area`: the lowest start of a free range of `size` indices inside `[min, max]`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidWindow`](crate::Error::InvalidWindow) for `min > max`, `size == 0` or a
+    /// window smaller than `size`; [`Error::NoRoom`](crate::Error::NoRoom) when no free range of
+    /// `size` indices lies inside the window.
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
         gap::empty_area(self, min, max, size, false, &guard)
@@ -526,6 +638,10 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
 
     /// `mas_empty_area_rev`: the highest start of a free range of `size` indices inside
     /// `[min, max]`, placed as high as possible.
+    ///
+    /// # Errors
+    ///
+    /// As [`empty_area`](Self::empty_area).
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
         gap::empty_area(self, min, max, size, true, &guard)
@@ -533,6 +649,12 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
 
     /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` inside
     /// `[min, max]` and returns `start`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotAllocTree`](crate::Error::NotAllocTree) on a tree without gap tracking,
+    /// [`Error::Reserved`](crate::Error::Reserved) for a reserved entry word, and the errors of
+    /// [`empty_area`](Self::empty_area). Nothing is written then and `entry` is dropped.
     pub fn alloc_range(
         &self,
         entry: E,
@@ -544,6 +666,10 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     }
 
     /// `mtree_alloc_rrange`: as [`alloc_range`](Self::alloc_range), but the highest fit.
+    ///
+    /// # Errors
+    ///
+    /// As [`alloc_range`](Self::alloc_range).
     pub fn alloc_rrange(
         &self,
         entry: E,
@@ -556,6 +682,14 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
 
     /// `mtree_alloc_cyclic`: allocates one index in `[lo, hi]`, searching from `*next` first and
     /// wrapping to `lo`; returns `(index, wrapped)` and advances `*next`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotAllocTree`](crate::Error::NotAllocTree) on a tree without gap tracking,
+    /// [`Error::InvalidWindow`](crate::Error::InvalidWindow) for `lo > hi`,
+    /// [`Error::NoRoom`](crate::Error::NoRoom) when every index of `[lo, hi]` is taken,
+    /// [`Error::Reserved`](crate::Error::Reserved) for a reserved entry word. Nothing is written
+    /// then, `*next` is unchanged and `entry` is dropped.
     pub fn alloc_cyclic(
         &self,
         entry: E,
@@ -568,6 +702,10 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
 
     /// Checks every structural invariant (K§5 plus height, parent links, gaps, "no non-rightmost
     /// leaf ends empty" and entry ownership). Takes the writer lock.
+    ///
+    /// # Errors
+    ///
+    /// A [`ValidateError`] naming the first broken invariant and where it was found.
     pub fn validate(&self) -> Result<(), ValidateError> {
         self.lock().validate()
     }
@@ -591,13 +729,15 @@ impl<E: Entry + Clone + Send + Sync> MapleTree<E> {
     }
 }
 
-impl<E: Entry> Drop for MapleTree<E> {
+impl<E> Drop for MapleTree<E> {
     fn drop(&mut self) {
         let root = atomic_take(self.root.word_mut());
         let st = self.writer.get_mut();
         let internal = self.internal;
-        // SAFETY: `&mut self`: no reader or writer can reach the tree any more.
-        unsafe { dup::free_subtree_now::<E>(root, internal, &mut st.multi) };
+        // SAFETY: `&mut self`: no reader or writer can reach the tree any more; `free_all` is
+        // `free_subtree_now::<E>` for this tree's `E` (set by `with_options`, the only
+        // constructor).
+        unsafe { (self.free_all)(root, internal, &mut st.multi) };
     }
 }
 

@@ -503,13 +503,14 @@ impl<'g> NodeRef<'g> {
         drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
     }
 
-    /// Frees a node once every guard pinned now has been dropped.
+    /// Frees a node once every guard pinned now has been dropped; `freed` runs right after the
+    /// free (the pending-frees count).
     ///
     /// # Safety
     ///
     /// The node must already be unreachable for guards pinned from now on (unlinked from the live
     /// tree), and must not be retired twice. `guard` must belong to the tree's collector.
-    pub(crate) unsafe fn retire(self, guard: &Guard) {
+    pub(crate) unsafe fn retire(self, guard: &Guard, freed: impl FnOnce() + 'static) {
         #[cfg(loom)]
         if crate::loom_knobs::free_at_once() {
             // Deliberately wrong (a loom mutant): poison now. The memory is leaked rather than
@@ -517,6 +518,7 @@ impl<'g> NodeRef<'g> {
             // SAFETY: the node came from `Box::leak`; it is dropped in place exactly once and
             // never deallocated, so later (racy, reported) reads still read allocated memory.
             unsafe { core::ptr::drop_in_place(self.ptr.as_ptr()) };
+            freed();
             return;
         }
         let addr = self.ptr.as_ptr().expose_provenance();
@@ -528,6 +530,7 @@ impl<'g> NodeRef<'g> {
                 drop(Box::from_raw(
                     core::ptr::with_exposed_provenance_mut::<Node>(addr),
                 ));
+                freed();
             });
         }
     }

@@ -101,7 +101,9 @@ pub(crate) struct Seals {
     pending: Option<u64>,
     /// Every generation `<=` this is lifted (stored by the deferred lift, Release; loaded by the
     /// writer, Acquire: the writer then knows the grace period ended).
-    lifted: Arc<AtomicU64>,
+    /// Made by the first lift, so that a tree that never seals (exclusive mode, or a tree only
+    /// ever filled through `dup`) allocates nothing for it.
+    lifted: Option<Arc<AtomicU64>>,
     /// The writer's last reading of `lifted`. Checks use it rather than the atomic: it only
     /// lags, which keeps seals in force longer, never shorter.
     lifted_seen: u64,
@@ -121,7 +123,7 @@ impl Seals {
             gen: 1,
             dirty: false,
             pending: None,
-            lifted: Arc::new(AtomicU64::new(0)),
+            lifted: None,
             lifted_seen: 0,
             shrunk_gen: 0,
             wanted: Cell::new(false),
@@ -225,13 +227,21 @@ impl Seals {
         self.last = Some((key, s));
     }
 
+    /// The lifted generation as the deferred lift published it (0 before the first lift).
+    #[inline]
+    fn lifted_now(&self) -> u64 {
+        self.lifted
+            .as_ref()
+            .map_or(0, |l| l.load(Ordering::Acquire))
+    }
+
     /// Collects a finished lift and schedules the next one if seals wait for it. Called at the
     /// start of every RCU-mode write, so always after the stores of the seals it covers: the
     /// grace period starts after them.
     #[inline]
     pub(crate) fn schedule(&mut self, guard: &Guard) {
         match self.pending {
-            Some(p) if self.lifted.load(Ordering::Acquire) < p => {}
+            Some(p) if self.lifted_now() < p => {}
             None if !self.dirty => {}
             _ => self.schedule_slow(guard),
         }
@@ -240,7 +250,7 @@ impl Seals {
     #[inline(never)]
     fn schedule_slow(&mut self, guard: &Guard) {
         if let Some(p) = self.pending {
-            let lifted = self.lifted.load(Ordering::Acquire);
+            let lifted = self.lifted_now();
             self.lifted_seen = lifted;
             if lifted < p {
                 return;
@@ -255,7 +265,10 @@ impl Seals {
             return;
         }
         let g = self.gen;
-        let lifted = Arc::clone(&self.lifted);
+        let lifted = Arc::clone(
+            self.lifted
+                .get_or_insert_with(|| Arc::new(AtomicU64::new(0))),
+        );
         // The closure runs once every guard pinned now (so every reader that could hold a value
         // the sealing stores replaced) has been dropped.
         guard.defer(move || lifted.store(g, Ordering::Release));

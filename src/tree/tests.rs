@@ -282,10 +282,9 @@ mod prop {
             })
         };
         let collector = crossbeam_epoch::Collector::new();
-        let mut t = MapleTree::<Box<Counted>>::with_options(Options {
-            alloc,
-            collector: Some(collector),
-        });
+        let mut t = MapleTree::<Box<Counted>>::with_options(
+            Options::new().alloc(alloc).collector(collector),
+        );
         let mut m = Model::default();
         let mut extra_trees = vec![];
         let mut exclusive = false;

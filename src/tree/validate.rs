@@ -13,6 +13,7 @@ use super::write::WriteGuard;
 
 /// A broken invariant, with where it was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ValidateError(pub String);
 
 impl fmt::Display for ValidateError {
@@ -30,6 +31,8 @@ struct Checker {
     /// Count slot words (only needed to check shared entries, when there are any).
     count_words: bool,
     words: HashMap<usize, usize>,
+    /// Leaf slots holding an entry or the zero entry.
+    entries: usize,
 }
 
 macro_rules! bad {
@@ -101,6 +104,9 @@ impl Checker {
                     bad!("adjacent NULL ranges ending at {hi:#x}: {}", at());
                 }
                 self.prev_word = Some(w);
+                if w != 0 {
+                    self.entries += 1;
+                }
                 if w != 0 && self.count_words {
                     *self.words.entry(w).or_insert(0) += 1;
                 }
@@ -142,6 +148,10 @@ impl Checker {
 
 impl<E: Entry> WriteGuard<'_, E> {
     /// Checks every invariant (see [`MapleTree::validate`](super::MapleTree::validate)).
+    ///
+    /// # Errors
+    ///
+    /// A [`ValidateError`] naming the first broken invariant and where it was found.
     pub fn validate(&self) -> Result<(), ValidateError> {
         let root = self.root.load(crate::sync::Ordering::Acquire);
         if root == 0 {
@@ -150,6 +160,9 @@ impl<E: Entry> WriteGuard<'_, E> {
             }
             if !self.st.multi.is_empty() {
                 bad!("empty tree with shared entries recorded");
+            }
+            if !self.is_empty() {
+                bad!("empty tree with len {}", self.len());
             }
             return Ok(());
         }
@@ -160,8 +173,12 @@ impl<E: Entry> WriteGuard<'_, E> {
             prev_word: None,
             count_words: !self.st.multi.is_empty(),
             words: HashMap::new(),
+            entries: 0,
         };
         c.node(r, 0, u64::MAX, 0, None)?;
+        if c.entries != self.len() {
+            bad!("len {} but {} ranges hold an entry", self.len(), c.entries);
+        }
         for (w, extra) in &self.st.multi {
             let seen = c.words.get(w).copied().unwrap_or(0);
             if seen < extra + 1 {

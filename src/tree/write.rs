@@ -24,6 +24,10 @@ use smallvec::SmallVec;
 use crate::entry::{Entry, ZERO_WORD};
 use crate::error::Error;
 use crate::sync::{MutexGuard, Ordering};
+use core::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
+use std::sync::Arc;
+
+use super::pending::Pending;
 
 use super::append::LastSlot;
 use super::node::{node_word, Kind, NodeRef, Root, RANGE_PIVOTS, RANGE_SLOTS};
@@ -130,7 +134,7 @@ pub(crate) enum GuardRef {
 /// assert_eq!(tree.get(995), Some(Value::new(99)));
 /// tree.validate().unwrap();
 /// ```
-pub struct WriteGuard<'t, E: Entry> {
+pub struct WriteGuard<'t, E> {
     pub(crate) root: &'t Root,
     pub(crate) internal: Kind,
     pub(crate) st: StateRef<'t>,
@@ -138,6 +142,10 @@ pub struct WriteGuard<'t, E: Entry> {
     pub(crate) exclusive: bool,
     pub(crate) collector: &'t Collector,
     pub(crate) default_collector: bool,
+    /// The tree's count of ranges holding an entry (see [`MapleTree::len`]).
+    pub(crate) len: &'t StdAtomicUsize,
+    /// The tree's pending-frees counters.
+    pub(crate) pending: &'t Arc<Pending>,
     _e: PhantomData<E>,
 }
 
@@ -158,6 +166,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             exclusive: false,
             collector: &tree.collector,
             default_collector: tree.default_collector,
+            len: &tree.len,
+            pending: &tree.pending,
             _e: PhantomData,
         }
     }
@@ -169,6 +179,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             writer,
             collector,
             default_collector,
+            len,
+            pending,
             ..
         } = tree;
         let st = writer.get_mut();
@@ -184,6 +196,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             exclusive: true,
             collector,
             default_collector: *default_collector,
+            len,
+            pending,
             _e: PhantomData,
         }
     }
@@ -322,18 +336,26 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     pub(crate) fn retire_node(&mut self, n: NodeRef<'_>) {
         self.st.stats.nodes_freed += 1;
         n.mark_dead();
-        // SAFETY: callers retire a node only after unlinking it (a new pointer published in its
-        // place, or its whole subtree unlinked), and each node exactly once; the guard belongs to
-        // this tree's collector (or is the unprotected guard of exclusive mode).
-        unsafe { n.retire(self.guard()) };
+        if self.exclusive {
+            // SAFETY: callers retire a node only after unlinking it (a new pointer published in
+            // its place, or its whole subtree unlinked), and each node exactly once; in exclusive
+            // mode the guard is the unprotected one, which frees at once.
+            unsafe { n.retire(self.guard(), || {}) };
+            return;
+        }
+        self.pending.add_node();
+        let pending = Arc::clone(self.pending);
+        // SAFETY: as above; the guard belongs to this tree's collector.
+        unsafe { n.retire(self.guard(), move || pending.sub_node()) };
     }
 
     /// A slot stopped referencing `w`: drop the entry unless another slot shares it.
     pub(crate) fn release_entry(&mut self, w: usize) {
-        if w == 0 || w == ZERO_WORD {
+        if w == 0 {
             return;
         }
-        if !core::mem::needs_drop::<E>() {
+        self.add_len(-1);
+        if w == ZERO_WORD || !core::mem::needs_drop::<E>() {
             return;
         }
         if let Some(c) = self.st.multi.get_mut(&w) {
@@ -349,10 +371,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             self.st.released.push(w);
             return;
         }
+        let pending = Arc::clone(self.pending);
+        pending.add_entry();
         // SAFETY: `w` is a live entry word that no slot references any more (shared words were
         // handled above). In RCU mode the drop waits for every guard that could still read it.
         unsafe {
             self.guard().defer_unchecked(move || {
+                pending.sub_entry();
                 // The drop runs after the grace period, on whichever thread collects, long after
                 // the write returned: a panic in the entry's `Drop` is contained here, so that
                 // the collector's other deferred frees still run.
@@ -395,7 +420,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// A range split around a new entry: `w` is now referenced by one more slot.
     pub(crate) fn share_entry(&mut self, w: usize) {
-        if w == 0 || w == ZERO_WORD || !core::mem::needs_drop::<E>() {
+        if w == 0 {
+            return;
+        }
+        self.add_len(1);
+        if w == ZERO_WORD || !core::mem::needs_drop::<E>() {
             return;
         }
         *self.st.multi.entry(w).or_insert(0) += 1;
@@ -541,11 +570,35 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         last: u64,
         entry: usize,
     ) -> (u64, u64) {
+        if entry != 0 {
+            // The new range; what it overwrites is counted down by `release_entry` (a range
+            // removed) and up by `share_entry` (a range split in two).
+            self.add_len(1);
+        }
         let r = self.store_from(lw, walked, first, last, entry);
         self.drop_released();
         r
     }
 
+    /// Adjusts the count of ranges holding an entry (the writer is the only one changing it).
+    #[inline]
+    pub(crate) fn add_len(&self, d: isize) {
+        let n = self.len.load(StdOrdering::Relaxed);
+        self.len
+            .store(n.wrapping_add_signed(d), StdOrdering::Relaxed);
+    }
+
+    /// The number of ranges holding an entry or the zero entry (see [`MapleTree::len`]).
+    pub fn len(&self) -> usize {
+        self.len.load(StdOrdering::Relaxed)
+    }
+
+    /// Whether the tree holds nothing (`len() == 0`).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The store itself; the caller drops the entries it released once it is complete.
     fn store_from(
         &mut self,
         lw: &mut Walker<'t>,
@@ -670,6 +723,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             lw.word = entry;
             self.release_entry(old);
             self.after_leaf_change(lw, old == 0);
+        } else {
+            self.add_len(-1); // the range was already counted
         }
         self.st.stats.exact_fit += 1;
         true
@@ -762,6 +817,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 n.publish_slot(off, entry);
                 self.release_entry(old);
                 self.after_leaf_change(lw, (old == 0) != (entry == 0));
+            } else if entry != 0 {
+                self.add_len(-1); // the range was already counted
             }
             self.st.stats.exact_fit += 1;
             return Leafed::Done(first, last);
@@ -1008,6 +1065,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Stores `entry` over `[first, last]` (`mtree_store_range`): trims or removes whatever was
     /// there, across any number of nodes.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::store_range`].
     pub fn store_range(&mut self, first: u64, last: u64, entry: E) -> Result<(), Error> {
         if first > last {
             return Err(Error::InvalidRange);
@@ -1019,6 +1080,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Stores the reserved zero entry (`XA_ZERO_ENTRY`) over `[first, last]`: the range counts
     /// as occupied for insert and gap search but reads as empty through `load` and `iter`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`] if `first > last` (nothing is written).
     pub fn store_zero_range(&mut self, first: u64, last: u64) -> Result<(), Error> {
         if first > last {
             return Err(Error::InvalidRange);
@@ -1028,6 +1093,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Stores `entry` only if all of `[first, last]` is empty (`mtree_insert_range`).
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::insert_range`].
     pub fn insert_range(&mut self, first: u64, last: u64, entry: E) -> Result<(), Error> {
         if first > last {
             return Err(Error::InvalidRange);
@@ -1041,6 +1110,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// [`insert_range`](Self::insert_range) of one index.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::insert_range`].
     pub fn insert(&mut self, index: u64, entry: E) -> Result<(), Error> {
         self.insert_range(index, index, entry)
     }
@@ -1077,6 +1150,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Empties `[first, last]` (a NULL store).
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::erase_range`].
     pub fn erase_range(&mut self, first: u64, last: u64) -> Result<(), Error> {
         if first > last {
             return Err(Error::InvalidRange);

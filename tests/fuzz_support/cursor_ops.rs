@@ -264,6 +264,7 @@ impl MCursor {
                     return Some(as_got(c));
                 }
             }
+            _ => unreachable!("a Status the model does not know"),
         }
         (self.status != Status::Active).then_some(None)
     }
@@ -290,6 +291,7 @@ impl MCursor {
                     return Some(as_got(c));
                 }
             }
+            _ => unreachable!("a Status the model does not know"),
         }
         (self.status != Status::Active).then_some(None)
     }
@@ -326,6 +328,7 @@ impl MCursor {
                     return Some(as_got(c));
                 }
             }
+            _ => unreachable!("a Status the model does not know"),
         }
         if self.status == Status::Start {
             if self.index > max {
@@ -369,6 +372,7 @@ impl MCursor {
                 }
                 self.status = Status::Active;
             }
+            _ => unreachable!("a Status the model does not know"),
         }
         if self.status == Status::Start {
             if self.index < min {

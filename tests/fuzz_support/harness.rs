@@ -364,10 +364,11 @@ impl World {
             budget: WORK_BUDGET,
             step: 0,
         };
-        let tree = MapleTree::with_options(Options {
-            alloc: cfg.alloc,
-            collector: Some(w.collector.clone()),
-        });
+        let tree = MapleTree::with_options(
+            Options::new()
+                .alloc(cfg.alloc)
+                .collector(w.collector.clone()),
+        );
         if !cfg.appends {
             tree.set_append(false);
         }

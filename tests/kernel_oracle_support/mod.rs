@@ -183,6 +183,7 @@ fn status_name(s: Status) -> &'static str {
         Status::Pause => "pause",
         Status::Overflow => "overflow",
         Status::Underflow => "underflow",
+        _ => "unknown", // `Status` is non-exhaustive
     }
 }
 

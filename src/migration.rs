@@ -1,0 +1,137 @@
+//! Porting code to the maple tree from `rangemap`, from a `BTreeMap` used as a range map, from
+//! an `RwLock<BTreeMap>` lookup table and from `vm-allocator`. Every snippet is a doctest.
+//!
+//! # From `rangemap`
+//!
+//! | `rangemap` | `maple-tree` |
+//! |---|---|
+//! | `RangeMap::new()` / `RangeInclusiveMap::new()` | [`MapleTree::new`](crate::MapleTree::new) |
+//! | `map.insert(a..b, v)` | `tree.store_range(a, b - 1, v)?` (inclusive ends) |
+//! | `map.remove(a..b)` | `tree.erase_range(a, b - 1)?` |
+//! | `map.get(&i)` | `tree.get(i)` (a clone) or `tree.load(i, &guard)` (a borrow) |
+//! | `map.get_key_value(&i)` | `tree.load_range(i, &guard)` |
+//! | `map.iter()` | `tree.iter(&guard)`, items `(first, last, entry)` |
+//! | `map.overlapping(&r)` | `tree.range_of(r, &guard)?` |
+//! | `map.gaps(&r)` | `tree.gaps(r, &guard)?` (inclusive ranges) |
+//! | `map.len()`, `map.is_empty()` | [`len`](crate::MapleTree::len), [`is_empty`](crate::MapleTree::is_empty) |
+//! | `RangeMap::from_iter(..)` | `collect()` of `(RangeInclusive<u64>, E)` |
+//!
+//! Two differences matter. Keys are `u64` indices and ranges are inclusive (`[first, last]`),
+//! so a half-open `a..b` becomes `(a, b - 1)`; and **equal neighbours are not merged** (the
+//! kernel's rule): storing the same value over two touching ranges keeps two ranges, where
+//! `rangemap` coalesces them into one.
+//!
+//! ```
+//! use maple_tree::{MapleTree, Value};
+//! # fn main() -> Result<(), maple_tree::Error> {
+//! // rangemap: map.insert(0..10, 1); map.insert(10..20, 1); map.insert(5..15, 2);
+//! let tree = MapleTree::<Value>::new();
+//! tree.store_range(0, 9, Value::new(1))?;
+//! tree.store_range(10, 19, Value::new(1))?; // not merged with [0, 9]
+//! tree.store_range(5, 14, Value::new(2))?; // trims both neighbours
+//! let guard = tree.pin();
+//! let ranges: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
+//! assert_eq!(ranges, [(0, 4, 1), (5, 14, 2), (15, 19, 1)]);
+//! // map.get_key_value(&7)
+//! assert_eq!(tree.load_range(7, &guard).map(|(a, b, v)| (a..=b, v)), Some((5..=14, Value::new(2))));
+//! // map.gaps(&(0..30))
+//! assert_eq!(tree.gaps(0..30, &guard)?.collect::<Vec<_>>(), [20..=29]);
+//! // map.overlapping(&(12..17))
+//! let over: Vec<u64> = tree.range_of(12..17, &guard)?.map(|(a, _, _)| a).collect();
+//! assert_eq!(over, [5, 15]);
+//! drop(guard);
+//! // map.remove(0..3)
+//! tree.erase_range(0, 2)?;
+//! assert_eq!(tree.get(1), None);
+//! assert_eq!(tree.len(), 3);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # From a `BTreeMap<u64, (u64, V)>` range map
+//!
+//! The usual hand-written range map keys each range by its start and keeps its end beside the
+//! value; a lookup takes the last start at or below the index, and every insert must trim or
+//! split the ranges it overlaps by hand. The tree does the trimming, and the lookup is one call:
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use maple_tree::MapleTree;
+//! # fn main() -> Result<(), maple_tree::Error> {
+//! // Before: BTreeMap<start, (last, name)> and a hand-written lookup.
+//! let mut by_start: BTreeMap<u64, (u64, String)> = BTreeMap::new();
+//! by_start.insert(0x1000, (0x1fff, "text".into()));
+//! by_start.insert(0x3000, (0x3fff, "data".into()));
+//! let find = |i: u64| {
+//!     let (_, (last, name)) = by_start.range(..=i).next_back()?;
+//!     (*last >= i).then_some(name.clone())
+//! };
+//! assert_eq!(find(0x3800).as_deref(), Some("data"));
+//!
+//! // After: the tree owns boxed values and hands out borrows under a guard.
+//! let tree: MapleTree<Box<String>> = by_start
+//!     .into_iter()
+//!     .map(|(first, (last, name))| (first..=last, Box::new(name)))
+//!     .collect();
+//! let guard = tree.pin();
+//! assert_eq!(tree.load(0x3800, &guard).map(|s| s.as_str()), Some("data"));
+//! // An insert that overlaps is trimmed for you (or refused, with insert_range).
+//! drop(guard);
+//! tree.store_range(0x1800, 0x37ff, Box::new("heap".into()))?;
+//! assert_eq!(tree.len(), 3);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # From an `RwLock<BTreeMap>` lookup table
+//!
+//! Readers of a `RwLock` wait for the writer; readers of the tree do not. Share the tree (it is
+//! `Sync` when its entries are `Send + Sync`), write through the one-call methods or one
+//! [`lock`](crate::MapleTree::lock) for several writes, and read with [`get`](crate::MapleTree::get)
+//! (a clone, `Arc` entries make it cheap) or under a guard:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use maple_tree::MapleTree;
+//! # fn main() -> Result<(), maple_tree::Error> {
+//! let table = Arc::new(MapleTree::<Arc<String>>::new());
+//! table.store_range(0, 99, Arc::new("low".into()))?;
+//! let reader = {
+//!     let table = Arc::clone(&table);
+//!     std::thread::spawn(move || table.get(50).map(|s| s.len()))
+//! };
+//! {
+//!     let mut w = table.lock(); // readers keep running
+//!     w.store_range(100, 199, Arc::new("high".into()))?;
+//! }
+//! assert_eq!(reader.join().ok().flatten(), Some(3));
+//! assert_eq!(table.get(150).as_deref().map(String::as_str), Some("high"));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # From `vm-allocator`
+//!
+//! `AddressAllocator::new(base, size)`, `allocate(size, align, AllocPolicy::FirstMatch)` and
+//! `free(&range)` map onto [`tree::Allocator`](crate::tree::Allocator) with
+//! [`Placement`](crate::tree::Placement) `FirstMatch`, `LastMatch` or `ExactMatch(start)`;
+//! allocations are `RangeInclusive<u64>` as there. Underneath, the aligned search is
+//! [`MapleTree::empty_area_aligned`](crate::MapleTree::empty_area_aligned), which also finds
+//! holes of exactly the requested size (the `size + align - 1` trick misses them).
+//!
+//! ```
+//! use maple_tree::tree::{Allocator, Placement};
+//! use maple_tree::Error;
+//! # fn main() -> Result<(), Error> {
+//! let mut mmio = Allocator::new(0xd000_0000, 0x1000_0000)?;
+//! let bar0 = mmio.allocate(0x1000, 0x1000, Placement::FirstMatch)?;
+//! let bar1 = mmio.allocate(0x10_0000, 0x10_0000, Placement::LastMatch)?;
+//! assert_eq!(bar0, 0xd000_0000..=0xd000_0fff);
+//! assert_eq!(bar1, 0xdff0_0000..=0xdfff_ffff);
+//! let fixed = mmio.allocate(0x1000, 0x1000, Placement::ExactMatch(0xd000_1000))?;
+//! assert_eq!(mmio.allocate(0x1000, 0x1000, Placement::ExactMatch(0xd000_1000)), Err(Error::Occupied));
+//! mmio.free(&fixed)?;
+//! assert_eq!(mmio.free(&fixed), Err(Error::NotAllocated));
+//! # Ok(())
+//! # }
+//! ```

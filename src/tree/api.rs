@@ -1,0 +1,684 @@
+//! The std-convention surface of the tree: `len`, `first`/`last`, owned removal, range-bound
+//! arguments, gap iteration, `Debug`/`FromIterator`/`Extend`, memory held back by readers.
+
+use core::fmt;
+use core::iter::FusedIterator;
+use core::ops::{Bound, RangeBounds, RangeInclusive};
+
+use crossbeam_epoch::Guard;
+
+use crate::entry::{Entry, ZERO_WORD};
+use crate::error::Error;
+
+use super::cursor::{Cursor, CursorMut};
+use super::iter::Iter;
+use super::node::{Kind, Root};
+use super::pending::PendingFrees;
+use super::walk::Walker;
+use super::write::WriteGuard;
+use super::MapleTree;
+
+/// Converts range bounds over `u64` to an inclusive `[first, last]`.
+///
+/// # Errors
+///
+/// [`Error::InvalidRange`] for an empty range (`5..5`, `..0`), an inverted one (`5..=4`) or an
+/// excluded bound that overflows (`(Bound::Excluded(u64::MAX), ..)`).
+///
+/// ```
+/// use maple_tree::tree::inclusive;
+/// use maple_tree::Error;
+/// assert_eq!(inclusive(0x1000..0x2000), Ok((0x1000, 0x1fff)));
+/// assert_eq!(inclusive(..=9), Ok((0, 9)));
+/// assert_eq!(inclusive(5..), Ok((5, u64::MAX)));
+/// assert_eq!(inclusive(5..5), Err(Error::InvalidRange));
+/// ```
+pub fn inclusive(r: impl RangeBounds<u64>) -> Result<(u64, u64), Error> {
+    let first = match r.start_bound() {
+        Bound::Included(&a) => a,
+        Bound::Excluded(&a) => a.checked_add(1).ok_or(Error::InvalidRange)?,
+        Bound::Unbounded => 0,
+    };
+    let last = match r.end_bound() {
+        Bound::Included(&b) => b,
+        Bound::Excluded(&b) => b.checked_sub(1).ok_or(Error::InvalidRange)?,
+        Bound::Unbounded => u64::MAX,
+    };
+    if first > last {
+        return Err(Error::InvalidRange);
+    }
+    Ok((first, last))
+}
+
+impl<E: Entry> MapleTree<E> {
+    /// The number of ranges stored, in `O(1)`: the writer keeps the count. Ranges holding the
+    /// reserved zero entry ([`WriteGuard::store_zero_range`]) count, although iteration skips
+    /// them; otherwise this is `iter(&guard).count()` whenever no write runs.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(0, 9, Value::new(1))?;
+    /// tree.store_range(3, 4, Value::new(2))?; // splits [0, 9] in three
+    /// assert_eq!(tree.len(), 3);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn len(&self) -> usize {
+        self.len.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether the tree holds nothing: no entry and no zero entry (`len() == 0`).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The lowest range holding an entry, with its entry.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(20, 29, Value::new(2))?;
+    /// tree.store_range(10, 19, Value::new(1))?;
+    /// let guard = tree.pin();
+    /// assert_eq!(tree.first(&guard), Some((10..=19, Value::new(1))));
+    /// assert_eq!(tree.last(&guard), Some((20..=29, Value::new(2))));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn first<'g>(&'g self, guard: &'g Guard) -> Option<(RangeInclusive<u64>, E::Borrowed<'g>)> {
+        self.iter(guard).next().map(|(a, b, e)| (a..=b, e))
+    }
+
+    /// The highest range holding an entry, with its entry (see [`first`](Self::first)).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    pub fn last<'g>(&'g self, guard: &'g Guard) -> Option<(RangeInclusive<u64>, E::Borrowed<'g>)> {
+        self.iter(guard).next_back().map(|(a, b, e)| (a..=b, e))
+    }
+
+    /// Iterates over the entries whose ranges intersect `r`, like [`range`](Self::range) but
+    /// taking any range of `u64` (`a..b`, `a..=b`, `..=b`, `a..`, `..`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`] for an empty or inverted range (see [`inclusive`]).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10, 19, Value::new(1))?;
+    /// tree.store_range(30, 39, Value::new(3))?;
+    /// let guard = tree.pin();
+    /// let found: Vec<u64> = tree.range_of(..25, &guard)?.map(|(a, _, _)| a).collect();
+    /// assert_eq!(found, [10]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn range_of<'g>(
+        &'g self,
+        r: impl RangeBounds<u64>,
+        guard: &'g Guard,
+    ) -> Result<Iter<'g, E>, Error> {
+        let (first, last) = inclusive(r)?;
+        Ok(self.range(first, last, guard))
+    }
+
+    /// Iterates over the empty ranges (holding nothing; the reserved zero entry counts as
+    /// occupied, as for gap search) that intersect `r`, clipped to `r`; double-ended.
+    ///
+    /// Under a concurrent writer each yielded gap was empty at some moment of the iteration,
+    /// gaps come out strictly increasing (or decreasing from the back) and no index is yielded
+    /// twice.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`] for an empty or inverted range (see [`inclusive`]).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10, 19, Value::new(1))?;
+    /// tree.store_range(30, 39, Value::new(3))?;
+    /// let guard = tree.pin();
+    /// let gaps: Vec<_> = tree.gaps(5..=50, &guard)?.collect();
+    /// assert_eq!(gaps, [5..=9, 20..=29, 40..=50]);
+    /// let last = tree.gaps(.., &guard)?.next_back();
+    /// assert_eq!(last, Some(40..=u64::MAX));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn gaps<'g>(
+        &'g self,
+        r: impl RangeBounds<u64>,
+        guard: &'g Guard,
+    ) -> Result<Gaps<'g>, Error> {
+        self.check_guard(guard);
+        let (first, last) = inclusive(r)?;
+        Ok(Gaps::new(&self.root, self.internal, first, last))
+    }
+
+    /// Memory retired by RCU-mode writes and not freed yet: nodes replaced and entries released
+    /// while some guard pinned before the write may still read them. A long-pinned guard holds
+    /// everything retired after it back; once it is dropped the counts fall as the epoch
+    /// collector runs the deferred frees (in batches, on threads that pin; [`Guard::flush`]
+    /// hurries it).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Box<u64>>::new();
+    /// let reader = tree.pin(); // a reader that stays pinned
+    /// for i in 0..100 {
+    ///     tree.store_range(0, 9, Box::new(i))?; // each store releases the previous box
+    /// }
+    /// assert!(tree.pending_frees().entries >= 99);
+    /// drop(reader);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn pending_frees(&self) -> PendingFrees {
+        self.pending.snapshot(E::HEAP_SIZE)
+    }
+}
+
+impl<E: Entry> MapleTree<E> {
+    /// Removes the range containing `index` if it holds an entry, and returns the range and the
+    /// owned entry (`&mut self`: no reader can still borrow it).
+    ///
+    /// An entry whose range a store split in two (a store strictly inside it keeps the same
+    /// entry on both sides) is one entry held by several ranges: `remove` then takes it out of
+    /// every range holding it and returns the range containing `index`.
+    ///
+    /// ```
+    /// use maple_tree::MapleTree;
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let mut tree = MapleTree::<Box<String>>::new();
+    /// tree.store_range(10, 19, Box::new("a".to_string()))?;
+    /// let (range, entry) = tree.remove(15).ok_or(maple_tree::Error::NoRoom)?;
+    /// assert_eq!((range, *entry), (10..=19, "a".to_string()));
+    /// assert_eq!(tree.remove(15), None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn remove(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
+        self.exclusive().take(index)
+    }
+
+    /// Removes the lowest range holding an entry and returns it with the owned entry (see
+    /// [`remove`](Self::remove)).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let mut tree: MapleTree<Value> = [(0..=9, Value::new(1)), (20..=29, Value::new(2))]
+    ///     .into_iter()
+    ///     .collect();
+    /// assert_eq!(tree.pop_first(), Some((0..=9, Value::new(1))));
+    /// assert_eq!(tree.pop_last(), Some((20..=29, Value::new(2))));
+    /// assert_eq!(tree.pop_first(), None);
+    /// assert!(tree.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn pop_first(&mut self) -> Option<(RangeInclusive<u64>, E)> {
+        let mut w = self.exclusive();
+        let at = w.iter().next().map(|(a, _, _)| a)?;
+        w.take(at)
+    }
+
+    /// Removes the highest range holding an entry and returns it with the owned entry.
+    pub fn pop_last(&mut self) -> Option<(RangeInclusive<u64>, E)> {
+        let mut w = self.exclusive();
+        let at = w.iter().next_back().map(|(a, _, _)| a)?;
+        w.take(at)
+    }
+
+    /// Stores every `(range, entry)` in order, with [`store_range`](WriteGuard::store_range)
+    /// semantics, stopping at the first error (the items before it stay stored; the failing
+    /// item's entry is dropped).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`] for an empty or inverted range, [`Error::Reserved`] for an
+    /// entry whose word is reserved.
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    /// let mut tree = MapleTree::<Value>::new();
+    /// assert_eq!(tree.try_extend([(0..=9, Value::new(1))]), Ok(()));
+    /// #[allow(clippy::reversed_empty_ranges)]
+    /// let bad = [(20..=29, Value::new(2)), (9..=5, Value::new(3))];
+    /// assert_eq!(tree.try_extend(bad), Err(Error::InvalidRange));
+    /// assert_eq!(tree.len(), 2);
+    /// ```
+    pub fn try_extend<I>(&mut self, iter: I) -> Result<(), Error>
+    where
+        I: IntoIterator<Item = (RangeInclusive<u64>, E)>,
+    {
+        let mut w = self.exclusive();
+        for (r, e) in iter {
+            if r.is_empty() {
+                return Err(Error::InvalidRange);
+            }
+            let (a, b) = r.into_inner();
+            w.store_range(a, b, e)?;
+        }
+        Ok(())
+    }
+}
+
+impl<E: Entry> WriteGuard<'_, E> {
+    /// The range holding an entry (not the zero entry) that contains `index`.
+    pub(crate) fn walker_range(&self, index: u64) -> Option<(u64, u64)> {
+        let mut wk = self.walker();
+        wk.walk(index)?;
+        (wk.word != 0 && wk.word != ZERO_WORD).then_some((wk.lo, wk.hi))
+    }
+
+    /// Exclusive mode only: erases the range containing `index` and hands its entry back.
+    pub(crate) fn take(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
+        assert!(self.exclusive, "maple tree: take needs exclusive mode");
+        let mut wk = self.walker();
+        wk.walk(index)?;
+        let word = wk.word;
+        if word == 0 || word == ZERO_WORD {
+            return None;
+        }
+        let (lo, hi) = (wk.lo, wk.hi);
+        if !core::mem::needs_drop::<E>() {
+            // No drop glue: the tree does not track shared words, and handing out one more
+            // copy of the word is what the `Entry` contract allows for such types.
+            self.write_from(&mut wk, true, lo, hi, 0);
+            // SAFETY: `word` is an entry word of this tree that no slot references any more;
+            // for types without drop glue `from_word` may be called again for a word another
+            // slot still holds (the `Entry` contract).
+            return Some((lo..=hi, unsafe { E::from_word(word) }));
+        }
+        // Every range holding the word (more than one if a store split it), and how many of
+        // them own a value (the rest are recorded in `multi`).
+        let shared = self.st.multi.get(&word).copied().unwrap_or(0);
+        let ranges: Vec<(u64, u64)> = if shared == 0 {
+            vec![(lo, hi)]
+        } else {
+            let mut v = Vec::new();
+            let mut it = self.walker();
+            if it.walk(0).is_some() {
+                loop {
+                    if it.word == word {
+                        v.push((it.lo, it.hi));
+                    }
+                    if it.next_slot().is_none() {
+                        break;
+                    }
+                }
+            }
+            v
+        };
+        let owned = ranges.len() - shared;
+        // Keep every release below from dropping the entry: count each range as shared.
+        *self.st.multi.entry(word).or_insert(0) += ranges.len();
+        for &(a, b) in &ranges {
+            self.write(a, b, 0);
+        }
+        // Each removal consumed one of the extra counts: `shared` are left, all gone now.
+        self.st.multi.remove(&word);
+        let mut first = None;
+        for _ in 0..owned {
+            // SAFETY: `owned` values of this word were put in the tree by `into_word` and none
+            // was taken back (releases above only decremented `multi`); no slot references the
+            // word any more and no reader exists (exclusive mode), so each is taken back once.
+            let e = unsafe { E::from_word(word) };
+            if first.is_none() {
+                first = Some(e);
+            } else {
+                drop(e);
+            }
+        }
+        first.map(|e| (lo..=hi, e))
+    }
+}
+
+/// Iterator over the empty ranges of a tree inside a window (see [`MapleTree::gaps`]).
+pub struct Gaps<'g> {
+    front: Walker<'g>,
+    back: Walker<'g>,
+    front_started: bool,
+    back_started: bool,
+    /// Next index the front may yield from (inclusive).
+    front_pos: u64,
+    /// Last index the back may yield up to (inclusive).
+    back_pos: u64,
+    done: bool,
+}
+
+impl<'g> Gaps<'g> {
+    fn new(root: &'g Root, internal: Kind, first: u64, last: u64) -> Self {
+        Gaps {
+            front: Walker::from_parts(root, internal),
+            back: Walker::from_parts(root, internal),
+            front_started: false,
+            back_started: false,
+            front_pos: first,
+            back_pos: last,
+            done: first > last,
+        }
+    }
+
+    /// The window left: everything (the tree was empty when walked).
+    fn whole(&mut self) -> Option<RangeInclusive<u64>> {
+        self.done = true;
+        Some(self.front_pos..=self.back_pos)
+    }
+}
+
+impl Iterator for Gaps<'_> {
+    type Item = RangeInclusive<u64>;
+
+    fn next(&mut self) -> Option<RangeInclusive<u64>> {
+        if self.done {
+            return None;
+        }
+        if !self.front_started {
+            self.front_started = true;
+            if self.front.walk(self.front_pos).is_none() {
+                return self.whole();
+            }
+        } else if self.front.next_slot().is_none() {
+            self.done = true;
+            return None;
+        }
+        // Skip occupied slots and, after a walker restart, ranges already passed.
+        while self.front.word != 0 || self.front.hi < self.front_pos {
+            if self.front.next_slot().is_none() {
+                self.done = true;
+                return None;
+            }
+        }
+        if self.front.lo > self.back_pos {
+            self.done = true;
+            return None;
+        }
+        let lo = self.front.lo.max(self.front_pos);
+        let hi = self.front.hi.min(self.back_pos);
+        if hi == self.back_pos {
+            self.done = true;
+        } else {
+            self.front_pos = hi + 1;
+        }
+        Some(lo..=hi)
+    }
+}
+
+impl DoubleEndedIterator for Gaps<'_> {
+    fn next_back(&mut self) -> Option<RangeInclusive<u64>> {
+        if self.done {
+            return None;
+        }
+        if !self.back_started {
+            self.back_started = true;
+            if self.back.walk(self.back_pos).is_none() {
+                return self.whole();
+            }
+        } else if self.back.prev_slot().is_none() {
+            self.done = true;
+            return None;
+        }
+        while self.back.word != 0 || self.back.lo > self.back_pos {
+            if self.back.prev_slot().is_none() {
+                self.done = true;
+                return None;
+            }
+        }
+        if self.back.hi < self.front_pos {
+            self.done = true;
+            return None;
+        }
+        let lo = self.back.lo.max(self.front_pos);
+        let hi = self.back.hi.min(self.back_pos);
+        if lo == self.front_pos {
+            self.done = true;
+        } else {
+            self.back_pos = lo - 1;
+        }
+        Some(lo..=hi)
+    }
+}
+
+impl FusedIterator for Gaps<'_> {}
+
+impl fmt::Debug for Gaps<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gaps")
+            .field("front", &self.front_pos)
+            .field("back", &self.back_pos)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'g, E: Entry + 'g> FusedIterator for Iter<'g, E> {}
+
+impl<E: Entry> fmt::Debug for Iter<'_, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (front, back, done) = self.positions();
+        f.debug_struct("Iter")
+            .field("front", &front)
+            .field("back", &back)
+            .field("done", &done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'g, E: Entry + 'g> fmt::Debug for Cursor<'g, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cursor")
+            .field("index", &self.index())
+            .field("last", &self.last())
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'t, E: Entry + 't> fmt::Debug for CursorMut<'_, 't, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CursorMut")
+            .field("index", &self.index())
+            .field("last", &self.last())
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Entry> fmt::Debug for WriteGuard<'_, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriteGuard")
+            .field("exclusive", &self.exclusive)
+            .field("alloc", &self.is_alloc())
+            .field("len", &self.len())
+            .field("height", &self.height())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lists the ranges holding an entry and their entries, like `BTreeMap`'s `Debug`:
+/// `{10..=19: Value(1), 30..=39: Value(3)}`. Pins a guard while it formats.
+///
+/// ```
+/// use maple_tree::{MapleTree, Value};
+/// # fn main() -> Result<(), maple_tree::Error> {
+/// let tree = MapleTree::<Value>::new();
+/// tree.store_range(10, 19, Value::new(1))?;
+/// assert_eq!(format!("{tree:?}"), "{10..=19: Value(1)}");
+/// # Ok(())
+/// # }
+/// ```
+impl<E: Entry> fmt::Debug for MapleTree<E>
+where
+    for<'a> E::Borrowed<'a>: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let guard = self.pin();
+        f.debug_map()
+            .entries(self.iter(&guard).map(|(a, b, e)| (a..=b, e)))
+            .finish()
+    }
+}
+
+/// Builds a tree by storing each `(range, entry)` in order ([`store_range`](MapleTree::store_range)
+/// semantics: later items overwrite and trim earlier ones).
+///
+/// # Panics
+///
+/// On an empty or inverted range (`5..=4`), or an entry whose word is reserved; use
+/// [`MapleTree::try_extend`] to get an [`Error`] instead.
+impl<E: Entry> FromIterator<(RangeInclusive<u64>, E)> for MapleTree<E> {
+    fn from_iter<I: IntoIterator<Item = (RangeInclusive<u64>, E)>>(iter: I) -> Self {
+        let mut tree = MapleTree::new();
+        tree.extend(iter);
+        tree
+    }
+}
+
+/// Stores each `(range, entry)` in order ([`store_range`](MapleTree::store_range) semantics).
+///
+/// # Panics
+///
+/// On an empty or inverted range (`5..=4`), or an entry whose word is reserved; use
+/// [`MapleTree::try_extend`] to get an [`Error`] instead.
+impl<E: Entry> Extend<(RangeInclusive<u64>, E)> for MapleTree<E> {
+    fn extend<I: IntoIterator<Item = (RangeInclusive<u64>, E)>>(&mut self, iter: I) {
+        if let Err(e) = self.try_extend(iter) {
+            panic!("MapleTree::extend: {e}");
+        }
+    }
+}
+
+impl<E: Entry> MapleTree<E> {
+    /// The lowest start `s` of a free range `[s, s + size - 1]` inside `[min, max]` with `s` a
+    /// multiple of `align` (a power of two): `mas_empty_area` with an alignment. Exact-size
+    /// aligned holes are found; in allocation trees the search is `O(log n)` as long as the
+    /// large-enough gaps are aligned (a subtree is entered only if its largest gap is at least
+    /// `size`, and left again if none of its gaps has an aligned fit).
+    ///
+    /// The window rules are `mas_empty_area`'s: the whole `size`-range must lie inside
+    /// `[min, max]`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidWindow`] for `min > max`, `size == 0` or a window smaller than `size`;
+    /// [`Error::InvalidAlignment`] unless `align` is a power of two; [`Error::NoRoom`] when no
+    /// aligned fit exists.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new_alloc();
+    /// tree.store_range(0, 0xfff, Value::new(1))?;
+    /// tree.store_range(0x2000, 0x2fff, Value::new(2))?;
+    /// // The exact-size hole [0x1000, 0x1fff] is aligned: found.
+    /// assert_eq!(tree.empty_area_aligned(0, u64::MAX, 0x1000, 0x1000)?, 0x1000);
+    /// // Aligned to 0x4000, the lowest fit is past the entries.
+    /// assert_eq!(tree.empty_area_aligned(0, u64::MAX, 0x1000, 0x4000)?, 0x4000);
+    /// assert_eq!(tree.empty_area_rev_aligned(0, 0x5fff, 0x1000, 0x2000)?, 0x4000);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn empty_area_aligned(
+        &self,
+        min: u64,
+        max: u64,
+        size: u64,
+        align: u64,
+    ) -> Result<u64, Error> {
+        let guard = self.pin();
+        super::gap::empty_area_aligned(self, (min, max, size, align), false, &guard)
+    }
+
+    /// The highest aligned fit (see [`empty_area_aligned`](Self::empty_area_aligned)):
+    /// `mas_empty_area_rev` with an alignment.
+    ///
+    /// # Errors
+    ///
+    /// As [`empty_area_aligned`](Self::empty_area_aligned).
+    pub fn empty_area_rev_aligned(
+        &self,
+        min: u64,
+        max: u64,
+        size: u64,
+        align: u64,
+    ) -> Result<u64, Error> {
+        let guard = self.pin();
+        super::gap::empty_area_aligned(self, (min, max, size, align), true, &guard)
+    }
+}
+
+impl<E: Entry + Send + Sync> MapleTree<E> {
+    /// Inserts `entry` at the lowest free `[s, s + size - 1]` inside `[min, max]` with `s` a
+    /// multiple of `align`, and returns `s` (`mtree_alloc_range` with an alignment; see
+    /// [`empty_area_aligned`](Self::empty_area_aligned)). On error nothing is written and
+    /// `entry` is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotAllocTree`] on a tree without gap tracking, [`Error::Reserved`] for a
+    /// reserved entry word, and the errors of [`empty_area_aligned`](Self::empty_area_aligned).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new_alloc();
+    /// tree.store_range(0, 0x17ff, Value::new(1))?;
+    /// assert_eq!(tree.alloc_range_aligned(Value::new(2), 0x1000, 0x1000, 0, u64::MAX)?, 0x2000);
+    /// assert_eq!(tree.alloc_rrange_aligned(Value::new(3), 0x10, 0x100, 0, 0xffff)?, 0xff00);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn alloc_range_aligned(
+        &self,
+        entry: E,
+        size: u64,
+        align: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, Error> {
+        self.lock()
+            .alloc_range_aligned(entry, size, align, min, max)
+    }
+
+    /// As [`alloc_range_aligned`](Self::alloc_range_aligned), but the highest aligned fit
+    /// (`mtree_alloc_rrange` with an alignment).
+    ///
+    /// # Errors
+    ///
+    /// As [`alloc_range_aligned`](Self::alloc_range_aligned).
+    pub fn alloc_rrange_aligned(
+        &self,
+        entry: E,
+        size: u64,
+        align: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, Error> {
+        self.lock()
+            .alloc_rrange_aligned(entry, size, align, min, max)
+    }
+}

@@ -1,0 +1,89 @@
+//! Memory held back by readers: retired nodes and released entries whose deferred free has not
+//! run yet (RCU mode). The writer counts each one up when it hands it to the epoch collector; the
+//! deferred closure counts it down when it frees it. Exclusive-mode writes free at once and are
+//! never counted.
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use super::node::Node;
+
+/// The shared counters (an `Arc`, because deferred frees may run after the tree is dropped).
+/// The writer (serialised by the tree's lock) counts retirements with a plain load and store;
+/// the deferred frees, on any thread, count frees with an atomic add.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    retired_nodes: AtomicUsize,
+    freed_nodes: AtomicUsize,
+    retired_entries: AtomicUsize,
+    freed_entries: AtomicUsize,
+}
+
+impl Pending {
+    /// The writer retired a node (callers hold the writer lock).
+    #[inline]
+    pub(crate) fn add_node(&self) {
+        let n = self.retired_nodes.load(Ordering::Relaxed);
+        self.retired_nodes.store(n + 1, Ordering::Relaxed);
+    }
+
+    /// A deferred free ran.
+    #[inline]
+    pub(crate) fn sub_node(&self) {
+        self.freed_nodes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The writer released an entry (callers hold the writer lock).
+    #[inline]
+    pub(crate) fn add_entry(&self) {
+        let n = self.retired_entries.load(Ordering::Relaxed);
+        self.retired_entries.store(n + 1, Ordering::Relaxed);
+    }
+
+    /// A deferred drop ran.
+    #[inline]
+    pub(crate) fn sub_entry(&self) {
+        self.freed_entries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self, entry_size: usize) -> PendingFrees {
+        // Frees first: a free counted after the retirement count was read cannot make the
+        // difference negative.
+        let freed_nodes = self.freed_nodes.load(Ordering::Relaxed);
+        let freed_entries = self.freed_entries.load(Ordering::Relaxed);
+        let nodes = self
+            .retired_nodes
+            .load(Ordering::Relaxed)
+            .saturating_sub(freed_nodes);
+        let entries = self
+            .retired_entries
+            .load(Ordering::Relaxed)
+            .saturating_sub(freed_entries);
+        PendingFrees {
+            nodes,
+            node_bytes: nodes * core::mem::size_of::<Node>(),
+            entries,
+            entry_bytes: entries * entry_size,
+        }
+    }
+}
+
+/// Memory the tree has retired but not freed yet, because a reader's guard pinned before the
+/// retirement may still reach it (see [`MapleTree::pending_frees`](super::MapleTree::pending_frees)).
+///
+/// A guard that stays pinned for long holds back every node and entry retired meanwhile; these
+/// counts make that visible. They drop back as the epoch collector runs the deferred frees, which
+/// happens some time after the last such guard is dropped (crossbeam collects in batches, on the
+/// threads that pin).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PendingFrees {
+    /// Retired nodes not freed yet.
+    pub nodes: usize,
+    /// Their bytes (each node is 256 bytes).
+    pub node_bytes: usize,
+    /// Released entries not dropped yet.
+    pub entries: usize,
+    /// Their heap bytes, as [`Entry::HEAP_SIZE`](crate::Entry::HEAP_SIZE) reports them (0 for
+    /// [`Value`](crate::Value)).
+    pub entry_bytes: usize,
+}
