@@ -15,4 +15,4 @@ ops=${2:-2600}
 first=${3:-1}
 echo "kernel: $(uname -sr); seeds $first..$((first + seeds - 1)) x $ops ops"
 MM_LIVE_SEEDS=$seeds MM_LIVE_OPS=$ops MM_LIVE_SEED0=$first \
-    cargo test --release --test mm_live_kernel -- --nocapture --test-threads=1
+    cargo test --release -p maple-mm --test mm_live_kernel -- --nocapture --test-threads=1

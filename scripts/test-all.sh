@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test of the crate: formatting, lints, unit/integration/doc tests (the fuzz-corpus
-# replay included), the loom models, and a compile of the benchmarks. README's test command.
+# Runs every test of the workspace (the tree and the member crates under crates/): formatting,
+# lints, unit/integration/doc tests (the fuzz-corpus replays included), the loom models, the
+# seeds demo's smoke run, a compile of the benchmarks, and each published crate packaged and
+# tested from its unpacked `.crate`. README's test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,16 +12,16 @@ step "cargo fmt --check"
 cargo fmt --all --check
 
 step "cargo clippy --all-targets -D warnings"
-cargo clippy --all-targets -- -D warnings
+cargo clippy --workspace --all-targets -- -D warnings
 
 step "cargo doc --no-deps (no warnings)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 step "cargo test (unit, property, integration, doc; the short promise stress run included)"
-cargo test --release
+cargo test --workspace --release
 
 step "cargo test in the debug profile (debug assertions and overflow checks on)"
-cargo test
+cargo test --workspace
 
 if [ -d loom-tests ]; then
   step "loom models: single writes, sequences of writes, mutants (each prints its executions and time)"
@@ -28,7 +30,7 @@ if [ -d loom-tests ]; then
 fi
 
 step "seeds demo (quick mode): the table must be there"
-out=$(cargo run --release --quiet --example seeds -- --quick 2>/dev/null)
+out=$(cargo run --release --quiet -p maple-seeds -- --quick 2>/dev/null)
 printf '%s\n' "$out"
 for seed in 000 001 002; do
   printf '%s\n' "$out" | grep -Eq "^$seed +\|" || { echo "seeds: no row for seed $seed"; exit 1; }
@@ -36,7 +38,7 @@ done
 
 if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
   step "benchmarks compile"
-  cargo bench --no-run
+  cargo bench --workspace --no-run
 fi
 
 step "all tests passed"

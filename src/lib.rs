@@ -1,10 +1,12 @@
 //! # maple-tree
 //!
 //! The Linux kernel's maple tree in userspace: an RCU-safe B-tree over non-overlapping inclusive
-//! ranges `[first, last]` of `u64` indices, each mapped to an owned, pointer-sized entry. On top
-//! of it, three of the kernel's users of the tree, modelled closely enough to reproduce three
-//! kernel patches' results: a VMA manager ([`mm`]), the userfaultfd contexts that ride on its
-//! VMAs ([`mm::uffd`]) and `poll(2)`'s result copy-out ([`poll`], Linux only).
+//! ranges `[first, last]` of `u64` indices, each mapped to an owned, pointer-sized entry. This
+//! crate is the tree alone (its one runtime dependency besides the small `smallvec` is
+//! crossbeam-epoch); three of the kernel's users of the tree, modelled closely enough to
+//! reproduce three kernel patches' results, are crates of their own built on its public API:
+//! `maple-mm` (a VMA manager and the userfaultfd contexts that ride on its VMAs) and
+//! `maple-poll` (`poll(2)`'s result copy-out, Linux only).
 //!
 //! - **Lock-free readers** on [crossbeam-epoch](crossbeam_epoch): loads, finds, iteration and
 //!   cursors never lock and never allocate; they pin a guard and restart when they meet a node a
@@ -27,9 +29,8 @@
 //! | readers on other threads | [concurrency](#concurrency) |
 //! | to port code from `rangemap`, a `BTreeMap` range map, an `RwLock<BTreeMap>` or `vm-allocator` | [`migration`] |
 //! | your own entry type | [`Entry`] (implemented for [`Box<T>`], [`Arc<T>`](std::sync::Arc) and [`Value`]) |
-//! | address spaces: mmap, munmap, mprotect, fork | [`mm`], [the VMA manager](#the-vma-manager-mm) |
-//! | userfaultfd registrations across fork | [`mm::uffd`], [userfaultfd](#userfaultfd-contexts-mmuffd) |
-//! | `poll(2)`'s copy-out strategies | [`poll`], [the poll batcher](#the-poll-batcher-poll) |
+//! | address spaces: mmap, munmap, mprotect, fork; userfaultfd registrations across fork | the `maple-mm` crate |
+//! | `poll(2)`'s copy-out strategies | the `maple-poll` crate |
 //!
 //! ## The tree
 //!
@@ -381,150 +382,6 @@
 //! retire waits for the guards pinned before: [`MapleTree::pending_frees`] reports how many
 //! nodes and entries (and their bytes) a long-pinned guard is holding back.
 //!
-//! ## The VMA manager ([`mm`])
-//!
-//! An [`mm::Mm`] is an address space: an allocation tree of VMAs over `[start, end - 1]`, an
-//! mmap lock, per-VMA locks and a small page table. Its calls take the kernel's arguments and
-//! return the kernel's errors ([`mm::MmError`], with [`errno`](mm::MmError::errno)); a failing
-//! call changes nothing. [`Mm::fork`](mm::Mm::fork) duplicates it the way v6.8+ does (`dup` of
-//! the tree, then an exact-fit store per VMA), [`fork_with`](mm::Mm::fork_with) the old way too;
-//! [`render_maps`](mm::Mm::render_maps) / [`from_maps`](mm::Mm::from_maps) write and read
-//! `/proc/PID/maps` text, so a real layout can be replayed.
-//!
-//! ```
-//! use maple_tree::mm::{MapFlags, MapSource, Mm, MmError, Prot, PAGE_SIZE};
-//!
-//! let mm = Mm::new();
-//! let rw = Prot::READ | Prot::WRITE;
-//! let fixed = MapFlags::PRIVATE | MapFlags::FIXED;
-//! let a = mm.mmap(0x1000_0000, 4 * PAGE_SIZE, rw, fixed, MapSource::Anon).unwrap();
-//! assert_eq!(a, 0x1000_0000);
-//! let noreplace = MapFlags::PRIVATE | MapFlags::FIXED_NOREPLACE;
-//! assert_eq!(mm.mmap(a, PAGE_SIZE, rw, noreplace, MapSource::Anon), Err(MmError::Exist));
-//!
-//! // mprotect of the middle splits the VMA in three; find_vma / vma_lookup as in the kernel.
-//! mm.mprotect(a + PAGE_SIZE, PAGE_SIZE, Prot::READ).unwrap();
-//! assert_eq!(mm.map_count(), 3);
-//! let v = mm.vma_lookup(a + PAGE_SIZE).unwrap();
-//! assert_eq!((v.start, v.end), (a + PAGE_SIZE, a + 2 * PAGE_SIZE));
-//! assert_eq!(mm.find_vma(a - 1).unwrap().start, a); // the first VMA ending above the address
-//! assert!(mm.vma_lookup(a - 1).is_none());
-//!
-//! // munmap of the first two pages; the maps text shows what is left.
-//! mm.munmap(a, 2 * PAGE_SIZE).unwrap();
-//! assert_eq!(mm.render_maps(), "10002000-10004000 rw-p 00000000 00:00 0 \n");
-//!
-//! // fork copies every VMA; the two address spaces are independent afterwards.
-//! let child = mm.fork().unwrap();
-//! assert_eq!(child.render_maps(), mm.render_maps());
-//! mm.munmap(a + 2 * PAGE_SIZE, PAGE_SIZE).unwrap();
-//! assert_eq!((mm.map_count(), child.map_count()), (1, 1));
-//! assert_eq!(child.find_vma(0).unwrap().start, a + 2 * PAGE_SIZE);
-//! assert_eq!(child.exit(), 1); // exit_mmap: tears down, returns the VMA count
-//! mm.validate().unwrap();
-//! ```
-//!
-//! ## Userfaultfd contexts ([`mm::uffd`])
-//!
-//! A [`UffdCtx`](mm::uffd::UffdCtx) is a userfaultfd context bound to one `Mm`:
-//! [`register`](mm::uffd::UffdCtx::register) / [`unregister`](mm::uffd::UffdCtx::unregister)
-//! tag VMAs over a range (splitting and merging them), missing-page faults and the
-//! non-cooperative events (fork, remap, remove, unmap) are queued for
-//! [`read`](mm::uffd::UffdCtx::read). [`DupUffd`](mm::uffd::DupUffd) is the fork hook
-//! (`dup_userfaultfd`); its first argument switches the seed patch "userfaultfd: early return
-//! in dup_userfaultfd()" on or off, and its [`counters`](mm::uffd::DupUffd::counters) show
-//! what the early return saves.
-//!
-//! ```
-//! use maple_tree::mm::uffd::{feature, mode, CostSetting, DupUffd, UffdCtx, UffdMsg};
-//! use maple_tree::mm::{DupMode, MapFlags, MapSource, Mm, MmError, Prot, PAGE_SIZE};
-//! use std::sync::Arc;
-//!
-//! let mm = Arc::new(Mm::new());
-//! let fixed = MapFlags::PRIVATE | MapFlags::FIXED;
-//! let base = mm.mmap(0x1000_0000, 8 * PAGE_SIZE, Prot::READ | Prot::WRITE, fixed, MapSource::Anon).unwrap();
-//!
-//! // A context past its UFFDIO_API handshake that wants UNMAP events (but not FORK events).
-//! let ctx = UffdCtx::with_features(&mm, feature::EVENT_UNMAP);
-//! ctx.register(&mm, base + 2 * PAGE_SIZE, 2 * PAGE_SIZE, mode::MISSING).unwrap();
-//! assert_eq!(mm.map_count(), 3); // split around the registered pages
-//!
-//! // fork with the early return off, then on: without it every VMA takes the write-lock path
-//! // of dup_userfaultfd; with it only the registered one does. Without EVENT_FORK the child's
-//! // VMAs lose the context either way.
-//! for (early_return, write_locks) in [(false, 3), (true, 1)] {
-//!     let mut hook = DupUffd::new(early_return, CostSetting::Faithful);
-//!     let child = mm.fork_with(DupMode::Dup, &mut hook).unwrap();
-//!     assert_eq!(hook.counters().dup_uffd_start_write_calls, write_locks);
-//!     assert!(child.snapshot().iter().all(|v| v.desc.uffd.is_none()));
-//! }
-//!
-//! // munmap of a registered page blocks until the monitor has read the UNMAP event.
-//! let unmapper = {
-//!     let mm = Arc::clone(&mm);
-//!     std::thread::spawn(move || mm.munmap(base + 3 * PAGE_SIZE, PAGE_SIZE))
-//! };
-//! let msg = loop {
-//!     match ctx.read(false) {
-//!         Ok(msg) => break msg,
-//!         Err(MmError::Again) => std::thread::yield_now(), // nothing queued yet
-//!         Err(e) => panic!("{e}"),
-//!     }
-//! };
-//! assert!(matches!(msg, UffdMsg::Unmap { start, end }
-//!     if (start, end) == (base + 3 * PAGE_SIZE, base + 4 * PAGE_SIZE)));
-//! unmapper.join().unwrap().unwrap();
-//!
-//! // Unregistering the last registered page merges it back into its neighbour.
-//! ctx.unregister(&mm, base + 2 * PAGE_SIZE, PAGE_SIZE).unwrap();
-//! let spans: Vec<_> = mm.snapshot().iter().map(|v| (v.start - base, v.end - base)).collect();
-//! assert_eq!(spans, [(0, 3 * PAGE_SIZE), (4 * PAGE_SIZE, 8 * PAGE_SIZE)]);
-//! ```
-//!
-//! [`mm::real`] drives the real `userfaultfd(2)` where the system allows it.
-//!
-//! ## The poll batcher ([`poll`])
-//!
-//! The kernel side of `poll(2)` on a descriptor table that is a maple tree: a
-//! [`Task`](poll::Task) copies the caller's `pollfd` array in from [`UserMemory`](poll::UserMemory)
-//! by chunks (30 entries inline, then 510 per chunk), polls every descriptor, and copies the
-//! results out through user-access windows. How many windows that takes is the subject of the
-//! seed patch "fs/select.c: batch user writes in do_sys_poll": [`CopyOut`](poll::CopyOut)
-//! selects one window per descriptor (before), one per chunk (the seed, in two variants) or one
-//! for the whole array (what Linux merged). Window counts are deterministic; their cost is a
-//! calibrated model by default or real protection-key windows where the CPU has them
-//! ([`WindowMode`](poll::WindowMode)).
-//!
-//! ```
-//! # #[cfg(target_os = "linux")] {
-//! use maple_tree::poll::{CopyOut, FdTable, PollFd, Task, UserMemory, WindowMode, POLLOUT};
-//! use std::sync::Arc;
-//!
-//! let files = Arc::new(FdTable::new());
-//! let fds: Vec<PollFd> = (0..100)
-//!     .map(|_| PollFd::new(files.eventfd(0, false).unwrap(), POLLOUT))
-//!     .collect();
-//! assert_eq!(fds[0].fd, 0); // lowest free descriptor, found by gap search
-//! let mem = Arc::new(UserMemory::new(4096, WindowMode::Counted).unwrap());
-//! let ufds = mem.base();
-//! mem.write_pollfds(ufds, &fds).unwrap();
-//!
-//! let mut task = Task::new(Arc::clone(&files), Arc::clone(&mem));
-//! let mut windows = vec![];
-//! for strategy in CopyOut::ALL {
-//!     task.set_copy_out(strategy);
-//!     task.reset_stats();
-//!     assert_eq!(task.sys_poll(ufds, 100, 0), Ok(100)); // every eventfd is writable
-//!     let st = task.stats();
-//!     assert_eq!(st.read_windows, 2); // copy-in: 30 inline + one chunk of 70
-//!     assert_eq!(st.write_windows, strategy.copy_out_windows(100));
-//!     windows.push(st.write_windows);
-//! }
-//! // per descriptor, per chunk (revents only), per chunk (whole entries), one window
-//! assert_eq!(windows, [100, 2, 2, 1]);
-//! # }
-//! ```
-//!
 //! ## Verification
 //!
 //! `unsafe` is confined to the node layer, the entry words and two spots in the walker and
@@ -546,10 +403,6 @@ mod error;
 #[doc(hidden)]
 pub mod loom_knobs;
 pub mod migration;
-#[cfg(not(loom))]
-pub mod mm;
-#[cfg(target_os = "linux")]
-pub mod poll;
 mod sync;
 pub mod tree;
 

@@ -17,20 +17,23 @@ pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-#[cfg(not(loom))]
-pub(crate) use parking_lot::{Mutex, MutexGuard};
+pub(crate) use mutex::{Mutex, MutexGuard};
 
-#[cfg(loom)]
-pub(crate) use loom_mutex::{Mutex, MutexGuard};
+/// The writer lock: std's mutex (loom's under loom), without poisoning. A writer that panics
+/// (an entry's `Drop` may) leaves the tree consistent — writes are panic-safe — so the next
+/// writer goes on rather than failing on a poisoned lock.
+mod mutex {
+    #[cfg(loom)]
+    use loom::sync as imp;
+    #[cfg(not(loom))]
+    use std::sync as imp;
 
-/// A parking_lot-shaped wrapper over loom's mutex (no poisoning, `lock()` returns the guard).
-#[cfg(loom)]
-mod loom_mutex {
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
-    pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+    pub(crate) struct Mutex<T>(imp::Mutex<T>);
+    pub(crate) type MutexGuard<'a, T> = imp::MutexGuard<'a, T>;
+
     impl<T> Mutex<T> {
         pub(crate) fn new(v: T) -> Self {
-            Mutex(loom::sync::Mutex::new(v))
+            Mutex(imp::Mutex::new(v))
         }
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().unwrap_or_else(|e| e.into_inner())

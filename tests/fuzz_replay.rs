@@ -1,4 +1,4 @@
-//! Replays every committed fuzz corpus file (`fuzz/corpus/<target>/*`) through the same target
+//! Replays every committed fuzz corpus file (`tests/corpus/<target>/*`) through the same target
 //! functions the cargo-fuzz targets run, on stable Rust, so a regression of anything a fuzzer
 //! once reached fails the normal test run. Also holds the minimised reproducers of bugs the
 //! fuzzers found, as plain tests.
@@ -12,7 +12,7 @@ use fuzz_support::TARGETS;
 
 fn corpus_dir(target: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz")
+        .join("tests")
         .join("corpus")
         .join(target)
 }
@@ -67,25 +67,21 @@ fn replay_dup_ops() {
 }
 
 #[test]
-fn replay_mm_ops() {
-    replay("mm_ops");
-}
-
-#[test]
-fn replay_uffd_ops() {
-    replay("uffd_ops");
-}
-
-#[test]
-fn replay_poll_ops() {
-    replay("poll_ops");
-}
-
-#[test]
 fn every_target_has_a_replay_test_and_a_fuzz_binary() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let this = std::fs::read_to_string(root.join("tests/fuzz_replay.rs")).unwrap();
-    let cargo = std::fs::read_to_string(root.join("fuzz/Cargo.toml")).unwrap();
+    // The cargo-fuzz crate is its own package, so a published `.crate` does not hold it: check
+    // it where it exists (the repository), and the corpora everywhere.
+    let Ok(cargo) = std::fs::read_to_string(root.join("fuzz/Cargo.toml")) else {
+        eprintln!("fuzz/ is not part of this package: checked the replay tests only");
+        for name in TARGETS.iter().map(|t| t.name) {
+            assert!(
+                this.contains(&format!("replay(\"{name}\")")),
+                "no replay test for {name}"
+            );
+        }
+        return;
+    };
     for name in TARGETS.iter().map(|t| t.name) {
         assert!(
             this.contains(&format!("replay(\"{name}\")")),

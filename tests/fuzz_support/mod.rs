@@ -1,5 +1,8 @@
-//! Fuzz target logic, shared by the cargo-fuzz targets in `fuzz/fuzz_targets/` (nightly,
-//! libFuzzer) and by `tests/fuzz_replay.rs` (stable, replays the committed corpora).
+//! Fuzz target logic of the tree, shared by the cargo-fuzz targets in `fuzz/fuzz_targets/`
+//! (nightly, libFuzzer) and by `tests/fuzz_replay.rs` (stable, replays the committed corpora in
+//! `tests/corpus/<target>/`, which `fuzz/corpus/<target>` links to). The targets of the kernel
+//! models built on the tree live with their crates (`crates/maple-mm/tests/fuzz_support/`,
+//! `crates/maple-poll/tests/fuzz_support/`).
 //!
 //! Each target is a plain `fn(&[u8])` that decodes a structured input with `arbitrary`, drives
 //! the public API, and checks it against a model after every step (`validate`, the whole range
@@ -8,20 +11,15 @@
 //!
 //! Adding a target: write `tests/fuzz_support/<name>.rs` with `pub fn run(data: &[u8])`, list
 //! it in [`TARGETS`], add `fuzz/fuzz_targets/<name>.rs` (three lines, copy one) and its
-//! `[[bin]]` in `fuzz/Cargo.toml`, and seed `fuzz/corpus/<name>/`.
+//! `[[bin]]` in `fuzz/Cargo.toml`, seed `tests/corpus/<name>/` and link `fuzz/corpus/<name>` to it.
 
 pub mod cursor_ops;
 pub mod dup_ops;
 pub mod entry;
 pub mod gap_ops;
 pub mod harness;
-pub mod mm_ops;
 pub mod model;
-#[allow(dead_code)]
-pub mod page_model;
-pub mod poll_ops;
 pub mod tree_ops;
-pub mod uffd_ops;
 
 /// A fuzz target.
 pub struct Target {
@@ -54,20 +52,5 @@ pub const TARGETS: &[Target] = &[
         name: "dup_ops",
         run: dup_ops::run,
         describe: dup_ops::describe,
-    },
-    Target {
-        name: "mm_ops",
-        run: mm_ops::run,
-        describe: mm_ops::describe,
-    },
-    Target {
-        name: "uffd_ops",
-        run: uffd_ops::run,
-        describe: uffd_ops::describe,
-    },
-    Target {
-        name: "poll_ops",
-        run: poll_ops::run,
-        describe: poll_ops::describe,
     },
 ];
