@@ -1643,5 +1643,84 @@ fn scripts() -> Vec<(&'static str, Vec<LOp>)> {
                 map(12, 1, RW, Src::Anon),
             ],
         ),
+        (
+            // copy_vma tries the merge while the new VMA still has the old one's context (so
+            // the unregistered neighbour is not mergeable); mremap_userfaultfd_prep then drops
+            // the context (no UFFD_FEATURE_EVENT_REMAP) without another merge attempt: the
+            // moved page stays a VMA of its own next to an identical neighbour.
+            "10 uffd context dropped by a move after the merge",
+            vec![
+                Munmap { page: 0, n: W },
+                map(17, 6, 0, Src::Anon),
+                remap(22, 1, 3, 0, 0),
+                Register {
+                    page: 20,
+                    n: 5,
+                    mode: 1,
+                },
+                remap(20, 1, 1, 3, 16),
+            ],
+        ),
+        (
+            // The same move into a hole whose neighbour has the moved VMA's context merges
+            // with it, and the merged VMA loses the context as a whole.
+            "10 uffd move merges with a registered neighbour",
+            vec![
+                Munmap { page: 0, n: W },
+                map(17, 6, 0, Src::Anon),
+                remap(22, 1, 3, 0, 0),
+                Register {
+                    page: 17,
+                    n: 8,
+                    mode: 1,
+                },
+                Munmap { page: 17, n: 1 },
+                remap(21, 1, 1, 3, 17),
+            ],
+        ),
+        (
+            // dup_userfaultfd drops a context without EVENT_FORK VMA by VMA in the child,
+            // without merging: the child keeps the parent's boundaries.
+            "10 fork child keeps the boundaries of a dropped context",
+            vec![
+                Munmap { page: 0, n: W },
+                map(26, 5, 0, Src::Anon),
+                Register {
+                    page: 24,
+                    n: 3,
+                    mode: 1,
+                },
+                Fork { in_child: true },
+                Mprotect {
+                    page: 26,
+                    n: 2,
+                    prot: 0,
+                },
+            ],
+        ),
+        (
+            // ... until a vma_modify that changes the flags there tries the merge.
+            "10 a changed VMA merges across a dropped context's boundary",
+            vec![
+                Munmap { page: 0, n: W },
+                map(26, 5, 0, Src::Anon),
+                Register {
+                    page: 24,
+                    n: 3,
+                    mode: 1,
+                },
+                Fork { in_child: true },
+                Mprotect {
+                    page: 26,
+                    n: 1,
+                    prot: R,
+                },
+                Mprotect {
+                    page: 26,
+                    n: 1,
+                    prot: 0,
+                },
+            ],
+        ),
     ]
 }

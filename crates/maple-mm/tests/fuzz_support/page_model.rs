@@ -10,7 +10,8 @@
 //! predicting errors (`EEXIST`, `ENOMEM` for holes and for `max_map_count`, `EINVAL`, `EBUSY`,
 //! `ENOENT`, `EFAULT`). [`check`] compares them: the tree validates, the VMAs expand to exactly
 //! the model's pages, the number of VMAs equals the number of maximal runs of the model
-//! (merging is maximal), and the populated pages hold the model's bytes.
+//! (merging is maximal, except at the boundaries the kernel leaves unmerged: see
+//! [`Model::stuck`]), and the populated pages hold the model's bytes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -43,6 +44,19 @@ pub struct Attr {
 pub struct Model {
     pub pages: BTreeMap<u64, Attr>,
     pub data: BTreeMap<u64, u8>,
+    /// Pages where a VMA starts although the page before it is compatible: boundaries the
+    /// kernel left without a merge attempt after the attributes became equal. Two sources:
+    /// `mremap_userfaultfd_prep` dropping the context of a moved VMA after `copy_vma`'s merge
+    /// attempt, and `dup_userfaultfd` dropping it VMA by VMA in a fork child. Such a boundary
+    /// lasts until an operation that tries a merge there: one that rewrites the page on either
+    /// side of it (an mmap or a move onto it, or a `vma_modify` that changes its flags or
+    /// context; a change that leaves them equal is skipped and tries nothing).
+    pub stuck: BTreeSet<u64>,
+    /// Pages (re)mapped by the current operation whatever their attributes (`vma_merge_new_range`
+    /// tries the neighbours of every new VMA).
+    pub fresh: BTreeSet<u64>,
+    /// Boundaries made stuck by the current operation (kept by its settling).
+    pub new_stuck: BTreeSet<u64>,
 }
 
 /// `is_mergeable_anon_vma` on the model's attributes.
@@ -75,7 +89,7 @@ impl Model {
         for (&p, a) in &self.pages {
             let joins = match (&last, out.last()) {
                 (Some((q, b)), Some((_, _, run))) => {
-                    *q + 1 == p && compatible(b, a) && anon_ok(run, a)
+                    *q + 1 == p && compatible(b, a) && anon_ok(run, a) && !self.stuck.contains(&p)
                 }
                 _ => false,
             };
@@ -106,6 +120,40 @@ impl Model {
 
     pub fn runs(&self) -> usize {
         self.run_list().len()
+    }
+
+    /// Whether `p` starts a VMA only because of a stuck boundary.
+    fn stuck_matters(&self, p: u64) -> bool {
+        match (self.pages.get(&(p - 1)), self.pages.get(&p)) {
+            (Some(a), Some(b)) => compatible(a, b),
+            _ => false,
+        }
+    }
+
+    /// After an operation: the stuck boundaries next to a page it rewrote are gone (the kernel
+    /// tried the merge there), the ones it made are added, and those that no longer separate
+    /// compatible pages are dropped.
+    pub fn settle(&mut self, before: &BTreeMap<u64, Attr>) {
+        let key = |a: &Attr| (a.flags, a.backing, a.pgoff, a.ctx);
+        let mut tried: BTreeSet<u64> = std::mem::take(&mut self.fresh);
+        for (&p, a) in &self.pages {
+            if before.get(&p).map(key) != Some(key(a)) {
+                tried.insert(p);
+            }
+        }
+        for p in tried {
+            self.stuck.remove(&p);
+            self.stuck.remove(&(p + 1));
+        }
+        let made = std::mem::take(&mut self.new_stuck);
+        self.stuck.extend(made);
+        let keep: BTreeSet<u64> = self
+            .stuck
+            .iter()
+            .copied()
+            .filter(|&p| p > 0 && self.stuck_matters(p))
+            .collect();
+        self.stuck = keep;
     }
 
     pub fn any_mapped(&self, p: u64, n: u64) -> bool {
@@ -471,7 +519,11 @@ impl World {
 
     /// Applies `next` as the model's new state if it respects `max_map_count`; `Err(NoMem)` else.
     pub fn within_limit(&self, next: &Model) -> Result<(), MmError> {
-        if next.runs() > self.max {
+        // The `Mm` checks the VMA count the operation ends with: settle the stuck boundaries
+        // first.
+        let mut settled = next.clone();
+        settled.settle(&self.model.pages);
+        if settled.runs() > self.max {
             Err(MmError::NoMem)
         } else {
             Ok(())
@@ -480,7 +532,17 @@ impl World {
 
     /// Applies `op` to both and updates the model (see the module docs).
     pub fn step(&mut self, op: &Op) {
+        let before = self.model.pages.clone();
+        self.model.fresh.clear();
+        self.model.new_stuck.clear();
         self.step_inner(op);
+        if matches!(op, Op::Fork { .. }) {
+            // The parent is unchanged; a child's model was settled against the parent's.
+            let same = self.model.pages.clone();
+            self.model.settle(&same);
+        } else {
+            self.model.settle(&before);
+        }
         self.model.normalise();
     }
 
@@ -568,6 +630,7 @@ impl World {
                 }
                 let mut next = self.model.clone();
                 next.unmap(p, n);
+                next.fresh.extend(p..p + n);
                 let backing = if attr.backing == u64::MAX {
                     // A fresh shmem object: learn its inode from the result (if any).
                     match &got {
@@ -626,6 +689,7 @@ impl World {
                             let want = self.model.placement(self.mm.config(), n);
                             assert_eq!(Some(p), want, "placement of {n} pages (hint {hint:#x})");
                         }
+                        self.model.fresh.extend(p..p + n);
                         for i in 0..n {
                             self.model.pages.insert(
                                 p + i,
@@ -804,7 +868,6 @@ impl World {
                 let mode = if dup { DupMode::Dup } else { DupMode::Append };
                 let mut hook = DupUffd::new(seed, CostSetting::Faithful);
                 let child = m.fork_with(mode, &mut hook).expect("fork");
-                let registered = self.model.pages.values().any(|a| a.ctx != 0);
                 let mut cm = self.model.clone();
                 // (b): contexts without EVENT_FORK do not follow the child.
                 for a in cm.pages.values_mut() {
@@ -871,9 +934,13 @@ impl World {
                         }
                     }
                 }
-                // Fork never merges: after a reset the child's VMAs need not be maximal.
-                check_with(&child, &cm, self.max, !registered);
-                if keep_child && !registered {
+                // Fork never merges: where dup_userfaultfd dropped a context the child keeps
+                // the parent's VMA boundaries (stuck where the pages are now compatible).
+                cm.stuck = self.model.run_list().iter().map(|r| r.0).collect();
+                let same = cm.pages.clone();
+                cm.settle(&same);
+                check(&child, &cm, self.max);
+                if keep_child {
                     let parent = std::mem::replace(&mut self.mm, child);
                     let runs = self.model.runs();
                     self.model = cm;
@@ -1036,16 +1103,24 @@ impl World {
                 },
             );
         }
+        // copy_vma: the new VMA tries its neighbours (with the old VMA's context).
+        next.fresh.extend(dest..dest + new);
+        for q in dest..=dest + new {
+            next.stuck.remove(&q);
+        }
         self.within_limit(&next)?;
         next.normalise();
         // Without EVENT_REMAP the new VMA — merged with its neighbours by then — loses its
-        // registration (mremap_userfaultfd_prep).
+        // registration (mremap_userfaultfd_prep), and tries no merge after that: its ends
+        // stay VMA boundaries even where the neighbour is now compatible.
         if base.ctx != 0 {
             let (s, e) = next.run_of(dest).expect("moved");
             for (_, a) in next.pages.range_mut(s..e) {
                 a.flags &= !UFFD_BITS;
                 a.ctx = 0;
             }
+            next.new_stuck.insert(s);
+            next.new_stuck.insert(e);
         }
         let moved: Vec<(u64, u8)> = self
             .model
@@ -1169,6 +1244,8 @@ impl World {
                     },
                 );
             }
+            // vma_merge_extend: the grown VMA tries the one after it.
+            next.fresh.extend(re..p + new);
             match self.within_limit(&next) {
                 Ok(()) => {
                     assert_eq!(got, Ok(p));
