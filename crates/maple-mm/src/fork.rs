@@ -18,7 +18,7 @@
 //! `fail`, if the hook refused a VMA, in which case the child is torn down and the parent is
 //! unchanged.
 
-use std::sync::Arc;
+use crate::sync::Arc;
 
 use super::{Mm, MmError, MmLockState, VmFlags, Vma};
 

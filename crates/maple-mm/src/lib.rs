@@ -198,19 +198,20 @@
 
 mod error;
 mod fork;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_knobs;
 mod maps;
 mod mmap;
 mod pages;
 #[cfg(target_os = "linux")]
 pub mod real;
+mod sync;
 pub mod uffd;
 mod vma;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-
 use maple_tree::Guard;
-use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use sync::{Arc, AtomicU64, IdCounter, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use maple_tree::{MapleTree, ValidateError};
 
@@ -307,7 +308,21 @@ struct MmState {
     map_count: usize,
 }
 
-static NEXT_MM_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_MM_ID: IdCounter = IdCounter::new(1);
+
+/// The VMA tree: an allocation tree on the default epoch collector; under loom on a collector of
+/// its own (no thread-local epoch handles, which loom tears down before a failed model's
+/// destructors run; guards of one `Mm` then do not fit another's tree).
+fn new_tree() -> MapleTree<Arc<Vma>> {
+    #[cfg(not(loom))]
+    return MapleTree::new_alloc();
+    #[cfg(loom)]
+    return MapleTree::with_options(
+        maple_tree::Options::new()
+            .alloc(true)
+            .collector(maple_tree::Collector::new()),
+    );
+}
 
 /// An address space (`struct mm_struct`). Share it between threads with an `Arc`; every method
 /// takes `&self` and locks what it needs.
@@ -347,9 +362,9 @@ impl Mm {
     /// An empty address space.
     pub fn with_config(cfg: MmConfig) -> Self {
         Mm {
-            id: NEXT_MM_ID.fetch_add(1, Ordering::Relaxed),
+            id: NEXT_MM_ID.next(),
             cfg,
-            tree: MapleTree::new_alloc(),
+            tree: new_tree(),
             mmap_lock: RwLock::new(MmState::default()),
             locks: MmLockState::new(),
             pages: Mutex::new(PageTable::default()),

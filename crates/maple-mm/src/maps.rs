@@ -4,10 +4,10 @@
 //! padding to column 73 and the name (`show_map_vma` pads the header to 72 characters and adds
 //! one space). Anonymous VMAs show offset 0; file VMAs their `pgoff` in bytes.
 
+use crate::sync::Arc;
 use core::fmt;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use super::{
     is_page_aligned, FileKind, MappedFile, Mm, MmConfig, VmFlags, Vma, VmaDesc, VmaKind,

@@ -17,9 +17,9 @@
 //!    one or the other; new VMAs are born write-locked, so lock-free lookups of them fall back to
 //!    the mmap lock until the writer is done.
 
+use crate::sync::{Arc, IdCounter};
 use core::fmt;
 use core::ops::BitOr;
-use std::sync::Arc;
 
 use maple_tree::Guard;
 
@@ -31,7 +31,7 @@ use super::{
 };
 
 /// Inode numbers of the shmem objects behind shared anonymous mappings.
-static SHMEM_INO: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+static SHMEM_INO: IdCounter = IdCounter::new(1);
 
 /// Memory protection (`PROT_*`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -811,7 +811,7 @@ impl MmWriteGuard<'_> {
                 }
                 vm_flags |= VmFlags::SHARED | VmFlags::MAYSHARE;
                 // shmem_zero_setup: a fresh shmem object per mapping.
-                let ino = SHMEM_INO.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let ino = SHMEM_INO.next();
                 let f = MappedFile::new("/dev/zero (deleted)", (0, 1), ino, FileKind::Shmem, true);
                 (VmaKind::File(f), 0)
             }

@@ -4,10 +4,8 @@
 //! VMA is `WIPEONFORK`), a private write to a frame that another table also references copies
 //! it first (copy-on-write), and a shared VMA writes into the frame itself.
 
+use crate::sync::{Arc, Mutex};
 use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use parking_lot::Mutex;
 
 use super::uffd::{FaultWaiterHandle, UffdCtx};
 use super::{is_page_aligned, AnonVma, Mm, MmError, VmFlags, Vma, VmaKind, PAGE_SIZE};

@@ -40,11 +40,10 @@
 //! assert_eq!(mm.map_count(), 1); // merged again
 //! ```
 
+use crate::sync::{
+    Arc, AtomicBool, AtomicI32, AtomicU64, Condvar, IdCounter, Mutex, Ordering, RwLock,
+};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::Arc;
-
-use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::mmap::Change;
 use super::{is_page_aligned, Mm, MmError, MmWriteGuard, VmFlags, Vma, VmaKind, PAGE_SIZE};
@@ -242,7 +241,7 @@ struct Queues {
     events: VecDeque<Arc<EventWaiter>>,
 }
 
-static NEXT_CTX_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_CTX_ID: IdCounter = IdCounter::new(1);
 
 /// A userfaultfd context (`struct userfaultfd_ctx`). VMAs hold it in an
 /// `arc_swap::ArcSwapOption`; two VMAs may merge only if they hold the same `Arc`.
@@ -322,7 +321,7 @@ impl UffdCtx {
 
     fn raw(mm_id: u64, flags: u32, privileged: bool, features: u64) -> Self {
         UffdCtx {
-            id: NEXT_CTX_ID.fetch_add(1, Ordering::Relaxed),
+            id: NEXT_CTX_ID.next(),
             mm_id,
             flags,
             privileged,
@@ -744,12 +743,8 @@ impl UffdCtx {
         dst.checked_add(pages * PAGE_SIZE)
             .filter(|&e| e <= mm.config().task_size)
             .ok_or(MmError::Inval)?;
-        let _changing = self.map_changing_lock.read();
-        if self.mmap_changing() > 0 {
-            return Err(MmError::Again);
-        }
         let mut done = 0u64;
-        let res = (|| {
+        let res = self.fill_gate(|| {
             let r = mm.read();
             for i in 0..pages {
                 let page = dst + i * PAGE_SIZE;
@@ -772,11 +767,26 @@ impl UffdCtx {
                 done += PAGE_SIZE;
             }
             Ok(())
-        })();
+        });
         if !dontwake && done > 0 {
             self.wake_range(dst, done);
         }
         res.map(|()| len)
+    }
+
+    /// The fill ioctls' guard against non-cooperative events (`mfill_atomic`): with
+    /// `map_changing_lock` read-held, `mmap_changing > 0` fails with `EAGAIN`; otherwise `f` runs
+    /// with the lock still held, so an event's prep (which takes it written) waits for the fill.
+    fn fill_gate<R>(&self, f: impl FnOnce() -> Result<R, MmError>) -> Result<R, MmError> {
+        #[cfg(loom)]
+        let locked = !crate::loom_knobs::fill_without_lock();
+        #[cfg(not(loom))]
+        let locked = true;
+        let _changing = locked.then(|| self.map_changing_lock.read());
+        if self.mmap_changing() > 0 {
+            return Err(MmError::Again);
+        }
+        f()
     }
 
     // ----- faults ---------------------------------------------------------------------------
@@ -846,6 +856,28 @@ impl UffdCtx {
         let _w = self.map_changing_lock.write();
         self.mmap_changing.fetch_sub(1, Ordering::AcqRel);
         e.done.load(Ordering::Acquire)
+    }
+}
+
+/// The halves of the event handshake and the fill gate, for the loom models only (not part of
+/// the API): `tests/loom_uffd_event.rs` runs them as a generator (`mremap`, `fork`, ...) and a
+/// monitor do.
+#[cfg(loom)]
+#[doc(hidden)]
+impl UffdCtx {
+    /// The prep half of an event (`mremap_userfaultfd_prep` and friends).
+    pub fn loom_event_prep(&self) {
+        self.event_prep();
+    }
+
+    /// The complete half: posts `msg` and waits until it is read; whether it was.
+    pub fn loom_event_complete(&self, msg: UffdMsg) -> bool {
+        self.event_complete(msg)
+    }
+
+    /// Runs `f` as a fill ioctl runs its copy: behind the `mmap_changing` gate.
+    pub fn loom_fill<R>(&self, f: impl FnOnce() -> R) -> Result<R, MmError> {
+        self.fill_gate(|| Ok(f()))
     }
 }
 

@@ -11,12 +11,11 @@
 //! released (that release increments `mm_lock_seq` and so unlocks every VMA at once). A
 //! lock-free reader ([`Vma::start_read`]) fails, instead of blocking, while the stamps match.
 
+use crate::sync::{
+    backoff, Arc, ArcSlot, AtomicBool, AtomicI64, AtomicU32, AtomicU64, IdCounter, Ordering,
+};
 use core::fmt;
 use core::ops::{BitAnd, BitAndAssign, BitOr, BitOrAssign, Not};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
-
-use arc_swap::ArcSwapOption;
 
 use super::uffd::UffdCtx;
 use super::PAGE_SHIFT;
@@ -370,13 +369,13 @@ pub struct AnonVma {
     pub forked: bool,
 }
 
-static NEXT_ANON_VMA: AtomicU64 = AtomicU64::new(1);
+static NEXT_ANON_VMA: IdCounter = IdCounter::new(1);
 
 impl AnonVma {
     /// A new `anon_vma` (`anon_vma_alloc`).
     pub fn fresh(forked: bool) -> Self {
         AnonVma {
-            id: NEXT_ANON_VMA.fetch_add(1, Ordering::Relaxed),
+            id: NEXT_ANON_VMA.next(),
             forked,
         }
     }
@@ -479,6 +478,12 @@ impl MmLockState {
     /// `vma_end_write_all`: called when the mmap write lock is released; unlocks every VMA that
     /// was write-locked under it.
     pub(crate) fn end_write_all(&self) {
+        #[cfg(loom)]
+        if crate::loom_knobs::relaxed_end_write_all() {
+            self.seq.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // ORDERING: M2 (the release of every VMA write-locked in this period).
         self.seq.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -503,7 +508,7 @@ pub struct Vma {
     pgoff: u64,
     kind: VmaKind,
     flags: AtomicU64,
-    uffd: ArcSwapOption<UffdCtx>,
+    uffd: ArcSlot<UffdCtx>,
     /// The packed `anon_vma` (0: none); set in place by the first private write fault.
     anon_vma: AtomicU64,
     /// The lock word: readers count in the low bits, [`WRITER`] while a writer holds it.
@@ -539,7 +544,7 @@ impl Vma {
             pgoff: desc.pgoff,
             kind: desc.kind,
             flags: AtomicU64::new(desc.flags.bits()),
-            uffd: ArcSwapOption::new(desc.uffd),
+            uffd: ArcSlot::new(desc.uffd),
             anon_vma: AtomicU64::new(AnonVma::pack(desc.anon_vma)),
             lock: AtomicU32::new(0),
             lock_seq: AtomicI64::new(lock_seq),
@@ -621,7 +626,7 @@ impl Vma {
     /// Whether a userfaultfd context is attached (a load and a branch; no reference taken).
     #[inline]
     pub fn has_uffd(&self) -> bool {
-        self.uffd.load().is_some()
+        self.uffd.is_some()
     }
 
     /// The descriptor (flags, kind, pgoff, context).
@@ -747,8 +752,13 @@ impl Vma {
                 Err(now) => s = now,
             }
         }
+        #[cfg(loom)]
+        if crate::loom_knobs::skip_read_recheck() {
+            return true;
+        }
         // With the lock held the stamp cannot change, and an mm_lock_seq read now is at least the
         // one under which any stamp we can see was written.
+        // ORDERING: M2
         if self.lock_seq.load(Ordering::Acquire) == mm.seq.load(Ordering::Acquire) {
             self.end_read();
             return false;
@@ -760,15 +770,6 @@ impl Vma {
     pub fn end_read(&self) {
         let prev = self.lock.fetch_sub(1, Ordering::Release);
         debug_assert!(prev & !WRITER > 0, "end_read without start_read");
-    }
-}
-
-fn backoff(spins: &mut u32) {
-    *spins += 1;
-    if *spins < 64 {
-        core::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
     }
 }
 

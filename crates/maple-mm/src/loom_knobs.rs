@@ -1,0 +1,52 @@
+//! Test-only switches that break the per-VMA lock or the userfaultfd event handshake on purpose,
+//! so that the loom models (`tests/loom_vma_lock.rs`, `tests/loom_uffd_event.rs`) can show they
+//! catch the bug (a model that cannot fail proves nothing).
+//!
+//! Compiled only under `cfg(loom)`. Every switch is off by default; a test that turns one on
+//! must turn it off again (also when it panics): the switches are process-wide. [`reset`] turns
+//! them all off.
+
+use std::sync::atomic::{AtomicBool, Ordering as StdOrdering};
+
+static SKIP_READ_RECHECK: AtomicBool = AtomicBool::new(false);
+static RELAXED_END_WRITE_ALL: AtomicBool = AtomicBool::new(false);
+static FILL_WITHOUT_LOCK: AtomicBool = AtomicBool::new(false);
+
+/// `vma_start_read` skips its second `vm_lock_seq == mm_lock_seq` check, the one made with the
+/// reader count held (a deliberate bug: a reader whose first check ran before the writer's
+/// stamp locks a VMA that is write-locked by its stamp alone).
+pub fn set_skip_read_recheck(on: bool) {
+    SKIP_READ_RECHECK.store(on, StdOrdering::SeqCst);
+}
+
+/// `vma_end_write_all` increments `mm_lock_seq` `Relaxed` instead of `AcqRel` (a deliberate bug:
+/// a reader that sees the new sequence does not see the writer's changes to the VMA).
+pub fn set_relaxed_end_write_all(on: bool) {
+    RELAXED_END_WRITE_ALL.store(on, StdOrdering::SeqCst);
+}
+
+/// The fill ioctls check `mmap_changing` without holding `map_changing_lock` (a deliberate bug,
+/// the race kernel commit 5e4c24a57b0c closed: a fill that saw no event in flight runs on while
+/// an event's change is made).
+pub fn set_fill_without_lock(on: bool) {
+    FILL_WITHOUT_LOCK.store(on, StdOrdering::SeqCst);
+}
+
+pub(crate) fn skip_read_recheck() -> bool {
+    SKIP_READ_RECHECK.load(StdOrdering::SeqCst)
+}
+
+pub(crate) fn relaxed_end_write_all() -> bool {
+    RELAXED_END_WRITE_ALL.load(StdOrdering::SeqCst)
+}
+
+pub(crate) fn fill_without_lock() -> bool {
+    FILL_WITHOUT_LOCK.load(StdOrdering::SeqCst)
+}
+
+/// Turns every switch off.
+pub fn reset() {
+    set_skip_read_recheck(false);
+    set_relaxed_end_write_all(false);
+    set_fill_without_lock(false);
+}
