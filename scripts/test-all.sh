@@ -29,6 +29,12 @@ if [ -d loom-tests ]; then
     RUST_BACKTRACE=0 cargo test --release -- --test-threads=1 --nocapture)
 fi
 
+# Their own target directory: the loom cfgs change every artifact of the workspace.
+step "loom models of maple-mm: the per-VMA lock, the uffd event handshake, their broken twins (each must fail)"
+RUSTFLAGS="--cfg loom --cfg crossbeam_loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" \
+  LOOM_MAX_PREEMPTIONS="${MM_LOOM_MAX_PREEMPTIONS:-3}" RUST_BACKTRACE=0 \
+  cargo test --release -p maple-mm --test loom_vma_lock --test loom_uffd_event -- --test-threads=1 --nocapture
+
 step "seeds demo (quick mode): the table must be there"
 out=$(cargo run --release --quiet -p maple-seeds -- --quick 2>/dev/null)
 printf '%s\n' "$out"
