@@ -28,7 +28,7 @@
 //! | M6 | `UffdCtx::mmap_changing` | event prep `fetch_add` / event completion `fetch_sub` (AcqRel), both under `map_changing_lock` written | fill ioctls load Acquire under `map_changing_lock` read | a fill either finishes before the prep or sees the event in flight (`EAGAIN`); kernel commit 5e4c24a57b0c ("userfaultfd: protect mmap_changing with rw_sem in userfaulfd_ctx") |
 //! | M7 | `EventWaiter::done`, `FaultWaiter::woken` | stored `true` (Release) under the queue lock by the reader / the waker | loaded Acquire by the waiting generator / faulting thread, in and after its wait loop | the generator that sees its event read (and the faulting thread that sees its wake-up) sees what the reader did before |
 //! | M8 | `maple-poll` `File::f_count` | `fget`/`fput`: `fetch_update` / `fetch_sub` (AcqRel) | loaded Acquire | the last `fput` sees every earlier user's writes before the file is torn down |
-//! | M9 | `maple-poll` `PollWqueues::active` | stored Release after the entries are built | loaded Acquire by the waker | a waker that sees the count sees the entries |
+//! | M9 | `maple-poll` `WaitQueueHead::active` (`waitqueue_active`) | stored Release under the entries lock by `add`/`remove` | loaded Acquire, lock-free, by wakers (`wake_up_poll`) and `len` | a waker that sees the count of the last `add` or `remove` before it sees that call's entries once it takes the lock; one that sees 0 skips the lock (the kernel's `waitqueue_active` pairing) |
 //! | M10 | `maple-poll` `UserSpace::mapped[page]` | `munmap`/`mmap` of a page: store (Release) | the user-copy probe loads Relaxed (a fault is a value, not a publication) | the mapped state of a page after the call that changed it |
 
 #[cfg(all(loom, not(crossbeam_loom)))]

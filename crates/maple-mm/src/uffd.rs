@@ -363,6 +363,7 @@ impl UffdCtx {
 
     /// The installed features, `INITIALIZED` included (0 before the handshake).
     pub fn features(&self) -> u64 {
+        // ORDERING: M4
         self.features.load(Ordering::Acquire)
     }
 
@@ -377,11 +378,13 @@ impl UffdCtx {
 
     /// Whether the fd was closed.
     pub fn is_released(&self) -> bool {
+        // ORDERING: M5
         self.released.load(Ordering::Acquire)
     }
 
     /// Non-cooperative events in flight.
     pub fn mmap_changing(&self) -> i32 {
+        // ORDERING: M6
         self.mmap_changing.load(Ordering::Acquire)
     }
 
@@ -401,6 +404,7 @@ impl UffdCtx {
         if requested & !feature::SUPPORTED != 0 {
             return Err(MmError::Inval);
         }
+        // ORDERING: M4
         self.features
             .compare_exchange(
                 0,
@@ -599,6 +603,7 @@ impl UffdCtx {
     /// VMA of `mm` (if given; re-merging), and wakes every waiting fault, event generator and
     /// reader.
     pub fn release(self: &Arc<Self>, mm: Option<&Mm>) {
+        // ORDERING: M5
         self.released.store(true, Ordering::Release);
         if let Some(mm) = mm.filter(|m| m.id() == self.mm_id) {
             let mut w = mm.write();
@@ -610,6 +615,7 @@ impl UffdCtx {
         let mut q = self.q.lock();
         let q = &mut *q;
         for f in q.fault_pending.drain(..).chain(q.fault_read.drain(..)) {
+            // ORDERING: M7
             f.woken.store(true, Ordering::Release);
         }
         self.waiters.notify_all();
@@ -646,6 +652,7 @@ impl UffdCtx {
                 return Ok(msg);
             }
             if let Some(e) = q.events.pop_front() {
+                // ORDERING: M7
                 e.done.store(true, Ordering::Release);
                 let msg = e.msg.clone();
                 drop(q);
@@ -681,6 +688,7 @@ impl UffdCtx {
         q.fault_pending.retain(|f| {
             let h = hit(f);
             if h {
+                // ORDERING: M7
                 f.woken.store(true, Ordering::Release);
                 woke = true;
             }
@@ -689,6 +697,7 @@ impl UffdCtx {
         q.fault_read.retain(|f| {
             let h = hit(f);
             if h {
+                // ORDERING: M7
                 f.woken.store(true, Ordering::Release);
                 woke = true;
             }
@@ -823,6 +832,7 @@ impl UffdCtx {
     /// The sleep of `handle_userfault` (after the VMA lock was dropped): until woken or released.
     pub(crate) fn wait_fault(&self, h: &FaultWaiterHandle) {
         let mut q = self.q.lock();
+        // ORDERING: M7
         while !h.0.woken.load(Ordering::Acquire) && !self.is_released() {
             self.waiters.wait(&mut q);
         }
@@ -833,6 +843,7 @@ impl UffdCtx {
     /// The prep half of every event: a reference and `mmap_changing += 1`.
     fn event_prep(&self) {
         let _w = self.map_changing_lock.write();
+        // ORDERING: M6
         self.mmap_changing.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -846,15 +857,19 @@ impl UffdCtx {
         let mut q = self.q.lock();
         q.events.push_back(Arc::clone(&e));
         self.readers.notify_all();
+        // ORDERING: M7
         while !e.done.load(Ordering::Acquire) && !self.is_released() {
             self.waiters.wait(&mut q);
         }
+        // ORDERING: M7
         if !e.done.load(Ordering::Acquire) {
             q.events.retain(|x| !Arc::ptr_eq(x, &e));
         }
         drop(q);
         let _w = self.map_changing_lock.write();
+        // ORDERING: M6
         self.mmap_changing.fetch_sub(1, Ordering::AcqRel);
+        // ORDERING: M7
         e.done.load(Ordering::Acquire)
     }
 }
@@ -1106,7 +1121,9 @@ impl ForkHook for DupUffd {
     fn fail(&mut self) {
         for f in std::mem::take(&mut self.fcs) {
             let _w = f.orig.map_changing_lock.write();
+            // ORDERING: M6
             f.orig.mmap_changing.fetch_sub(1, Ordering::AcqRel);
+            // ORDERING: M5
             f.new.released.store(true, Ordering::Release);
         }
     }

@@ -472,6 +472,7 @@ impl MmLockState {
 
     /// The current `mm_lock_seq`.
     pub fn seq(&self) -> i64 {
+        // ORDERING: M2
         self.seq.load(Ordering::Acquire)
     }
 
@@ -615,6 +616,7 @@ impl Vma {
     /// The flags.
     #[inline]
     pub fn flags(&self) -> VmFlags {
+        // ORDERING: M3
         VmFlags(self.flags.load(Ordering::Acquire))
     }
 
@@ -642,12 +644,14 @@ impl Vma {
 
     /// The `anon_vma`, if a private page of this VMA was ever written.
     pub fn anon_vma(&self) -> Option<AnonVma> {
+        // ORDERING: M3
         AnonVma::unpack(self.anon_vma.load(Ordering::Acquire))
     }
 
     /// Sets the `anon_vma` in place (the fault path, under the page-table lock, or a writer
     /// holding the VMA's write lock).
     pub(crate) fn set_anon_vma(&self, a: Option<AnonVma>) {
+        // ORDERING: M3
         self.anon_vma.store(AnonVma::pack(a), Ordering::Release);
     }
 
@@ -663,16 +667,19 @@ impl Vma {
     /// Whether the VMA has been removed from its mm (unmapped, replaced, or its mm torn down).
     #[inline]
     pub fn is_detached(&self) -> bool {
+        // ORDERING: M3
         self.detached.load(Ordering::Acquire)
     }
 
     /// Marks the VMA detached. Must be write-locked.
     pub(crate) fn mark_detached(&self) {
+        // ORDERING: M3
         self.detached.store(true, Ordering::Release);
     }
 
     /// Replaces the flags in place. The VMA must be write-locked (or not yet published).
     pub(crate) fn set_flags(&self, flags: VmFlags) {
+        // ORDERING: M3
         self.flags.store(flags.bits(), Ordering::Release);
     }
 
@@ -689,6 +696,7 @@ impl Vma {
 
     /// `vm_lock_seq` (for tests and the fork model).
     pub fn lock_seq(&self) -> i64 {
+        // ORDERING: M2
         self.lock_seq.load(Ordering::Acquire)
     }
 
@@ -711,6 +719,7 @@ impl Vma {
         let mut spins = 0u32;
         loop {
             let s = self.lock.load(Ordering::Relaxed);
+            // ORDERING: M1
             if s & WRITER == 0
                 && self
                     .lock
@@ -721,11 +730,13 @@ impl Vma {
             }
             backoff(&mut spins);
         }
+        // ORDERING: M1
         while self.lock.load(Ordering::Acquire) != WRITER {
             backoff(&mut spins);
         }
         self.lock_seq.store(seq, Ordering::Relaxed);
         // up_write: publishes the stamp to every later reader.
+        // ORDERING: M1
         self.lock.store(0, Ordering::Release);
         mm.lock_acquisitions.fetch_add(1, Ordering::Relaxed);
         true
@@ -736,6 +747,7 @@ impl Vma {
     /// the caller must call [`Vma::end_read`] (or use [`VmaReadGuard`](super::VmaReadGuard)).
     pub fn start_read(&self, mm: &MmLockState) -> bool {
         // Cheap check first; a stale answer here is corrected after locking.
+        // ORDERING: M2
         if self.lock_seq.load(Ordering::Acquire) == mm.seq.load(Ordering::Acquire) {
             return false;
         }
@@ -744,6 +756,7 @@ impl Vma {
             if s & WRITER != 0 {
                 return false;
             }
+            // ORDERING: M1
             match self
                 .lock
                 .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
@@ -768,6 +781,7 @@ impl Vma {
 
     /// `vma_end_read`: drops a read lock taken by [`Vma::start_read`].
     pub fn end_read(&self) {
+        // ORDERING: M1
         let prev = self.lock.fetch_sub(1, Ordering::Release);
         debug_assert!(prev & !WRITER > 0, "end_read without start_read");
     }

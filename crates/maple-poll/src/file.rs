@@ -85,11 +85,13 @@ impl File {
 
     /// References held (descriptors, mostly).
     pub fn f_count(&self) -> usize {
+        // ORDERING: M8
         self.f_count.load(Ordering::Acquire)
     }
 
     /// `get_file` unless the file is already released: `false` if the count was zero.
     pub(crate) fn get_file_not_zero(&self) -> bool {
+        // ORDERING: M8
         self.f_count
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
                 if c == 0 {
@@ -103,6 +105,7 @@ impl File {
 
     /// `fput`: drops one reference; the last one calls `->release`.
     pub(crate) fn fput(&self) {
+        // ORDERING: M8
         if self.f_count.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.f_op.release();
         }

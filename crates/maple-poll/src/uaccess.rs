@@ -345,6 +345,7 @@ impl UserMemory {
     /// `addr` is not page-aligned, `len` is 0, or the range leaves the mapping.
     pub fn munmap(&self, addr: u64, len: u64) -> Result<(), Errno> {
         for p in self.page_range(addr, len)? {
+            // ORDERING: M10
             self.mapped[p].store(false, Ordering::Release);
         }
         Ok(())
@@ -354,6 +355,7 @@ impl UserMemory {
     /// their contents are what they were.
     pub fn remap(&self, addr: u64, len: u64) -> Result<(), Errno> {
         for p in self.page_range(addr, len)? {
+            // ORDERING: M10
             self.mapped[p].store(true, Ordering::Release);
         }
         Ok(())

@@ -46,11 +46,13 @@ impl WaitQueueHead {
 
     /// `waitqueue_active`: whether any task is waiting.
     pub fn waitqueue_active(&self) -> bool {
+        // ORDERING: M9
         self.active.load(Ordering::Acquire) != 0
     }
 
     /// Number of waiting entries.
     pub fn len(&self) -> usize {
+        // ORDERING: M9
         self.active.load(Ordering::Acquire)
     }
 
@@ -77,6 +79,7 @@ impl WaitQueueHead {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut entries = self.entries.lock();
         entries.push(WaitQueueEntry { id, key, waiter });
+        // ORDERING: M9
         self.active.store(entries.len(), Ordering::Release);
         id
     }
@@ -84,6 +87,7 @@ impl WaitQueueHead {
     fn remove(&self, id: u64) {
         let mut entries = self.entries.lock();
         entries.retain(|e| e.id != id);
+        // ORDERING: M9
         self.active.store(entries.len(), Ordering::Release);
     }
 }
