@@ -213,7 +213,7 @@ mod vma;
 use maple_tree::Guard;
 use sync::{Arc, AtomicU64, IdCounter, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use maple_tree::{MapleTree, ValidateError};
+use maple_tree::{Iter, MapleTree, Stats, ValidateError};
 
 pub use error::MmError;
 pub use fork::{DupMode, ForkEnv, ForkHook, NoHook};
@@ -383,9 +383,10 @@ impl Mm {
         &self.cfg
     }
 
-    /// The VMA tree (for validation, statistics and lock-free reads).
-    pub fn tree(&self) -> &MapleTree<Arc<Vma>> {
-        &self.tree
+    /// A read-only view of the VMA tree (lock-free reads, statistics, validation). Writes go
+    /// through the mmap write lock ([`Mm::write`]) only.
+    pub fn tree(&self) -> VmaTree<'_> {
+        VmaTree(&self.tree)
     }
 
     /// The per-VMA lock sequence and its counters.
@@ -636,6 +637,86 @@ pub enum VmaLockMiss {
     Locked,
     /// The VMA was detached or no longer covers the address by the time it was locked.
     Stale,
+}
+
+/// A read-only view of an [`Mm`]'s VMA tree ([`Mm::tree`]): the maple tree's read side only
+/// (each VMA is stored over `[start, end - 1]`).
+///
+/// ```
+/// use maple_mm::{MapFlags, MapSource, Mm, Prot, PAGE_SIZE};
+/// let mm = Mm::new();
+/// let a = mm.mmap(0, 2 * PAGE_SIZE, Prot::READ, MapFlags::PRIVATE, MapSource::Anon).unwrap();
+/// let t = mm.tree();
+/// let g = t.pin();
+/// assert_eq!(t.load(a + PAGE_SIZE, &g).map(|v| v.start()), Some(a));
+/// assert_eq!(t.iter(&g).count(), 1);
+/// t.validate().unwrap();
+/// ```
+#[derive(Clone, Copy)]
+pub struct VmaTree<'a>(&'a MapleTree<Arc<Vma>>);
+
+impl<'a> VmaTree<'a> {
+    /// Pins a guard for the reads below.
+    pub fn pin(&self) -> Guard {
+        self.0.pin()
+    }
+
+    /// The VMA containing `addr`.
+    pub fn load<'g>(&self, addr: u64, guard: &'g Guard) -> Option<&'g Vma>
+    where
+        'a: 'g,
+    {
+        self.0.load(addr, guard)
+    }
+
+    /// Every VMA in address order, as `(first, last, vma)` with `last = end - 1`.
+    pub fn iter<'g>(&self, guard: &'g Guard) -> Iter<'g, Arc<Vma>>
+    where
+        'a: 'g,
+    {
+        self.0.iter(guard)
+    }
+
+    /// The VMAs overlapping `[first, last]`, in address order.
+    pub fn range<'g>(&self, first: u64, last: u64, guard: &'g Guard) -> Iter<'g, Arc<Vma>>
+    where
+        'a: 'g,
+    {
+        self.0.range(first, last, guard)
+    }
+
+    /// Number of VMAs stored.
+    pub fn count(&self) -> usize {
+        self.0.count()
+    }
+
+    /// Height of the tree.
+    pub fn height(&self) -> usize {
+        self.0.height()
+    }
+
+    /// The tree's write-path statistics.
+    pub fn stats(&self) -> Stats {
+        self.0.stats()
+    }
+
+    /// Checks the tree's invariants.
+    pub fn validate(&self) -> Result<(), ValidateError> {
+        self.0.validate()
+    }
+
+    /// A text dump of the nodes (for debugging).
+    pub fn dump(&self) -> String {
+        self.0.dump()
+    }
+}
+
+impl std::fmt::Debug for VmaTree<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VmaTree")
+            .field("height", &self.height())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A VMA read-locked by [`Mm::lock_vma_under_rcu`]; unlocks on drop. While it lives, no writer
