@@ -960,14 +960,18 @@ fn same_range(a: &UffdMsg, b: &UffdMsg) -> bool {
 
 // ----- fork --------------------------------------------------------------------------------------
 
-/// The cost setting of the fork model (uffd-poll.md §A.13).
+/// The cost setting of the fork model. Without the `bench-internals` feature there is only the
+/// kernel's ([`CostSetting::Faithful`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CostSetting {
-    /// As the kernel: the child VMA is write-locked for the `VM_LOCKED_MASK` clear whether or
-    /// not `dup_userfaultfd` locked it, so the early return only moves the lock acquisition.
+    /// As the kernel: the child VMA is write-locked for the `VM_LOCKED_MASK` clear in
+    /// `dup_mmap` (`vm_flags_clear`, which calls `vma_start_write`) whether or not
+    /// `dup_userfaultfd` locked it, so the early return only moves the lock acquisition.
     Faithful,
-    /// The `VM_LOCKED_MASK` clear does not take the VMA lock, so the early return saves the
-    /// whole acquisition (makes the effect visible; not what the kernel does).
+    /// An experiment knob (feature `bench-internals`): the `VM_LOCKED_MASK` clear does not take
+    /// the VMA lock, so the early return saves the whole acquisition (makes the effect visible;
+    /// not what the kernel does).
+    #[cfg(feature = "bench-internals")]
     Amplified,
 }
 
@@ -1130,7 +1134,8 @@ impl ForkHook for DupUffd {
 }
 
 /// One measured configuration of seed 000's workload (fork+exit through [`DupUffd`]), for demos
-/// and reports: timing next to the deterministic counters.
+/// and reports: timing next to the deterministic counters (feature `bench-internals`).
+#[cfg(feature = "bench-internals")]
 #[derive(Clone, Copy, Debug)]
 pub struct ForkExitRun {
     /// Mean wall-clock time of one fork+exit.
@@ -1159,6 +1164,7 @@ pub struct ForkExitRun {
 /// assert_eq!((before.counters.dup_uffd_start_write_calls, after.counters.dup_uffd_start_write_calls), (8, 0));
 /// assert_eq!((before.child_lock_acquisitions, after.child_lock_acquisitions), (8, 8));
 /// ```
+#[cfg(feature = "bench-internals")]
 pub fn fork_exit_run(
     mm: &Mm,
     seed_patch: bool,

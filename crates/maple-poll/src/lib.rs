@@ -17,7 +17,8 @@
 //!   `do_poll`/`do_pollfd` semantics (negative fd ignored, closed fd → `POLLNVAL`, `ERR|HUP`
 //!   always in the filter, timeout 0 = one pass, real blocking with wake-ups), and the four
 //!   copy-out strategies of [`CopyOut`].
-//! - **will-it-scale** drivers for poll1 and poll2 ([`will_it_scale`]).
+//! - **will-it-scale** drivers for poll1 and poll2 (`will_it_scale`, an experiment harness
+//!   behind the `bench-internals` feature).
 //!
 //! ```
 //! use maple_poll::{CopyOut, FdTable, PollFd, Task, UserMemory, WindowMode, POLLIN, POLLOUT};
@@ -97,6 +98,7 @@ mod select;
 mod sys;
 mod uaccess;
 mod wait;
+#[cfg(feature = "bench-internals")]
 pub mod will_it_scale;
 
 #[cfg(test)]

@@ -59,12 +59,15 @@ impl WindowCost {
     /// call with one window takes `t_new_ns`: `C_win = (S − 1)·T_new/(n − 1)`, split evenly.
     /// `EINVAL` unless `speedup ≥ 1`, `t_new_ns > 0` (both finite) and `n ≥ 2`.
     ///
+    /// A calibration helper for experiments (feature `bench-internals`).
+    ///
     /// ```
     /// use maple_poll::WindowCost;
     /// let c = WindowCost::for_speedup(1.25, 1740.0, 128).unwrap();
     /// assert!((c.pair_ns() - 3.43).abs() < 0.01);
     /// assert!(WindowCost::for_speedup(0.5, 1740.0, 128).is_err());
     /// ```
+    #[cfg(feature = "bench-internals")]
     pub fn for_speedup(speedup: f64, t_new_ns: f64, n: u32) -> Result<Self, Errno> {
         if !speedup.is_finite()
             || !t_new_ns.is_finite()
