@@ -3,7 +3,8 @@
 //!
 //! Layouts: the committed `/proc/PID/maps` captures (`data/maps/*.maps`), the running
 //! benchmark's own `/proc/self/maps`, and synthetic address spaces of 21 to 25,621 VMAs (the
-//! VMA counts of the `__mt_dup` series' spawn benchmark, kernel-maple.md §6.5).
+//! VMA counts of the spawn benchmark of the `__mt_dup` series, the commit "fork: use __mt_dup()
+//! to duplicate maple tree in dup_mmap()").
 //!
 //! `MAPLE_BENCH_QUICK=1` shrinks warm-up and measurement to a few hundred milliseconds per case
 //! (a smoke run); `cargo bench --bench fork -- dup` filters as usual.

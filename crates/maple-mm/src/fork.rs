@@ -1,5 +1,6 @@
-//! fork (`dup_mmap`) the old way and the new way, with a per-VMA hook (uffd-poll.md §A.8,
-//! kernel-maple.md §6.2).
+//! fork (`dup_mmap`) the old way and the new way (`__mt_dup`, kernel commit "fork: use
+//! __mt_dup() to duplicate maple tree in dup_mmap()"), with a per-VMA hook (where
+//! `dup_userfaultfd` plugs in).
 //!
 //! For every parent VMA, in address order, both ways do what the kernel does:
 //!
@@ -50,7 +51,7 @@ pub trait ForkHook {
 
     /// Whether the `VM_LOCKED_MASK` clear after the hook write-locks the child VMA, as the
     /// kernel's `vm_flags_clear` does (the faithful cost setting). `false` models the
-    /// "amplified" setting of uffd-poll.md §A.13.
+    /// "amplified" experiment setting (`uffd::CostSetting`, feature `bench-internals`).
     fn locked_clear_write_locks(&self) -> bool {
         true
     }

@@ -1,5 +1,6 @@
 //! A mini VMA manager on the maple tree: the kernel's own use of the tree, in userspace
-//! (kernel-maple.md §6, uffd-poll.md §A.1.2 and §A.12).
+//! (`mm/mmap.c`, `mm/vma.c`, `mm/mremap.c`, `kernel/fork.c` and the userfaultfd contexts of
+//! `fs/userfaultfd.c`).
 //!
 //! An [`Mm`] is an address space: an allocation tree of [`Vma`]s stored over
 //! `[start, end - 1]`, an mmap lock (reader/writer), per-VMA locks with the kernel's

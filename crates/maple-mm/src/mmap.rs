@@ -1,5 +1,5 @@
 //! The writers: mmap, munmap, mprotect, madvise, mremap, and the split/merge engine they share;
-//! plus `get_unmapped_area` (kernel-maple.md §6.3–§6.4).
+//! plus `get_unmapped_area` (`mm/mmap.c`, `mm/vma.c`).
 //!
 //! Every change to the VMAs of a range goes through one engine, in two phases:
 //!

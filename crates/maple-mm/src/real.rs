@@ -1,5 +1,5 @@
 //! A real userfaultfd on Linux, through rustix, to cross-check the model against the kernel
-//! (uffd-poll.md §A.14).
+//! (`tests/uffd_real.rs`).
 //!
 //! The fd is created with the `userfaultfd(2)` syscall and `UFFD_USER_MODE_ONLY`, which needs no
 //! privilege even with `vm.unprivileged_userfaultfd = 0`; the ioctls use the stable uapi layouts

@@ -1,9 +1,11 @@
-//! The userfaultfd-context model (uffd-poll.md Part A, v6.10–v6.12 semantics).
+//! The userfaultfd-context model (`fs/userfaultfd.c` and `mm/userfaultfd.c`, v6.10–v6.12
+//! semantics).
 //!
 //! - [`UffdCtx::new`] is the `userfaultfd(2)` syscall; [`UffdCtx::api`] the `UFFDIO_API`
 //!   handshake (features set once; `EVENT_FORK` needs `CAP_SYS_PTRACE`).
 //! - [`UffdCtx::register`] / [`UffdCtx::unregister`] tag VMAs over a range with the split/merge
-//!   rules and error codes of §A.3–§A.4; [`UffdCtx::release`] (closing the fd) clears every VMA
+//!   rules and error codes of `userfaultfd_register` / `userfaultfd_unregister`;
+//!   [`UffdCtx::release`] (closing the fd) clears every VMA
 //!   of the context, re-merging, and wakes every waiter.
 //! - A missing-page fault (a [`Mm::read_bytes`]/[`Mm::write_bytes`] of a page that is not
 //!   populated in a `VM_UFFD_MISSING` VMA) queues a page-fault message and blocks until
@@ -462,7 +464,7 @@ impl UffdCtx {
         ctx.as_ref().is_some_and(|c| core::ptr::eq(&**c, me))
     }
 
-    /// `UFFDIO_REGISTER` of `[start, start + len)` in `mode` (§A.3). Returns the `ioctls` mask.
+    /// `UFFDIO_REGISTER` of `[start, start + len)` in `mode` (`userfaultfd_register`). Returns the `ioctls` mask.
     ///
     /// Errors: bad mode or range, no VMA in the range, a VMA that cannot be registered in that
     /// mode, hugetlb misalignment: `EINVAL`; a VMA without `VM_MAYWRITE`: `EPERM`; a VMA
@@ -545,7 +547,7 @@ impl UffdCtx {
         Ok(ioctls)
     }
 
-    /// `UFFDIO_UNREGISTER` of `[start, start + len)` (§A.4): clears this context from every VMA
+    /// `UFFDIO_UNREGISTER` of `[start, start + len)` (`userfaultfd_unregister`): clears this context from every VMA
     /// in the range (splitting and merging), waking faults waiting there. Errors: bad range, no
     /// VMA in the range, a VMA registered to another context, a VMA that could not be
     /// registered at all (e.g. a regular file): `EINVAL`; too many maps: `ENOMEM`.
@@ -975,7 +977,8 @@ pub enum CostSetting {
     Amplified,
 }
 
-/// Deterministic counters of one fork (uffd-poll.md §A.12 item 5).
+/// Deterministic counters of one fork (what the seed patch, kernel commit "userfaultfd: early
+/// return in dup_userfaultfd()", saves).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ForkCounters {
     /// `vma_start_write` calls made by `dup_userfaultfd` (the pre-patch path for VMAs without a
@@ -993,7 +996,7 @@ struct ForkCtx {
 }
 
 /// The userfaultfd fork hook: `dup_userfaultfd` per VMA, then `dup_userfaultfd_complete` or
-/// `_fail` (uffd-poll.md §A.8). Outcomes per parent VMA:
+/// `_fail`. Outcomes per parent VMA:
 ///
 /// - no context: the child VMA is identical (with [`seed_patch`](Self::seed_patch) on, this
 ///   costs a load and a branch; off, it takes the pre-v6.10 path: write-lock, clear, store);

@@ -453,7 +453,7 @@ impl VmaDesc {
 }
 
 /// The mm side of the per-VMA locks: the sequence number and the lock counters that the
-/// userfaultfd model's tests assert (uffd-poll.md §A.12 item 5).
+/// userfaultfd model's tests assert ([`ForkCounters`](crate::uffd::ForkCounters)).
 #[derive(Debug)]
 pub struct MmLockState {
     seq: AtomicI64,

@@ -33,8 +33,8 @@ fn xorshift(s: &mut u64) -> u64 {
 
 /// One thread stores random ranges (`store_range`, RCU mode) in a 96-page window while another
 /// iterates the window under a guard: within about 0.3 s the iterator yields two overlapping
-/// ranges, e.g. `[0x10049000, 0x1004efff]` then `[0x1004c000, 0x10050fff]` — against SPEC §1.3
-/// ("strictly increasing, non-overlapping ranges"). Plain and allocation trees, with or without
+/// ranges, e.g. `[0x10049000, 0x1004efff]` then `[0x1004c000, 0x10050fff]` — against the iterator's
+/// contract ("strictly increasing, non-overlapping ranges"). Plain and allocation trees, with or without
 /// NULL stores, all fail; also at main 68bccd8. The VMA manager's readers do not depend on
 /// iteration order (lookups lock the VMA and check its bounds), but `/proc/PID/maps`-style
 /// lock-free walks would.

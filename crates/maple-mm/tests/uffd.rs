@@ -1,6 +1,7 @@
-//! The userfaultfd-context model: handshake, the §A.3–§A.4 register/unregister table case by
+//! The userfaultfd-context model: handshake, the register/unregister rules (`userfaultfd_register`,
+//! `userfaultfd_unregister`) case by
 //! case, faults, non-cooperative events with `mmap_changing`, the three fork outcomes, and the
-//! seed patch's counters (uffd-poll.md Part A).
+//! seed patch's counters (kernel commit "userfaultfd: early return in dup_userfaultfd()").
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +24,7 @@ fn fixed() -> MapFlags {
 }
 
 /// A 4-page anonymous VMA at `BASE + P` between PROT_NONE guard pages (the layout of the
-/// kernel experiment in §A.3).
+/// kernel experiment of `tests/uffd_real.rs`).
 fn guarded() -> Arc<Mm> {
     let mm = Arc::new(Mm::new());
     mm.mmap(BASE, P, Prot::NONE, fixed(), MapSource::Anon)
@@ -686,7 +687,7 @@ fn seed_patch_counters_are_exact() {
             }
         }
     }
-    // The §A.12 headline: N VMAs without a context, N vs 0 start-write calls.
+    // The seed patch's headline: N VMAs without a context, N vs 0 start-write calls.
     let plain = layout(N);
     for (seed, want) in [(false, N), (true, 0)] {
         let mut hook = DupUffd::new(seed, CostSetting::Faithful);

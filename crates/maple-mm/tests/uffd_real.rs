@@ -1,4 +1,4 @@
-//! The model against the real kernel (Linux): the §A.3 register/unregister sequence run on a
+//! The model against the real kernel (Linux): a register/unregister sequence run on a
 //! real userfaultfd and on the model over the same addresses, with the VMA boundaries read from
 //! `/proc/self/maps` compared step by step (and the error codes), plus a real missing-page fault
 //! resolved from a handler thread. Skipped, with the reason printed, where the syscall is
@@ -77,7 +77,7 @@ fn model_errno<T>(r: Result<T, MmError>) -> Option<i32> {
 fn register_unregister_splits_agree_with_the_kernel() {
     let Some(real) = open() else { return };
     let Some(real2) = open() else { return };
-    // Six pages: a PROT_NONE guard, the four-page VMA of §A.3, a PROT_NONE guard.
+    // Six pages: a PROT_NONE guard, the four-page VMA of the sequence, a PROT_NONE guard.
     let m = RealMapping::new(6).unwrap();
     m.protect(0, P, Prot::NONE).unwrap();
     m.protect(5 * P, P, Prot::NONE).unwrap();
@@ -156,7 +156,7 @@ fn register_unregister_splits_agree_with_the_kernel() {
     drop(real);
     model.release(Some(&mm));
     same("close");
-    println!("model and kernel agree on every step of the §A.3 sequence");
+    println!("model and kernel agree on every step of the register/unregister sequence");
 }
 
 #[test]

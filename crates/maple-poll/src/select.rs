@@ -20,7 +20,8 @@ pub const N_STACK_PPS: usize = 30;
 /// Entries per further `poll_list` chunk (`POLLFD_PER_PAGE`): (4096 − 16) / 8.
 pub const POLLFD_PER_PAGE: usize = 510;
 
-/// How `do_sys_poll` writes results back to user memory (U§B.4).
+/// How `do_sys_poll` writes results back to user memory (per descriptor as before, or batched as
+/// in "fs/select.c: batch user writes in do_sys_poll").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum CopyOut {
     /// Up to v5.10: `__put_user(revents)` per descriptor, each its own window: `n` windows.

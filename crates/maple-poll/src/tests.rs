@@ -12,8 +12,8 @@ use rustix::pipe::PipeFlags;
 use super::will_it_scale::{self, Config, Testcase};
 use super::*;
 
-/// The `nfds` of the issue and the `poll_list` chunks the kernel builds for each (U§B.2: 30 on
-/// the stack, then 510 per page): 30+0, 30, 30+1, 30+98, 30+480, 30+481, 30+510+460.
+/// The `nfds` of the issue and the `poll_list` chunks the kernel builds for each (`do_sys_poll`'s
+/// `N_STACK_PPS` = 30 on the stack, then `POLLFD_PER_PAGE` = 510 per page): 30+0, 30, 30+1, 30+98, 30+480, 30+481, 30+510+460.
 const NFDS_CHUNKS: [(u64, u64); 7] = [
     (1, 1),
     (30, 1),
@@ -57,7 +57,7 @@ fn window_counts_exact_per_strategy() {
         let (files, fds) = table_with_regular(NFDS_CHUNKS[sizes - 1].0 as usize);
         let mm = Arc::new(UserMemory::new(8 * 1024, mode).unwrap());
         for &(n, c) in &NFDS_CHUNKS[..sizes] {
-            // The expected copy-out windows of U§B.6 item 4: n, c, c, 1.
+            // The expected copy-out windows per strategy: n, c, c, 1.
             for (s, out) in [
                 (CopyOut::PerFdPutUser, n),
                 (CopyOut::PerChunkUnsafe, c),
@@ -113,7 +113,7 @@ fn window_counts_exact_per_strategy() {
 
 #[test]
 fn poll1_and_poll2_window_totals() {
-    // U§B.4: poll2 (n = 128, c = 2) uses 130 / 4 / 4 / 3 windows; poll1 uses 2 with every
+    // poll2 (n = 128, c = 2) uses 130 / 4 / 4 / 3 windows; poll1 uses 2 with every
     // strategy.
     let (files, fds) = table_with_regular(128);
     let mm = Arc::new(UserMemory::new(4096, WindowMode::Counted).unwrap());

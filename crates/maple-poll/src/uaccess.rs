@@ -10,7 +10,7 @@
 //! the accessor turns into `EFAULT`, like the kernel's exception-table fixup.
 //!
 //! What a window costs is the [`WindowMode`]: counted only, a calibrated spin (the default,
-//! [`WindowCost::SMAP`] from U§B.7), or real x86 protection keys: the mapping is tagged with a
+//! [`WindowCost::SMAP`]), or real x86 protection keys: the mapping is tagged with a
 //! key whose access is disabled in "kernel mode", `WRPKRU` opens and closes the window, and any
 //! kernel-side access outside a window faults for real (`SIGSEGV`, `SEGV_PKUERR`).
 
@@ -37,7 +37,8 @@ impl WindowCost {
     /// (measured once, [`window_bookkeeping_ns`](super::window_bookkeeping_ns)) is subtracted
     /// and the rest is spun.
     ///
-    /// x86 SMAP, calibrated from U§B.7: seed 002 measured ~1.25x on poll2 (n = 128 windows → 1)
+    /// x86 SMAP, calibrated on seed 002 ("fs/select.c: batch user writes in do_sys_poll"), which
+    /// measured ~1.25x on poll2 (n = 128 windows → 1)
     /// with a kernel `poll()` of T_new ≈ 1.74 µs, so `C_win = (S − 1)·T_new/(n − 1)` ≈ 3.4 ns per
     /// `stac`+`clac` pair (≈ 9 cycles at 2.5 GHz), split evenly.
     pub const SMAP: WindowCost = WindowCost {

@@ -1,4 +1,4 @@
-//! will-it-scale's `poll1` and `poll2` (U§B.5), run against the model's `do_sys_poll`.
+//! will-it-scale's `poll1` and `poll2` (its `tests/poll1.c`, `tests/poll2.c`), run against the model's `do_sys_poll`.
 //!
 //! Each task (a thread, as `poll2_threads`) opens its regular files (1 or 128, like `mkstemp` +
 //! `unlink`), waits for the start signal, then loops: refill its `pollfd` array in user memory
