@@ -3,9 +3,8 @@
 //! `RLIMIT_NOFILE`, found by the tree's gap search (`alloc_range(file, 1, 0, nofile − 1)`), which
 //! is what `get_unused_fd_flags` computes with its bitmaps.
 
+use crate::sync::{Arc, AtomicU64, Ordering};
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use maple_tree::Guard;
 

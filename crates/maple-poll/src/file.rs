@@ -1,12 +1,10 @@
 //! Open files and the pollable objects behind them: `struct file` with its `f_op`, an in-memory
 //! regular file, eventfd, pipes and a real-descriptor adaptor.
 
+use crate::sync::{atomic_take, Arc, AtomicUsize, Mutex, Ordering};
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
-use parking_lot::Mutex;
 use rustix::event::{PollFd as OsPollFd, PollFlags, Timespec};
 
 use super::sys::PAGE_SIZE;
@@ -116,8 +114,7 @@ impl Drop for File {
     fn drop(&mut self) {
         // A file dropped with references left (never installed, or its table dropped) is
         // released now.
-        if *self.f_count.get_mut() > 0 {
-            *self.f_count.get_mut() = 0;
+        if atomic_take(&mut self.f_count) > 0 {
             self.f_op.release();
         }
     }

@@ -95,6 +95,7 @@
 mod fdtable;
 mod file;
 mod select;
+mod sync;
 mod sys;
 mod uaccess;
 mod wait;

@@ -1,7 +1,7 @@
 //! `fs/select.c`'s poll: `do_sys_poll` (chunked copy-in, `do_poll`, copy-out by one of four
 //! strategies), `do_poll` and `do_pollfd`.
 
-use std::sync::{Arc, OnceLock};
+use crate::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::fdtable::FdTable;

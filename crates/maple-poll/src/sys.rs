@@ -8,8 +8,10 @@
 //! undefined behaviour; the worst a misuse can do is a deliberate, enforced `SIGSEGV`, which is
 //! the point of an enforcing window.
 
+use crate::sync::{
+    UserAtomicI32 as AtomicI32, UserAtomicU16 as AtomicU16, UserOrdering as Ordering,
+};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicI32, AtomicU16, Ordering};
 
 /// The page size the model uses for mappings, pipes and `poll_list` chunks (x86-64's).
 pub(crate) const PAGE_SIZE: usize = 4096;

@@ -14,10 +14,9 @@
 //! key whose access is disabled in "kernel mode", `WRPKRU` opens and closes the window, and any
 //! kernel-side access outside a window faults for real (`SIGSEGV`, `SEGV_PKUERR`).
 
+use crate::sync::{AtomicBool, OnceLock, Ordering};
 use core::marker::PhantomData;
 use core::ops::{AddAssign, Sub};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::sys::{self, Mapping, Pkey, PAGE_SIZE};

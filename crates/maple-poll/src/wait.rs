@@ -8,12 +8,10 @@
 //! ([`RealFile`](super::RealFile)) register with [`PollTable::poll_wait_os`]: the task then sleeps
 //! in the OS's `poll(2)` on those descriptors plus an eventfd that model wake-ups write.
 
+use crate::sync::{Arc, AtomicUsize, Condvar, IdCounter, Mutex, Ordering};
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::{Condvar, Mutex};
 use rustix::event::{EventfdFlags, PollFd as OsPollFd, PollFlags, Timespec};
 
 use super::{Errno, PollMask};
@@ -23,7 +21,7 @@ pub const N_INLINE_POLL_ENTRIES: usize = 9;
 /// Entries per further "page" of the poll table ((4096 − 16) / 64).
 pub(crate) const POLL_TABLE_PAGE_ENTRIES: usize = 63;
 
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_ID: IdCounter = IdCounter::new(1);
 
 struct WaitQueueEntry {
     id: u64,
@@ -76,7 +74,7 @@ impl WaitQueueHead {
     }
 
     fn add(&self, key: PollMask, waiter: Arc<Waiter>) -> u64 {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let id = NEXT_ID.next();
         let mut entries = self.entries.lock();
         entries.push(WaitQueueEntry { id, key, waiter });
         // ORDERING: M9

@@ -6,11 +6,8 @@
 //! The parent lets it warm up, then takes samples of the summed iteration counters and reports
 //! calls per second summed over the tasks.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use crate::sync::bench::{Arc, AtomicBool, AtomicU64, Barrier, Mutex, Ordering};
 use std::time::{Duration, Instant};
-
-use parking_lot::Mutex;
 
 use super::{
     CopyOut, Enforcement, Errno, FdTable, PollFd, Task, UaccessStats, UserMemory, WindowMode,
