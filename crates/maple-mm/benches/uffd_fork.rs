@@ -3,7 +3,8 @@
 //! VMAs) with none, some (every other) or all of the VMAs registered to a context without
 //! `EVENT_FORK` (such VMAs take the reset path in both variants).
 //!
-//! Each case is run under both cost settings (`maple_mm::uffd::CostSetting`), named in the benchmark id:
+//! Each case is run under both cost settings (`maple_mm::uffd::CostSetting`), named in the
+//! benchmark id:
 //! `faithful` (the child VMA is write-locked for the `VM_LOCKED_MASK` clear anyway, so the early
 //! return only moves the lock: expect a few ns per VMA) and `amplified` (that later step does not
 //! lock, so the early return saves a whole lock acquisition per unregistered VMA). Before timing,
