@@ -509,6 +509,10 @@ impl Mm {
         if !vma.start_read(&self.locks) {
             return Err(VmaLockMiss::Locked);
         }
+        #[cfg(loom)]
+        if crate::loom_knobs::skip_detached_check() {
+            return Ok(VmaReadGuard { vma });
+        }
         // Found before a writer detached or shrank it, locked after the writer was done.
         if vma.is_detached() || !vma.contains(addr) {
             vma.end_read();

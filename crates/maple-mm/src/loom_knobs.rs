@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering as StdOrdering};
 static SKIP_READ_RECHECK: AtomicBool = AtomicBool::new(false);
 static RELAXED_END_WRITE_ALL: AtomicBool = AtomicBool::new(false);
 static FILL_WITHOUT_LOCK: AtomicBool = AtomicBool::new(false);
+static SKIP_DETACHED_CHECK: AtomicBool = AtomicBool::new(false);
 
 /// `vma_start_read` skips its second `vm_lock_seq == mm_lock_seq` check, the one made with the
 /// reader count held (a deliberate bug: a reader whose first check ran before the writer's
@@ -32,6 +33,18 @@ pub fn set_fill_without_lock(on: bool) {
     FILL_WITHOUT_LOCK.store(on, StdOrdering::SeqCst);
 }
 
+/// `lock_vma_under_rcu` skips its check, made with the read lock held, that the VMA it found is
+/// still attached and still covers the address (a deliberate bug: a reader that found a VMA
+/// before an munmap and locked it after the mmap write lock was released returns a detached
+/// VMA).
+pub fn set_skip_detached_check(on: bool) {
+    SKIP_DETACHED_CHECK.store(on, StdOrdering::SeqCst);
+}
+
+pub(crate) fn skip_detached_check() -> bool {
+    SKIP_DETACHED_CHECK.load(StdOrdering::SeqCst)
+}
+
 pub(crate) fn skip_read_recheck() -> bool {
     SKIP_READ_RECHECK.load(StdOrdering::SeqCst)
 }
@@ -49,4 +62,5 @@ pub fn reset() {
     set_skip_read_recheck(false);
     set_relaxed_end_write_all(false);
     set_fill_without_lock(false);
+    set_skip_detached_check(false);
 }

@@ -9,14 +9,21 @@
 //! violation); the reader also asserts that it never sees the half-made state. Every outcome
 //! (locked before the writer, refused while write-locked, locked after it) must occur.
 //!
+//! A second model runs the same reader against an `munmap` of the VMA (the writer write-locks
+//! it, marks it detached and erases it from the tree under the mmap write lock): the reader may
+//! find the old VMA through the tree's RCU read and lock it once the write lock is gone, so it
+//! must re-check `detached` with the lock held and never return a detached VMA.
+//!
 //! The broken twins turn on one knob of `maple_mm::loom_knobs` each, and must fail:
 //! - the reader skips its second `vm_lock_seq == mm_lock_seq` check (made with the reader count
 //!   held), so it can lock a VMA that is write-locked by its stamp alone;
 //! - `vma_end_write_all` increments `mm_lock_seq` `Relaxed`, so a reader that sees the new
-//!   sequence does not see the writer's modification.
+//!   sequence does not see the writer's modification;
+//! - (second model) `lock_vma_under_rcu` skips the detached / bounds re-check.
 //!
 //! Run: `RUSTFLAGS="--cfg loom --cfg crossbeam_loom" cargo test --release -p maple-mm --test
-//! loom_vma_lock` (`LOOM_MAX_PREEMPTIONS` bounds the exploration; default 3).
+//! loom_vma_lock` (`LOOM_MAX_PREEMPTIONS` bounds the exploration; default 3, at most 2 for
+//! the munmap model).
 #![cfg(loom)]
 
 mod loom_support;
@@ -27,7 +34,13 @@ use std::sync::Arc;
 use loom::cell::UnsafeCell;
 use maple_mm::{loom_knobs, MapFlags, MapSource, Mm, Prot, VmaLockMiss, PAGE_SIZE};
 
-use loom_support::{count_execution, explore, explore_twin, Defuse, Knob};
+use loom_support::{
+    count_execution, explore, explore_capped, explore_twin, explore_twin_capped, Defuse, Knob,
+};
+
+/// Preemption bound of the munmap model (its tree erase multiplies the interleavings: bound 3
+/// is 2.1 million executions, over 3 minutes; bound 2 is about 100,000, 9 s).
+const MUNMAP_PREEMPTIONS: usize = 2;
 
 /// The VMA's state the writer modifies under the VMA write lock: 0, then 1 (half made), then 2.
 struct VmaState(UnsafeCell<u64>);
@@ -84,6 +97,79 @@ fn model() {
         // Dropping the mmap write lock is vma_end_write_all.
     }
     reader.join().expect("reader");
+}
+
+/// Outcomes of the munmap model: locked before the munmap, refused or stale, no VMA.
+static BEFORE: AtomicUsize = AtomicUsize::new(0);
+static MISSED: AtomicUsize = AtomicUsize::new(0);
+static GONE: AtomicUsize = AtomicUsize::new(0);
+
+fn munmap_model() {
+    count_execution();
+    let mm = Defuse::new(Arc::new(Mm::new()));
+    let a = mm
+        .mmap(0, PAGE_SIZE, Prot::READ, MapFlags::PRIVATE, MapSource::Anon)
+        .expect("mmap");
+    let reader = {
+        let mm = Arc::clone(&mm);
+        loom::thread::spawn(move || {
+            let mm = Defuse::new(mm);
+            let guard = Defuse::new(mm.pin());
+            match mm.lock_vma_under_rcu(a, &guard) {
+                Ok(vma) => {
+                    let vma = Defuse::new(vma);
+                    assert!(
+                        !vma.is_detached(),
+                        "lock_vma_under_rcu returned a detached VMA"
+                    );
+                    BEFORE.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(VmaLockMiss::Locked | VmaLockMiss::Stale) => {
+                    MISSED.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(VmaLockMiss::NoVma) => {
+                    GONE.fetch_add(1, Ordering::Relaxed);
+                }
+            };
+        })
+    };
+    let removed = Defuse::new(mm.munmap(a, PAGE_SIZE).expect("munmap"));
+    assert_eq!(removed.len(), 1);
+    reader.join().expect("reader");
+}
+
+#[test]
+fn reader_never_returns_an_unmapped_vma() {
+    let _k = Knob::none();
+    for c in [&BEFORE, &MISSED, &GONE] {
+        c.store(0, Ordering::Relaxed);
+    }
+    let (n, d) = explore_capped(
+        "lock_vma_under_rcu vs munmap",
+        MUNMAP_PREEMPTIONS,
+        munmap_model,
+    );
+    let seen = [&BEFORE, &MISSED, &GONE].map(|c| c.load(Ordering::Relaxed));
+    eprintln!(
+        "    outcomes: locked before {}, refused or stale {}, no VMA {}",
+        seen[0], seen[1], seen[2]
+    );
+    assert!(
+        seen.iter().all(|&c| c > 0),
+        "every outcome must occur: {seen:?}"
+    );
+    assert!(d.as_secs() < 60, "{n} executions took {d:?}");
+}
+
+#[test]
+fn twin_without_the_detached_check_fails() {
+    let msg = explore_twin_capped(
+        "lock_vma_under_rcu without the detached check",
+        MUNMAP_PREEMPTIONS,
+        loom_knobs::set_skip_detached_check,
+        munmap_model,
+    );
+    assert!(msg.contains("detached VMA"), "unexpected failure: {msg}");
 }
 
 #[test]

@@ -23,11 +23,17 @@ pub fn explore<F>(name: &str, f: F) -> (usize, Duration)
 where
     F: Fn() + Sync + Send + 'static,
 {
+    explore_capped(name, usize::MAX, f)
+}
+
+/// [`explore`] with the preemption bound capped at `cap` (for the larger models).
+pub fn explore_capped<F>(name: &str, cap: usize, f: F) -> (usize, Duration)
+where
+    F: Fn() + Sync + Send + 'static,
+{
     let mut b = loom::model::Builder::new();
     b.max_branches = 100_000;
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(DEFAULT_PREEMPTIONS);
-    }
+    b.preemption_bound = Some(b.preemption_bound.unwrap_or(DEFAULT_PREEMPTIONS).min(cap));
     EXECUTIONS.store(0, Ordering::Relaxed);
     let t = Instant::now();
     b.check(f);
@@ -43,9 +49,19 @@ pub fn explore_twin<F>(name: &str, set: fn(bool), f: F) -> String
 where
     F: Fn() + Sync + Send + 'static,
 {
+    explore_twin_capped(name, usize::MAX, set, f)
+}
+
+/// [`explore_twin`] with the preemption bound capped at `cap`.
+pub fn explore_twin_capped<F>(name: &str, cap: usize, set: fn(bool), f: F) -> String
+where
+    F: Fn() + Sync + Send + 'static,
+{
     let _k = Knob::on(set);
     let t = Instant::now();
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| explore(name, f)));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        explore_capped(name, cap, f)
+    }));
     let msg = match r {
         Ok((n, _)) => panic!("the broken twin {name} passed {n} executions: the model cannot fail"),
         Err(e) => e
