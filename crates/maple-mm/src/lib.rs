@@ -196,6 +196,13 @@
 //!
 //! [`real`] drives the real `userfaultfd(2)` where the system allows it.
 //!
+//! Cargo feature `bench-internals` (off by default; the crate's own tests and benches and the
+//! seeds demo turn it on): experiment knobs that are not the kernel's behaviour, the fork cost
+//! model's amplified setting (`uffd::CostSetting::Amplified`) and the fork+exit timing harness
+//! (`uffd::fork_exit_run`). Under `--cfg loom --cfg crossbeam_loom` every atomic and lock is
+//! loom's (the `sync` module) and `tests/loom_*.rs` model the per-VMA lock and the userfaultfd
+//! event handshake.
+//!
 
 mod error;
 mod fork;
