@@ -12,6 +12,7 @@ static SKIP_READ_RECHECK: AtomicBool = AtomicBool::new(false);
 static RELAXED_END_WRITE_ALL: AtomicBool = AtomicBool::new(false);
 static FILL_WITHOUT_LOCK: AtomicBool = AtomicBool::new(false);
 static SKIP_DETACHED_CHECK: AtomicBool = AtomicBool::new(false);
+static EVENT_NO_WAIT: AtomicBool = AtomicBool::new(false);
 
 /// `vma_start_read` skips its second `vm_lock_seq == mm_lock_seq` check, the one made with the
 /// reader count held (a deliberate bug: a reader whose first check ran before the writer's
@@ -41,6 +42,17 @@ pub fn set_skip_detached_check(on: bool) {
     SKIP_DETACHED_CHECK.store(on, StdOrdering::SeqCst);
 }
 
+/// An event's completion posts the message and drops `mmap_changing` at once, without waiting
+/// for the monitor to read it (a deliberate bug: a fill can run on the changed layout while the
+/// event is still unread, and the generator returns before its event was delivered).
+pub fn set_event_no_wait(on: bool) {
+    EVENT_NO_WAIT.store(on, StdOrdering::SeqCst);
+}
+
+pub(crate) fn event_no_wait() -> bool {
+    EVENT_NO_WAIT.load(StdOrdering::SeqCst)
+}
+
 pub(crate) fn skip_detached_check() -> bool {
     SKIP_DETACHED_CHECK.load(StdOrdering::SeqCst)
 }
@@ -63,4 +75,5 @@ pub fn reset() {
     set_relaxed_end_write_all(false);
     set_fill_without_lock(false);
     set_skip_detached_check(false);
+    set_event_no_wait(false);
 }

@@ -859,12 +859,16 @@ impl UffdCtx {
         let mut q = self.q.lock();
         q.events.push_back(Arc::clone(&e));
         self.readers.notify_all();
+        #[cfg(loom)]
+        let wait = !crate::loom_knobs::event_no_wait();
+        #[cfg(not(loom))]
+        let wait = true;
         // ORDERING: M7
-        while !e.done.load(Ordering::Acquire) && !self.is_released() {
+        while wait && !e.done.load(Ordering::Acquire) && !self.is_released() {
             self.waiters.wait(&mut q);
         }
         // ORDERING: M7
-        if !e.done.load(Ordering::Acquire) {
+        if wait && !e.done.load(Ordering::Acquire) {
             q.events.retain(|x| !Arc::ptr_eq(x, &e));
         }
         drop(q);

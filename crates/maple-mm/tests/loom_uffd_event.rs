@@ -11,9 +11,10 @@
 //! next and its context is seen as made; the generator sees its event read and leaves `mmap_changing` at
 //! 0; nobody sleeps forever (loom reports a deadlock otherwise).
 //!
-//! The broken twin checks `mmap_changing` without `map_changing_lock` (the race kernel commit
-//! 5e4c24a57b0c, "userfaultfd: protect mmap_changing with rw_sem in userfaulfd_ctx", closed):
-//! it must fail.
+//! The broken twins must fail: one checks `mmap_changing` without `map_changing_lock` (the race
+//! kernel commit 5e4c24a57b0c, "userfaultfd: protect mmap_changing with rw_sem in
+//! userfaulfd_ctx", closed); the other completes an event without waiting for it to be read
+//! (`mmap_changing` drops while the event is unread).
 //!
 //! Run: `RUSTFLAGS="--cfg loom --cfg crossbeam_loom" cargo test --release -p maple-mm --test
 //! loom_uffd_event`.
@@ -138,6 +139,19 @@ fn a_fill_never_runs_on_a_layout_an_unread_event_changed() {
     eprintln!("    outcomes: fill before the event {filled}, EAGAIN {again}");
     assert!(filled > 0 && again > 0, "both outcomes must occur");
     assert!(d.as_secs() < 60, "{n} executions took {d:?}");
+}
+
+#[test]
+fn twin_not_waiting_for_the_read_fails() {
+    let msg = explore_twin(
+        "event completion without waiting for the read",
+        loom_knobs::set_event_no_wait,
+        model,
+    );
+    assert!(
+        msg.contains("changed layout") || msg.contains("before its"),
+        "unexpected failure: {msg}"
+    );
 }
 
 #[test]
