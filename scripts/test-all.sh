@@ -23,17 +23,17 @@ cargo test --workspace --release
 step "cargo test in the debug profile (debug assertions and overflow checks on)"
 cargo test --workspace
 
-if [ -d loom-tests ]; then
-  step "loom models: single writes, sequences of writes, mutants (each prints its executions and time)"
-  (cd loom-tests && RUSTFLAGS="--cfg loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
-    RUST_BACKTRACE=0 cargo test --release -- --test-threads=1 --nocapture)
-fi
-
 # Their own target directory: the loom cfgs change every artifact of the workspace.
 step "loom models of maple-mm: the per-VMA lock, the uffd event handshake, their broken twins (each must fail)"
 RUSTFLAGS="--cfg loom --cfg crossbeam_loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" \
   LOOM_MAX_PREEMPTIONS="${MM_LOOM_MAX_PREEMPTIONS:-3}" RUST_BACKTRACE=0 \
   cargo test --release -p maple-mm --test loom_vma_lock --test loom_uffd_event -- --test-threads=1 --nocapture
+
+if [ -d loom-tests ]; then
+  step "loom models: single writes, sequences of writes, mutants (each prints its executions and time)"
+  (cd loom-tests && RUSTFLAGS="--cfg loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
+    RUST_BACKTRACE=0 cargo test --release -- --test-threads=1 --nocapture)
+fi
 
 step "seeds demo (quick mode): the table must be there"
 out=$(cargo run --release --quiet -p maple-seeds -- --quick 2>/dev/null)
