@@ -196,6 +196,10 @@
 //! [`real`] drives the real `userfaultfd(2)` where the system allows it.
 //!
 
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 mod error;
 mod fork;
 mod maps;
