@@ -41,4 +41,14 @@ if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
   cargo bench --workspace --no-run
 fi
 
+step "every target compiles off Linux (FreeBSD): the Linux-only parts are gated"
+if rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-freebsd; then
+  cargo check --workspace --all-targets --quiet --target x86_64-unknown-freebsd
+else
+  echo "skipped: rustup target add x86_64-unknown-freebsd (.ci/run installs it)"
+fi
+
+step "each published crate: cargo publish --dry-run, and cargo test on the unpacked .crate"
+./scripts/package-check.sh
+
 step "all tests passed"
