@@ -7,46 +7,15 @@
 //! level of single atomic accesses; these tests pin down the coarse ones cheaply in the normal
 //! test run.
 
-use std::collections::BTreeMap;
-
 use crossbeam_epoch::Collector;
 use maple_tree::{MapleTree, Options, Value};
 
 type Range = (u64, u64, u64);
 
-/// `first -> (last, value)` of the non-empty ranges.
-#[derive(Clone, Default)]
-struct Ranges(BTreeMap<u64, (u64, u64)>);
-
-impl Ranges {
-    fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
-        let over: Vec<Range> = self
-            .0
-            .range(..=last)
-            .rev()
-            .take_while(|(_, &(l, _))| l >= first)
-            .map(|(&a, &(b, v))| (a, b, v))
-            .collect();
-        for (a, b, val) in over {
-            self.0.remove(&a);
-            if a < first {
-                self.0.insert(a, (first - 1, val));
-            }
-            if b > last {
-                self.0.insert(last + 1, (b, val));
-            }
-        }
-        if let Some(v) = v {
-            self.0.insert(first, (last, v));
-        }
-    }
-    fn has(&self, r: Range) -> bool {
-        self.0.get(&r.0) == Some(&(r.1, r.2))
-    }
-    fn list(&self) -> Vec<Range> {
-        self.0.iter().map(|(&a, &(b, v))| (a, b, v)).collect()
-    }
-}
+/// The reference range map, shared by the tree's tests.
+#[path = "kit/ranges.rs"]
+mod kit;
+use kit::Ranges;
 
 /// A write: `[first, last]` gets `Some(value)` or is erased.
 type Op = (u64, u64, Option<u64>);

@@ -19,7 +19,6 @@
 //! path counter must have moved and every entry ever created must have been dropped exactly once
 //! after the tree (with its own collector) is dropped.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -251,44 +250,10 @@ fn reader(tree: Arc<Tree>, stop: Arc<AtomicBool>, seed: u64, probes: Arc<Vec<u64
     checks
 }
 
-/// The writer's model: non-empty ranges `first -> (last, version)`.
-#[derive(Default)]
-struct Model(BTreeMap<u64, (u64, u64)>);
-
-impl Model {
-    fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
-        let over: Vec<(u64, u64, u64)> = self
-            .0
-            .range(..=last)
-            .rev()
-            .take_while(|(_, &(l, _))| l >= first)
-            .map(|(&a, &(b, v))| (a, b, v))
-            .collect();
-        for (a, b, val) in over {
-            self.0.remove(&a);
-            if a < first {
-                self.0.insert(a, (first - 1, val));
-            }
-            if b > last {
-                self.0.insert(last + 1, (b, val));
-            }
-        }
-        if let Some(v) = v {
-            self.0.insert(first, (last, v));
-        }
-    }
-    fn at(&self, i: u64) -> Option<(u64, u64, u64)> {
-        self.0
-            .range(..=i)
-            .next_back()
-            .filter(|(_, &(l, _))| l >= i)
-            .map(|(&a, &(b, v))| (a, b, v))
-    }
-    /// End of the last range (0 if none).
-    fn last_end(&self) -> u64 {
-        self.0.iter().next_back().map_or(0, |(_, &(b, _))| b)
-    }
-}
+/// The writer's model: non-empty ranges `first -> (last, version)`, the tests' shared one.
+#[path = "kit/ranges.rs"]
+mod kit;
+type Model = kit::Ranges;
 
 /// The workload never writes over a sentinel.
 fn assert_no_sentinel(a: u64, b: u64) {
@@ -663,7 +628,6 @@ fn stress_tiny() {
 // off (a control run).
 
 mod promise {
-    use std::collections::BTreeMap;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::{Arc, Barrier};
     use std::time::{Duration, Instant};
@@ -682,54 +646,8 @@ mod promise {
         val: Option<u64>,
     }
 
-    /// The reference: non-empty ranges `first -> (last, value)`, equal neighbours kept apart.
-    #[derive(Clone, Default)]
-    struct Model(BTreeMap<u64, (u64, u64)>);
-
-    impl Model {
-        fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
-            if first > last {
-                return;
-            }
-            let over: Vec<(u64, u64, u64)> = self
-                .0
-                .range(..=last)
-                .rev()
-                .take_while(|(_, &(l, _))| l >= first)
-                .map(|(&a, &(b, v))| (a, b, v))
-                .collect();
-            for (a, b, val) in over {
-                self.0.remove(&a);
-                if a < first {
-                    self.0.insert(a, (first - 1, val));
-                }
-                if b > last {
-                    self.0.insert(last + 1, (b, val));
-                }
-            }
-            if let Some(v) = v {
-                self.0.insert(first, (last, v));
-            }
-        }
-        fn at(&self, i: u64) -> Option<(u64, u64, u64)> {
-            self.0
-                .range(..=i)
-                .next_back()
-                .filter(|(_, &(l, _))| l >= i)
-                .map(|(&a, &(b, v))| (a, b, v))
-        }
-        fn has(&self, r: (u64, u64, u64)) -> bool {
-            self.0.get(&r.0) == Some(&(r.1, r.2))
-        }
-        /// The ranges intersecting `[lo, hi]`, whole.
-        fn within(&self, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
-            let start = self.at(lo).map_or(lo, |r| r.0);
-            self.0
-                .range(start..=hi)
-                .map(|(&a, &(b, v))| (a, b, v))
-                .collect()
-        }
-    }
+    /// The reference: the tests' shared range map.
+    type Model = super::kit::Ranges;
 
     /// What a reader saw, with its window `[b, a + 1]` (write numbers).
     enum Obs {

@@ -19,7 +19,6 @@
 #![cfg(loom)]
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::ptr::NonNull;
 
 use crossbeam_epoch::Collector;
@@ -187,58 +186,11 @@ unsafe impl Entry for Tag {
     }
 }
 
-/// The reference: the non-empty ranges of a tree, `first -> (last, value)`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Ranges(BTreeMap<u64, (u64, u64)>);
-
-impl Ranges {
-    /// Stores `v` (or nothing) over `[first, last]`, trimming what was there.
-    pub fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
-        let over: Vec<(u64, u64, u64)> = self
-            .0
-            .range(..=last)
-            .rev()
-            .take_while(|(_, &(l, _))| l >= first)
-            .map(|(&a, &(b, v))| (a, b, v))
-            .collect();
-        for (a, b, val) in over {
-            self.0.remove(&a);
-            if a < first {
-                self.0.insert(a, (first - 1, val));
-            }
-            if b > last {
-                self.0.insert(last + 1, (b, val));
-            }
-        }
-        if let Some(v) = v {
-            self.0.insert(first, (last, v));
-        }
-    }
-
-    /// The range holding `i`, if any.
-    pub fn range_at(&self, i: u64) -> Option<(u64, u64, u64)> {
-        self.0
-            .range(..=i)
-            .next_back()
-            .filter(|(_, &(l, _))| l >= i)
-            .map(|(&a, &(b, v))| (a, b, v))
-    }
-
-    /// The value at `i`.
-    pub fn load(&self, i: u64) -> Option<u64> {
-        self.range_at(i).map(|r| r.2)
-    }
-
-    /// Whether `(first, last, v)` is exactly one of the ranges.
-    pub fn has(&self, r: (u64, u64, u64)) -> bool {
-        self.0.get(&r.0) == Some(&(r.1, r.2))
-    }
-
-    /// All ranges in order.
-    pub fn list(&self) -> Vec<(u64, u64, u64)> {
-        self.0.iter().map(|(&a, &(b, v))| (a, b, v)).collect()
-    }
-}
+/// The reference: the non-empty ranges of a tree, `first -> (last, value)` (the range map
+/// every test of the tree checks against, shared with the crate's own tests).
+#[path = "../../tests/kit/ranges.rs"]
+mod kit;
+pub use kit::Ranges;
 
 /// A write, applied to the tree (through `lock()`, RCU mode) and to the reference.
 #[derive(Clone, Copy, Debug)]
@@ -342,7 +294,7 @@ impl Op {
             Op::Clear => *r = Ranges::default(),
             Op::CursorStore(a, b, v) | Op::CursorPrealloc(a, b, v) => r.store(a, b, Some(v)),
             Op::CursorErase(i) => {
-                if let Some((a, b, _)) = r.range_at(i) {
+                if let Some((a, b, _)) = r.at(i) {
                     r.store(a, b, None);
                 }
             }
@@ -350,7 +302,7 @@ impl Op {
             Op::AllocCyclic { val, at, .. } => r.store(at, at, Some(val)),
             Op::Store(a, b, v) => r.store(a, b, Some(v)),
             Op::Erase(i) => {
-                if let Some((a, b, _)) = r.range_at(i) {
+                if let Some((a, b, _)) = r.at(i) {
                     r.store(a, b, None);
                 }
             }

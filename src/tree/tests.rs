@@ -1,7 +1,5 @@
 //! Unit tests of the tree: a differential model, kernel-derived cases, per-path counters.
 
-use std::collections::BTreeMap;
-
 use crate::{MapleTree, Value};
 
 /// A test size: `n` normally, `miri` under Miri (whose interpreter is some 10^4 times slower).
@@ -13,77 +11,10 @@ pub(crate) const fn sz(n: u64, miri: u64) -> u64 {
     }
 }
 
-/// The reference: non-empty ranges only (empty ranges coalesce implicitly).
-#[derive(Default, Clone, Debug)]
-pub(crate) struct Model {
-    pub(crate) map: BTreeMap<u64, (u64, u64)>,
-}
-
-impl Model {
-    pub(crate) fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
-        // Pieces overlapping [first, last].
-        let over: Vec<(u64, u64, u64)> = self
-            .map
-            .range(..=last)
-            .rev()
-            .take_while(|(_, &(l, _))| l >= first)
-            .map(|(&a, &(b, v))| (a, b, v))
-            .collect();
-        for (a, b, val) in over {
-            self.map.remove(&a);
-            if a < first {
-                self.map.insert(a, (first - 1, val));
-            }
-            if b > last {
-                self.map.insert(last + 1, (b, val));
-            }
-        }
-        if let Some(v) = v {
-            self.map.insert(first, (last, v));
-        }
-    }
-
-    pub(crate) fn load(&self, i: u64) -> Option<u64> {
-        self.map
-            .range(..=i)
-            .next_back()
-            .filter(|(_, &(l, _))| l >= i)
-            .map(|(_, &(_, v))| v)
-    }
-
-    pub(crate) fn occupied(&self, first: u64, last: u64) -> bool {
-        self.map
-            .range(..=last)
-            .next_back()
-            .is_some_and(|(_, &(l, _))| l >= first)
-    }
-
-    pub(crate) fn ranges(&self) -> Vec<(u64, u64, u64)> {
-        self.map.iter().map(|(&a, &(b, v))| (a, b, v)).collect()
-    }
-
-    /// The range (entry or gap) containing `i`.
-    pub(crate) fn slot(&self, i: u64) -> (u64, u64, Option<u64>) {
-        if let Some((&a, &(b, v))) = self.map.range(..=i).next_back() {
-            if b >= i {
-                return (a, b, Some(v));
-            }
-        }
-        let lo = self
-            .map
-            .range(..i)
-            .next_back()
-            .map(|(_, &(b, _))| b + 1)
-            .unwrap_or(0);
-        let hi = self
-            .map
-            .range(i..)
-            .next()
-            .map(|(&a, _)| a - 1)
-            .unwrap_or(u64::MAX);
-        (lo, hi, None)
-    }
-}
+/// The reference range map, shared with every other test of the tree.
+#[path = "../../tests/kit/ranges.rs"]
+mod kit;
+pub(crate) type Model = kit::Ranges;
 
 pub(crate) fn tree_ranges(t: &MapleTree<Value>) -> Vec<(u64, u64, u64)> {
     let g = t.pin();
@@ -94,7 +25,7 @@ fn check(t: &MapleTree<Value>, m: &Model) {
     if let Err(e) = t.validate() {
         panic!("{e}\n{}", t.dump());
     }
-    assert_eq!(tree_ranges(t), m.ranges(), "\n{}", t.dump());
+    assert_eq!(tree_ranges(t), m.list(), "\n{}", t.dump());
 }
 
 #[test]
@@ -348,8 +279,7 @@ mod prop {
                     let want = if a > b {
                         None
                     } else {
-                        m.map
-                            .range(..=b)
+                        m.0.range(..=b)
                             .find(|(_, &(l, _))| l >= a)
                             .map(|(_, &(l, v))| (l, v))
                     };
@@ -367,8 +297,7 @@ mod prop {
                     let want = if hi == u64::MAX {
                         None
                     } else {
-                        m.map
-                            .range(hi + 1..)
+                        m.0.range(hi + 1..)
                             .next()
                             .filter(|(&f, _)| f <= b)
                             .map(|(&f, &(l, v))| (f, l, v))
@@ -382,8 +311,7 @@ mod prop {
                     let want = if lo == 0 {
                         None
                     } else {
-                        m.map
-                            .range(..lo)
+                        m.0.range(..lo)
                             .next_back()
                             .filter(|(_, &(l, _))| l >= b)
                             .map(|(&f, &(l, v))| (f, l, v))
@@ -433,7 +361,7 @@ mod prop {
                         let g = d.pin();
                         d.iter(&g).map(|(a, b, c)| (a, b, c.v)).collect()
                     };
-                    assert_eq!(got, m.ranges());
+                    assert_eq!(got, m.list());
                     // Diverge the copy, the original must not change.
                     d.erase_range(0, u64::MAX / 2).unwrap();
                     extra_trees.push(d);
@@ -455,12 +383,11 @@ mod prop {
                         let (lo, hi) = (c.index(), c.last());
                         if step == 0 || !fill {
                             // `find`, and `find_range` first: the next entry from `from`.
-                            let want = m
-                                .map
-                                .range(..=b)
-                                .find(|(_, &(l, _))| l >= from)
-                                .map(|(&f, &(l, v))| (f, l, v))
-                                .filter(|_| from <= b);
+                            let want =
+                                m.0.range(..=b)
+                                    .find(|(_, &(l, _))| l >= from)
+                                    .map(|(&f, &(l, v))| (f, l, v))
+                                    .filter(|_| from <= b);
                             let Some(want) = want else {
                                 assert_eq!(got, None, "cursor find from {from}");
                                 break;
@@ -491,12 +418,12 @@ mod prop {
                 let g = t.pin();
                 t.iter(&g).map(|(a, b, c)| (a, b, c.v)).collect()
             };
-            assert_eq!(got, m.ranges());
+            assert_eq!(got, m.list());
             let back: Vec<_> = {
                 let g = t.pin();
                 t.iter(&g).rev().map(|(a, b, c)| (a, b, c.v)).collect()
             };
-            assert_eq!(back.into_iter().rev().collect::<Vec<_>>(), m.ranges());
+            assert_eq!(back.into_iter().rev().collect::<Vec<_>>(), m.list());
         }
         drop(extra_trees);
         drop(t);
