@@ -277,14 +277,16 @@ fn layout(opts: &Opts) -> Result<(String, String), String> {
 /// Runs `f` in batches for about `budget` and returns the best batch's mean, in ns per call
 /// (other load on the machine only ever makes a batch slower).
 fn best_ns_per_call(budget: Duration, mut f: impl FnMut()) -> f64 {
-    // Calibrate the batch size to about a twentieth of the budget.
+    // Calibrate the batch size to about half a millisecond (at most a twentieth of the budget):
+    // short enough that many batches run without being preempted on a shared machine.
+    let target = (budget / 20).min(Duration::from_micros(500));
     let mut batch = 1u64;
     loop {
         let t = Instant::now();
         for _ in 0..batch {
             f();
         }
-        if t.elapsed() >= budget / 20 || batch >= 1 << 24 {
+        if t.elapsed() >= target || batch >= 1 << 24 {
             break;
         }
         batch *= 2;
