@@ -369,13 +369,12 @@ fn mt_dup_figure(n: usize) -> (f64, usize) {
     (1.0 + pct / 100.0, at)
 }
 
-const WHY_APPEND: &str = "the patch's 1.14x is the kernel's whole bench_forking loop, where the source walk, \
-node preallocation, mt_validate and the destroy dilute the write path; and \"off\" here also turns off the \
-end/start appends and the append split (every append a node store), a slower baseline than the kernel before \
-the patch";
-const WHY_DUP: &str =
-    "the patch timed a whole fork() (unixbench spawn: page tables, VMA copies, the exit), \
-of which the VMA tree is a small part; here only the tree's copy is timed";
+const WHY_APPEND: &str = "the setups differ: the patch's 1.14x is the kernel's whole bench_forking loop, where \
+the source walk (mas_for_each), node preallocation (mas_expected_entries), mt_validate and the destroy surround \
+the stores; this loop has only the stores, a validate and the drop, and \"off\" here also turns off the end/start \
+appends the kernel already had and the append split (this crate's own), so the stores the patch speeds up are a larger share of the time";
+const WHY_DUP: &str = "the patch timed a whole fork() (unixbench spawn: page tables, VMA copies, the exit), \
+of which the VMA tree is a small part; here only the tree's copy (with a validate and the drop) is timed";
 const WHY_POLL1: &str =
     "poll1 opens one window either way: its ratio should be 1.00; a different one is noise \
 on the shared machine";
