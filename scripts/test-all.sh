@@ -32,14 +32,16 @@ fi
 step "seeds demo (quick mode): every patch has a row with a verdict, lines fit 120 columns"
 out=$(cargo run --release --quiet -p maple-seeds -- --quick)
 printf '%s\n' "$out"
-for title in "maple_tree: optimize mas_wr_append(), also improve duplicating VMAs" \
-             "userfaultfd: early return in dup_userfaultfd()" \
-             "fs/select.c: batch user writes in do_sys_poll"; do
-  # The rows of the patch's section (from its "== title ==" line to the next one) whose last
-  # column is the verdict.
+# Each patch's section (from its "== title ==" line to the next one) must have its rows (at
+# least: 2 layouts x appends and __mt_dup; 2 cost settings; poll2 and poll1 x 2 strategies), each
+# ending in the ratio, its min-max, the patch's figure and the verdict.
+for want in "4 maple_tree: optimize mas_wr_append(), also improve duplicating VMAs" \
+            "2 userfaultfd: early return in dup_userfaultfd()" \
+            "4 fs/select.c: batch user writes in do_sys_poll"; do
+  n=${want%% *} title=${want#* }
   rows=$(printf '%s\n' "$out" | awk -v t="== $title ==" \
     '$0 == t { s = 1; next } /^== / { s = 0 } s && /[0-9]x +[0-9.]+-[0-9.]+ .*  (reproduced|not reproduced)$/' | wc -l)
-  [ "$rows" -gt 0 ] || { echo "seeds: no row with a verdict for \"$title\""; exit 1; }
+  [ "$rows" -ge "$n" ] || { echo "seeds: $rows of $n rows with a verdict for \"$title\""; exit 1; }
 done
 wide=$(printf '%s\n' "$out" | awk 'length($0) > 120' | wc -l)
 [ "$wide" -eq 0 ] || { echo "seeds: $wide lines wider than 120 columns"; exit 1; }
