@@ -1,5 +1,5 @@
-//! The kernel's maple tree benchmarks (`lib/test_maple_tree.c`, kernel-maple.md §4.2–4.3), ported
-//! with their exact tree shapes; criterion picks the loop counts.
+//! The kernel's maple tree benchmarks (`lib/test_maple_tree.c`: the `bench_*` functions and
+//! `bench_forking`), ported with their exact tree shapes; criterion picks the loop counts.
 //!
 //! The kernel runs them on a tree that is not in RCU mode, so the `exclusive` rows (a
 //! [`MapleTree::exclusive`] writer: in place, frees at once) are the like-for-like ports; the
@@ -322,9 +322,10 @@ fn bench_forking(c: &mut Criterion) {
     g.finish();
 }
 
-/// The fork curve of kernel-maple.md §6.5: the dup form against the append form at 21, 121,
-/// 1,621 and 25,621 entries (without `mt_validate`, as `dup_mmap` does not validate); the drop
-/// is included, as a forked child's tree is eventually destroyed.
+/// The fork curve of the kernel commit "fork: use __mt_dup() to duplicate maple tree in
+/// dup_mmap()": the dup form against the append form at 21, 121, 1,621 and 25,621 entries
+/// (without `mt_validate`, as `dup_mmap` does not validate); the drop is included, as a forked
+/// child's tree is eventually destroyed.
 fn bench_fork_scaling(c: &mut Criterion) {
     let mut g = c.benchmark_group("kernel/fork_scaling");
     let sizes: &[u64] = if support::quick() {

@@ -1,5 +1,5 @@
-//! The SPEC §1.4 workloads against the crates people use today, at 1,000 / 100,000 / 1,000,000
-//! ranges `[10i, 10i + 5]` = `i`, random indices from xorshift64 seeded 42.
+//! The workloads of BENCHMARKS.md's goals against the crates people use today, at 1,000 / 100,000 /
+//! 1,000,000 ranges `[10i, 10i + 5]` = `i`, random indices from xorshift64 seeded 42.
 //!
 //! Peers: std `BTreeMap` as a real range map (`support::btree_range`: stores trim and split),
 //! `rangemap::RangeInclusiveMap`, and — for the workloads that need no range semantics (build,

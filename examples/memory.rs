@@ -1,5 +1,5 @@
-//! Bytes per stored range after an in-order build of ranges `[10i, 10i+5]` = `i` (SPEC §1.4:
-//! the kernel's tree needs 34.3 B/range for this shape; 30 is the stretch).
+//! Bytes per stored range after an in-order build of ranges `[10i, 10i+5]` = `i` (the goal in
+//! BENCHMARKS.md: the kernel's tree needs 34.3 B/range for this shape; 30 is the stretch).
 //!
 //! Each map is built in a child process of its own (so RSS figures do not mix), which reports:
 //! - heap: bytes held through the global allocator after the build, counted by a counting

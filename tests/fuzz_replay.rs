@@ -147,8 +147,8 @@ fn time_dir() {
     }
 }
 
-/// The model itself against the kernel's `check_empty_area_window` table (K§2.3), so the
-/// oracle cannot drift: entries `[i*10, i*10+9]` for i in 1..=20, then `[160, 169]` erased.
+/// The model itself against the kernel's `check_empty_area_window` table (lib/test_maple_tree.c),
+/// so the oracle cannot drift: entries `[i*10, i*10+9]` for i in 1..=20, then `[160, 169]` erased.
 #[test]
 fn model_matches_kernel_empty_area_window_table() {
     use fuzz_support::model::{Content, Model};
@@ -180,7 +180,8 @@ fn model_matches_kernel_empty_area_window_table() {
     assert_eq!(fwd(100, 163, 6), Err(NoRoom));
 }
 
-/// The model's `alloc_cyclic` against the kernel's `alloc_cyclic_testing` numbers (K§2.2).
+/// The model's `alloc_cyclic` against the kernel's `alloc_cyclic_testing` numbers
+/// (lib/test_maple_tree.c).
 #[test]
 fn model_matches_kernel_alloc_cyclic() {
     use fuzz_support::model::{Content, CyclicModel, Model};

@@ -1,5 +1,6 @@
 //! Kernel test cases (lib/test_maple_tree.c, tools/testing/radix-tree/maple.c), ported in our own
-//! words from the reference's descriptions, plus the 6.12 quirks SPEC §1.1 says to fix.
+//! words from the reference's descriptions, plus five bugs of the 6.12 tree that this crate fixes
+//! (README.md, "Kernel-identical semantics"), each a "6.12 quirk" below.
 
 use maple_tree::{Error, MapleTree, Status, Value};
 
@@ -256,7 +257,7 @@ fn state_handling() {
     assert_eq!(c.next(u64::MAX), None);
 }
 
-/// SPEC §1.1 quirk 5: a cursor that hits its limit before it has walked, moved again with a
+/// 6.12 quirk 5: a cursor that hits its limit before it has walked, moved again with a
 /// wider limit, must work (the 6.12 tree dereferenced a null node).
 #[test]
 fn quirk_limit_before_walk() {
@@ -274,7 +275,7 @@ fn quirk_limit_before_walk() {
     assert_eq!(c.prev(0).map(|x| x.get()), Some(9));
 }
 
-/// SPEC §1.1 quirk 1: `insert_range(0, u64::MAX)` on a single-leaf tree must say occupied.
+/// 6.12 quirk 1: `insert_range(0, u64::MAX)` on a single-leaf tree must say occupied.
 #[test]
 fn quirk_insert_whole_space_single_leaf() {
     let t = MapleTree::<Value>::new();
@@ -286,7 +287,7 @@ fn quirk_insert_whole_space_single_leaf() {
     assert_eq!(t.insert_range(0, u64::MAX, v(1)), Err(Error::Occupied));
 }
 
-/// SPEC §1.1 quirk 2: `prev` with a lower limit above 0 must not return an entry at `[0, 0]`.
+/// 6.12 quirk 2: `prev` with a lower limit above 0 must not return an entry at `[0, 0]`.
 #[test]
 fn quirk_prev_min_above_zero() {
     let t = MapleTree::<Value>::new();
@@ -311,7 +312,7 @@ fn quirk_prev_min_above_zero() {
     assert_eq!(c.status(), Status::Underflow);
 }
 
-/// SPEC §1.1 quirk 3: top-down gap search with `max = u64::MAX` finds gaps in the leftmost
+/// 6.12 quirk 3: top-down gap search with `max = u64::MAX` finds gaps in the leftmost
 /// subtree (and alloc_rrange with it).
 #[test]
 fn quirk_rev_search_whole_space() {
@@ -328,7 +329,7 @@ fn quirk_rev_search_whole_space() {
     t.validate().unwrap();
 }
 
-/// SPEC §1.1 quirk 4: after storing over `[0, u64::MAX]` and erasing, gap search works.
+/// 6.12 quirk 4: after storing over `[0, u64::MAX]` and erasing, gap search works.
 #[test]
 fn quirk_whole_space_then_erase() {
     let t = MapleTree::<Value>::new_alloc();

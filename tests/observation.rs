@@ -1,11 +1,11 @@
 //! Deterministic reader/writer interleavings on one thread: an iterator (the reader) is advanced
 //! `k` steps, one write of each path runs, then the iterator finishes. An iterator is a reader like
-//! any other (it holds a guard and walks the live tree), so the observation rules of SPEC §1.3
-//! apply: ranges strictly monotonic and non-overlapping, each one a range of the old or of the new
-//! tree, none skipped that is the same in both. Every `k` and both directions are tried, for the
-//! write shapes of the loom models (`loom-tests/`), which explore the real interleavings at the
-//! level of single atomic accesses; these tests pin down the coarse ones cheaply in the normal
-//! test run.
+//! any other (it holds a guard and walks the live tree), so the observation rules of README.md
+//! ("Guarantees") apply: ranges strictly monotonic and non-overlapping, each one a range of the old
+//! or of the new tree, none skipped that is the same in both. Every `k` and both directions are
+//! tried, for the write shapes of the loom models (`loom-tests/`), which explore the real
+//! interleavings at the level of single atomic accesses; these tests pin down the coarse ones
+//! cheaply in the normal test run.
 
 use crossbeam_epoch::Collector;
 use maple_tree::{MapleTree, Options, Value};

@@ -1,12 +1,12 @@
-//! Real-thread stress test of the concurrency contract (SPEC §1.3): several lock-free readers
-//! against one writer running a seeded mixed workload that hits every write path, through
+//! Real-thread stress test of the concurrency contract (README.md, "Guarantees"): several lock-free
+//! readers against one writer running a seeded mixed workload that hits every write path, through
 //! `Arc<MapleTree>`.
 //!
 //! The index space is cut into regions by *sentinels*: single-index ranges `[1000 k, 1000 k]`
 //! stored first and never written again, so that every iteration must yield all of them (a range
 //! unchanged for the whole iteration is never skipped). Every other entry is a fresh [`Payload`]
-//! tagged with the range it was stored over and a version from a global clock, so readers can check,
-//! without knowing the writer's schedule:
+//! tagged with the range it was stored over and a version from a global clock, so readers can
+//! check, without knowing the writer's schedule:
 //! - an entry found at index `i` (point load, `load_range`, iteration) was stored over a range
 //!   containing every index it is reported for, and is live (not poisoned by `Drop`);
 //! - per index, the versions a reader sees never go backwards;

@@ -4,7 +4,7 @@
 //! shared by `tests/models.rs` (the write paths) and `tests/mutants.rs` (the deliberately broken
 //! orderings that must be caught).
 //!
-//! What a model checks, in every explored interleaving (SPEC §1.3):
+//! What a model checks, in every explored interleaving (README.md, "Guarantees"):
 //! - a point load of an index touched by the write returns the index's old or new entry;
 //! - a forward and a backward iteration yield strictly monotonic, non-overlapping ranges, each of
 //!   which is a range of the old or of the new tree, and never skip a range that is the same in
