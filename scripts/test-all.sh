@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s ==\n' "$*"; }
 
-step "cargo fmt --check"
+step "cargo fmt --check (the workspace, loom-tests/ and fuzz/)"
 cargo fmt --all --check
+(cd loom-tests && cargo fmt --check)
+(cd fuzz && cargo fmt --check)
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
