@@ -172,14 +172,14 @@ fn run(ops: &[Op], exclusive: bool) {
         match *o {
             Op::Store(a, b, v) => {
                 if exclusive {
-                    t.exclusive().store_range(a, b, mk(v)).unwrap();
+                    t.exclusive().store_range(a..=b, mk(v)).unwrap();
                 } else {
-                    t.store_range(a, b, mk(v)).unwrap();
+                    t.store_range(a..=b, mk(v)).unwrap();
                 }
                 m.store(a, b, Some(Some(v)));
             }
             Op::Zero(a, b) => {
-                t.lock().store_zero_range(a, b).unwrap();
+                t.lock().store_zero_range(a..=b).unwrap();
                 m.store(a, b, Some(None));
             }
             Op::Erase(i) => {
@@ -191,12 +191,12 @@ fn run(ops: &[Op], exclusive: bool) {
                 }
             }
             Op::EraseRange(a, b) => {
-                t.erase_range(a, b).unwrap();
+                t.erase_range(a..=b).unwrap();
                 m.store(a, b, None);
             }
             Op::Insert(a, b, v) => {
                 let free = m.gaps(a, b) == [(a, b)];
-                let r = t.insert_range(a, b, mk(v));
+                let r = t.insert_range(a..=b, mk(v));
                 assert_eq!(r.is_ok(), free);
                 if free {
                     m.store(a, b, Some(Some(v)));
@@ -351,7 +351,7 @@ proptest! {
         let t = MapleTree::<Value>::with_options(Options::new().alloc(alloc));
         let mut m = Model::default();
         for (i, &(a, l)) in ranges.iter().enumerate() {
-            t.store_range(a, a + l, Value::new(i as u64)).unwrap();
+            t.store_range(a..=a + l, Value::new(i as u64)).unwrap();
             m.store(a, a + l, Some(Some(i as u64)));
         }
         t.validate().unwrap();
@@ -384,8 +384,8 @@ proptest! {
 fn exact_size_aligned_hole() -> Result<(), Error> {
     for alloc in [true, false] {
         let t = MapleTree::<Value>::with_options(Options::new().alloc(alloc));
-        t.store_range(0, 0xfff, Value::new(1))?;
-        t.store_range(0x2000, 0x2fff, Value::new(2))?;
+        t.store_range(0..=0xfff, Value::new(1))?;
+        t.store_range(0x2000..=0x2fff, Value::new(2))?;
         assert_eq!(t.empty_area_aligned(0, u64::MAX, 0x1000, 0x1000)?, 0x1000);
         assert_eq!(t.empty_area_rev_aligned(0, 0x2fff, 0x1000, 0x1000)?, 0x1000);
         assert_eq!(
@@ -414,8 +414,8 @@ fn exact_size_aligned_hole() -> Result<(), Error> {
         );
     }
     let t = MapleTree::<Value>::new_alloc();
-    t.store_range(0, 0xfff, Value::new(1))?;
-    t.store_range(0x2000, 0x2fff, Value::new(2))?;
+    t.store_range(0..=0xfff, Value::new(1))?;
+    t.store_range(0x2000..=0x2fff, Value::new(2))?;
     assert_eq!(
         t.alloc_range_aligned(Value::new(3), 0x1000, 0x1000, 0, u64::MAX)?,
         0x1000
@@ -441,11 +441,11 @@ fn aligned_search_skips_misaligned_subtrees() -> Result<(), Error> {
     // Holes of 0x1000 at odd multiples of 0x800 (misaligned for 0x1000), 2000 of them.
     for i in 0..2000u64 {
         let base = i * 0x2000;
-        t.store_range(base, base + 0x7ff, Value::new(i))?;
-        t.store_range(base + 0x1800, base + 0x1fff, Value::new(i))?;
+        t.store_range(base..=base + 0x7ff, Value::new(i))?;
+        t.store_range(base + 0x1800..=base + 0x1fff, Value::new(i))?;
     }
     // One aligned hole near the top.
-    t.erase_range(1990 * 0x2000, 1990 * 0x2000 + 0x7ff)?;
+    t.erase_range(1990 * 0x2000..=1990 * 0x2000 + 0x7ff)?;
     assert!(t.height() >= 3);
     assert_eq!(
         t.empty_area_aligned(0, 2000 * 0x2000 - 1, 0x1000, 0x1000)?,
@@ -479,15 +479,15 @@ fn range_bounds_helpers() -> Result<(), Error> {
     assert_eq!(t.gaps(5..10, &g)?.next_back(), Some(5..=9));
     assert!(t.gaps(5..5, &g).is_err());
     drop(g);
-    t.store_range(0, 9, Value::new(1))?;
-    t.store_range(20, u64::MAX, Value::new(2))?;
+    t.store_range(0..=9, Value::new(1))?;
+    t.store_range(20..=u64::MAX, Value::new(2))?;
     let g = t.pin();
     let mut gaps = t.gaps(.., &g)?;
     assert_eq!(gaps.next(), Some(10..=19));
     assert_eq!(gaps.next(), None);
     assert_eq!(gaps.next(), None); // fused
     assert_eq!(t.gaps(0..=9, &g)?.count(), 0);
-    let mut it = t.range_of(15.., &g)?;
+    let mut it = t.range(15.., &g);
     assert_eq!(it.next().map(|(a, _, _)| a), Some(20));
     assert_eq!(it.next().map(|(a, _, _)| a), None);
     assert_eq!(it.next().map(|(a, _, _)| a), None);
@@ -548,8 +548,8 @@ static NAMES: [&str; 3] = ["zero", "one", "two"];
 #[test]
 fn static_reference_entries() -> Result<(), Error> {
     let mut t = MapleTree::<&'static &'static str>::new();
-    t.store_range(0, 9, &NAMES[1])?;
-    t.store_range(3, 4, &NAMES[2])?; // splits [0, 9]: two ranges hold the same reference
+    t.store_range(0..=9, &NAMES[1])?;
+    t.store_range(3..=4, &NAMES[2])?; // splits [0, 9]: two ranges hold the same reference
     let g = t.pin();
     assert_eq!(t.load(5, &g).copied(), Some("one"));
     drop(g);
@@ -567,8 +567,8 @@ fn static_reference_entries() -> Result<(), Error> {
 fn remove_split_entry_takes_every_range() -> Result<(), Error> {
     let drops = Arc::new(AtomicUsize::new(0));
     let mut t = MapleTree::<Box<Counted>>::new();
-    t.store_range(0, 99, Box::new(Counted(1, drops.clone())))?;
-    t.store_range(40, 59, Box::new(Counted(2, drops.clone())))?;
+    t.store_range(0..=99, Box::new(Counted(1, drops.clone())))?;
+    t.store_range(40..=59, Box::new(Counted(2, drops.clone())))?;
     assert_eq!(t.len(), 3);
     let (r, e) = t.remove(70).expect("an entry");
     assert_eq!((r, e.0), (60..=99, 1));
@@ -586,7 +586,7 @@ fn remove_split_entry_takes_every_range() -> Result<(), Error> {
 #[test]
 fn zero_entries_count_in_len() -> Result<(), Error> {
     let mut t = MapleTree::<Value>::new();
-    t.lock().store_zero_range(10, 19)?;
+    t.lock().store_zero_range(10..=19)?;
     assert_eq!((t.len(), t.is_empty()), (1, false));
     assert_eq!(t.remove(15), None); // not an entry
     assert_eq!(t.pop_first(), None);
@@ -601,13 +601,13 @@ fn pending_frees_held_by_a_pinned_guard() -> Result<(), Error> {
     let collector = Collector::new();
     let t = MapleTree::<Box<[u64; 4]>>::with_options(Options::new().collector(collector.clone()));
     for i in 0..300u64 {
-        t.store_range(i * 10, i * 10 + 5, Box::new([i; 4]))?;
+        t.store_range(i * 10..=i * 10 + 5, Box::new([i; 4]))?;
     }
     let reader = t.pin();
     let before = t.pending_frees();
     for i in 0..300u64 {
-        t.store_range(i * 10, i * 10 + 5, Box::new([i + 1; 4]))?; // exact fits: entries retired
-        t.store_range(i * 10 + 2, i * 10 + 2, Box::new([0; 4]))?; // splits: nodes retired
+        t.store_range(i * 10..=i * 10 + 5, Box::new([i + 1; 4]))?; // exact fits: entries retired
+        t.store_range(i * 10 + 2..=i * 10 + 2, Box::new([0; 4]))?; // splits: nodes retired
     }
     let held = t.pending_frees();
     assert!(held.entries >= before.entries + 300, "{held:?}");
@@ -632,7 +632,7 @@ fn pending_frees_held_by_a_pinned_guard() -> Result<(), Error> {
     assert_eq!(t.pending_frees(), Default::default());
     // Exclusive mode frees at once and counts nothing.
     let mut t = t;
-    t.exclusive().store_range(0, 5, Box::new([9; 4]))?;
+    t.exclusive().store_range(0..=5, Box::new([9; 4]))?;
     assert_eq!(t.pending_frees(), Default::default());
     Ok(())
 }
@@ -701,7 +701,8 @@ fn gaps_beside_a_writer() {
     let tree = MapleTree::<Value>::new_alloc();
     const N: u64 = 2000;
     for i in 0..N {
-        tree.store_range(20 * i, 20 * i + 5, Value::new(i)).unwrap(); // stays
+        tree.store_range(20 * i..=20 * i + 5, Value::new(i))
+            .unwrap(); // stays
     }
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -761,9 +762,9 @@ fn gaps_beside_a_writer() {
                 state ^= state << 17;
                 let (a, b) = (20 * i + 10, 20 * i + 15);
                 match state % 3 {
-                    0 => w.store_range(a, b, Value::new(round)).unwrap(),
-                    1 => w.erase_range(a, b).unwrap(),
-                    _ => w.store_range(a + 1, b - 1, Value::new(round)).unwrap(),
+                    0 => w.store_range(a..=b, Value::new(round)).unwrap(),
+                    1 => w.erase_range(a..=b).unwrap(),
+                    _ => w.store_range(a + 1..=b - 1, Value::new(round)).unwrap(),
                 }
             }
             drop(w);
