@@ -495,6 +495,177 @@ fn range_bounds_helpers() -> Result<(), Error> {
     Ok(())
 }
 
+/// The contents as `(first, last, value)`.
+fn contents(t: &MapleTree<Value>) -> Vec<(u64, u64, u64)> {
+    let g = t.pin();
+    t.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect()
+}
+
+/// Every range argument form (`a..=b`, `a..b`, `..=b`, `a..`, `..`, explicit bounds) through
+/// each method taking `impl RangeBounds<u64>`, and the empty/inverted/overflowing ranges that
+/// are `Error::InvalidRange` (writes) or an empty iterator (`range`), without a panic.
+#[test]
+#[allow(clippy::reversed_empty_ranges)]
+fn range_arguments_every_form() -> Result<(), Error> {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+
+    // Stores, one per form.
+    let t = MapleTree::<Value>::new();
+    t.store_range(..=9, Value::new(1))?; // [0, 9]
+    t.store_range(0x1000..=0x1fff, Value::new(2))?; // [0x1000, 0x1fff]
+    t.store_range(0x3000..0x4000, Value::new(3))?; // [0x3000, 0x3fff]
+    t.store_range(u64::MAX - 9.., Value::new(4))?; // [MAX - 9, MAX]
+    t.store_range((Excluded(0x5000), Excluded(0x5005)), Value::new(5))?; // [0x5001, 0x5004]
+    t.store_range((Included(0x6000), Included(0x6000)), Value::new(6))?; // one index
+    assert_eq!(
+        contents(&t),
+        [
+            (0, 9, 1),
+            (0x1000, 0x1fff, 2),
+            (0x3000, 0x3fff, 3),
+            (0x5001, 0x5004, 5),
+            (0x6000, 0x6000, 6),
+            (u64::MAX - 9, u64::MAX, 4),
+        ]
+    );
+    t.validate().map_err(|_| Error::InvalidRange)?;
+
+    // range: each form, ranges reported whole.
+    let g = t.pin();
+    let starts = |it: maple_tree::Iter<'_, Value>| it.map(|(a, _, _)| a).collect::<Vec<_>>();
+    assert_eq!(starts(t.range(5..=0x1000, &g)), [0, 0x1000]);
+    assert_eq!(starts(t.range(10..0x1000, &g)), Vec::<u64>::new());
+    assert_eq!(starts(t.range(10..0x1001, &g)), [0x1000]);
+    assert_eq!(starts(t.range(..=0x1000, &g)), [0, 0x1000]);
+    assert_eq!(
+        starts(t.range(0x5004.., &g)),
+        [0x5001, 0x6000, u64::MAX - 9]
+    );
+    assert_eq!(starts(t.range(.., &g)).len(), 6);
+    assert_eq!(
+        starts(t.range((Excluded(9), Excluded(0x1000)), &g)),
+        Vec::<u64>::new()
+    );
+    assert_eq!(
+        starts(t.range((Excluded(u64::MAX - 1), Unbounded), &g)),
+        [u64::MAX - 9]
+    );
+    // Both ends of a bounded range.
+    let back: Vec<u64> = t.range(..0x6000, &g).rev().map(|(a, _, _)| a).collect();
+    assert_eq!(back, [0x5001, 0x3000, 0x1000, 0]);
+
+    // gaps: each form, clipped to the window.
+    assert_eq!(t.gaps(0..=0x1000, &g)?.collect::<Vec<_>>(), [10..=0xfff]);
+    assert_eq!(
+        t.gaps(0x1fff..0x3001, &g)?.collect::<Vec<_>>(),
+        [0x2000..=0x2fff]
+    );
+    assert_eq!(t.gaps(..=20, &g)?.collect::<Vec<_>>(), [10..=20]);
+    assert_eq!(t.gaps(0x6000.., &g)?.next(), Some(0x6001..=u64::MAX - 10));
+    assert_eq!(t.gaps(.., &g)?.count(), 5);
+    drop(g);
+
+    // The empty, inverted and overflowing ranges.
+    let bad: [(std::ops::Bound<u64>, std::ops::Bound<u64>); 9] = [
+        (Included(5), Excluded(5)),      // 5..5
+        (Included(0), Excluded(0)),      // 0..0
+        (Unbounded, Excluded(0)),        // ..0
+        (Included(9), Included(3)),      // 9..=3
+        (Included(9), Excluded(3)),      // 9..3
+        (Excluded(u64::MAX), Unbounded), // nothing above MAX
+        (Excluded(u64::MAX), Included(u64::MAX)),
+        (Excluded(5), Excluded(6)), // nothing strictly between
+        (Excluded(5), Included(5)),
+    ];
+    let before = contents(&t);
+    let entry = Arc::new(0u64);
+    let arcs = MapleTree::<Arc<u64>>::new();
+    for r in bad {
+        assert_eq!(inclusive(r), Err(Error::InvalidRange), "{r:?}");
+        assert_eq!(
+            t.store_range(r, Value::new(9)),
+            Err(Error::InvalidRange),
+            "{r:?}"
+        );
+        assert_eq!(
+            t.insert_range(r, Value::new(9)),
+            Err(Error::InvalidRange),
+            "{r:?}"
+        );
+        assert_eq!(t.erase_range(r), Err(Error::InvalidRange), "{r:?}");
+        {
+            let mut w = t.lock();
+            assert_eq!(w.store_range(r, Value::new(9)), Err(Error::InvalidRange));
+            assert_eq!(w.insert_range(r, Value::new(9)), Err(Error::InvalidRange));
+            assert_eq!(w.erase_range(r), Err(Error::InvalidRange));
+            assert_eq!(w.store_zero_range(r), Err(Error::InvalidRange));
+        }
+        // The refused entry is dropped, not leaked.
+        assert_eq!(
+            arcs.store_range(r, Arc::clone(&entry)),
+            Err(Error::InvalidRange)
+        );
+        assert_eq!(
+            arcs.insert_range(r, Arc::clone(&entry)),
+            Err(Error::InvalidRange)
+        );
+        assert_eq!(Arc::strong_count(&entry), 1);
+        let g = t.pin();
+        assert_eq!(t.range(r, &g).count(), 0, "{r:?}");
+        assert_eq!(t.range(r, &g).next_back().map(|(a, _, _)| a), None, "{r:?}");
+        assert_eq!(t.gaps(r, &g).err(), Some(Error::InvalidRange), "{r:?}");
+    }
+    // The std range literals of the same cases.
+    {
+        assert_eq!(t.store_range(5..5, Value::new(9)), Err(Error::InvalidRange));
+        assert_eq!(t.store_range(0..0, Value::new(9)), Err(Error::InvalidRange));
+        assert_eq!(t.insert_range(..0, Value::new(9)), Err(Error::InvalidRange));
+        assert_eq!(t.erase_range(9..=3), Err(Error::InvalidRange));
+        let g = t.pin();
+        assert_eq!(t.range(9..=3, &g).count(), 0);
+        assert_eq!(t.range(5..5, &g).count(), 0);
+        assert!(t.gaps(9..=3, &g).is_err());
+    }
+    assert_eq!(contents(&t), before, "nothing was written");
+    assert_eq!(t.len(), before.len());
+
+    // insert_range and erase_range, each form; the writer's forms in both modes.
+    assert_eq!(t.insert_range(5..15, Value::new(7)), Err(Error::Occupied));
+    t.insert_range(10..0x1000, Value::new(7))?; // exactly the hole
+    t.erase_range(..=9)?;
+    t.erase_range(0x3000..)?;
+    {
+        let mut w = t.lock();
+        w.store_range(0x2000..0x2800, Value::new(8))?;
+        w.insert_range(0x2800..=0x2fff, Value::new(9))?;
+        w.store_zero_range(0x3000..0x3001)?;
+        w.erase_range((Excluded(0x1fff), Included(0x2000)))?;
+    }
+    assert_eq!(
+        contents(&t),
+        [
+            (10, 0xfff, 7),
+            (0x1000, 0x1fff, 2),
+            (0x2001, 0x27ff, 8),
+            (0x2800, 0x2fff, 9)
+        ]
+    );
+    let mut t = t;
+    {
+        let mut w = t.exclusive();
+        w.erase_range(..)?;
+        w.store_range(.., Value::new(1))?;
+        w.store_range(1..u64::MAX, Value::new(2))?;
+        assert_eq!(w.insert_range(0..=0, Value::new(3)), Err(Error::Occupied));
+    }
+    assert_eq!(
+        contents(&t),
+        [(0, 0, 1), (1, u64::MAX - 1, 2), (u64::MAX, u64::MAX, 1)]
+    );
+    t.validate().map_err(|_| Error::InvalidRange)?;
+    Ok(())
+}
+
 #[test]
 fn std_traits() -> Result<(), Error> {
     let mut t: MapleTree<Value> = [(0..=9, Value::new(1)), (5..=14, Value::new(2))]
