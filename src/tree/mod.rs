@@ -514,7 +514,7 @@ impl<E: Entry> MapleTree<E> {
     /// An empty or inverted `r` (`5..5`, `..0`, `9..=3`) yields nothing: unlike
     /// [`BTreeMap::range`](std::collections::BTreeMap::range) this does not panic. To tell such
     /// a range apart from an empty window, convert it first with
-    /// [`inclusive`](crate::tree::inclusive), which returns
+    /// [`inclusive`], which returns
     /// [`Error::InvalidRange`](crate::Error::InvalidRange) for it.
     ///
     /// # Panics
@@ -599,7 +599,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// # Errors
     ///
     /// [`Error::InvalidRange`](crate::Error::InvalidRange) for an empty or inverted `r` (`5..5`,
-    /// `9..=3`, `..0`; see [`inclusive`](crate::tree::inclusive));
+    /// `9..=3`, `..0`; see [`inclusive`]);
     /// [`Error::Reserved`](crate::Error::Reserved) for an entry whose word is reserved (a faulty
     /// [`Entry`] implementation). Nothing is written then and `entry` is dropped.
     ///
