@@ -65,7 +65,7 @@ impl Shared for MapleTree<Value> {
             let mut w = t.exclusive();
             for i in 0..n {
                 let (a, b) = shape(i);
-                w.store_range(a, b, Value::new(i)).unwrap();
+                w.store_range(a..=b, Value::new(i)).unwrap();
             }
         }
         t
@@ -87,8 +87,8 @@ impl Shared for MapleTree<Value> {
     fn rewrite(&self, i: u64) {
         let (a, b) = shape(i);
         let mut w = self.lock();
-        w.erase_range(a, b).unwrap();
-        w.store_range(a, b, Value::new(i)).unwrap();
+        w.erase_range(a..=b).unwrap();
+        w.store_range(a..=b, Value::new(i)).unwrap();
     }
 }
 

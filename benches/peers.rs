@@ -122,17 +122,20 @@ impl<const ALLOC: bool, const RCU: bool> RangePeer for Maple<ALLOC, RCU> {
     #[inline]
     fn store(&mut self, a: u64, b: u64, v: u64) {
         if RCU {
-            self.0.store_range(a, b, Value::new(v)).unwrap()
+            self.0.store_range(a..=b, Value::new(v)).unwrap()
         } else {
-            self.0.exclusive().store_range(a, b, Value::new(v)).unwrap()
+            self.0
+                .exclusive()
+                .store_range(a..=b, Value::new(v))
+                .unwrap()
         }
     }
     #[inline]
     fn erase(&mut self, a: u64, b: u64) {
         if RCU {
-            self.0.erase_range(a, b).unwrap()
+            self.0.erase_range(a..=b).unwrap()
         } else {
-            self.0.exclusive().erase_range(a, b).unwrap()
+            self.0.exclusive().erase_range(a..=b).unwrap()
         }
     }
     #[inline]

@@ -90,7 +90,7 @@ fn child(name: &str, n: u64) {
             {
                 let mut w = t.exclusive();
                 for i in 0..n {
-                    w.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+                    w.store_range(10 * i..=10 * i + 5, Value::new(i)).unwrap();
                 }
             }
             let s = t.stats();
@@ -102,7 +102,7 @@ fn child(name: &str, n: u64) {
         "maple-rcu" => {
             let t = MapleTree::<Value>::new_alloc();
             for i in 0..n {
-                t.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+                t.store_range(10 * i..=10 * i + 5, Value::new(i)).unwrap();
             }
             // Let the epoch collector free what the build retired.
             for _ in 0..256 {

@@ -31,8 +31,8 @@ fn spaced(n: u64) -> Vec<Op> {
 
 fn apply(tree: &MapleTree<Value>, (a, b, v): Op) {
     match v {
-        Some(v) => tree.store_range(a, b, Value::new(v)).unwrap(),
-        None => tree.erase_range(a, b).unwrap(),
+        Some(v) => tree.store_range(a..=b, Value::new(v)).unwrap(),
+        None => tree.erase_range(a..=b).unwrap(),
     }
 }
 
@@ -153,13 +153,13 @@ fn spanning_store_iteration() {
 fn spanning_store_iteration_minimal() {
     let tree = tree();
     for i in 0..12u64 {
-        tree.store_range(10 * i, 10 * i + 4, Value::new(i + 1))
+        tree.store_range(10 * i..=10 * i + 4, Value::new(i + 1))
             .unwrap();
     }
     let guard = tree.pin();
     let mut it = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get()));
     assert_eq!(it.by_ref().nth(7), Some((70, 74, 8)));
-    tree.store_range(62, 82, Value::new(100)).unwrap();
+    tree.store_range(62..=82, Value::new(100)).unwrap();
     let next = it.next().unwrap();
     assert!(
         next.0 > 74,

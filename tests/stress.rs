@@ -227,7 +227,7 @@ fn reader(tree: Arc<Tree>, stop: Arc<AtomicBool>, seed: u64, probes: Arc<Vec<u64
                 // A windowed iteration over a region and its neighbours, both ways alternately.
                 let k = rng.below(REGIONS - 2);
                 let (a, b) = (k * SPAN, (k + 2) * SPAN);
-                let it = tree.range(a, b, &guard).map(|(x, y, p)| {
+                let it = tree.range(a..=b, &guard).map(|(x, y, p)| {
                     check_entry(p, x, y);
                     (x, y, p.version)
                 });
@@ -289,14 +289,14 @@ impl Writer {
     fn store(&mut self, w: &mut maple_tree::WriteGuard<'_, Box<Payload>>, a: u64, b: u64) {
         assert_no_sentinel(a, b);
         self.clock += 1;
-        w.store_range(a, b, self.flags.entry(a, b, self.clock))
+        w.store_range(a..=b, self.flags.entry(a, b, self.clock))
             .unwrap();
         self.model.store(a, b, Some(self.clock));
     }
 
     fn erase(&mut self, w: &mut maple_tree::WriteGuard<'_, Box<Payload>>, a: u64, b: u64) {
         assert_no_sentinel(a, b);
-        w.erase_range(a, b).unwrap();
+        w.erase_range(a..=b).unwrap();
         self.model.store(a, b, None);
     }
 
@@ -444,7 +444,7 @@ fn stress(alloc: bool, seed: u64, size: Size) -> Stats {
     {
         let mut w = tree.lock();
         for k in 0..REGIONS {
-            w.store_range(k * SPAN, k * SPAN, flags.entry(k * SPAN, k * SPAN, 0))
+            w.store_range(k * SPAN..=k * SPAN, flags.entry(k * SPAN, k * SPAN, 0))
                 .unwrap();
             wr.model.store(k * SPAN, k * SPAN, Some(0));
         }
@@ -721,7 +721,7 @@ mod promise {
                 _ => {
                     let lo = rng.below(SPACE);
                     let hi = lo + rng.below(400);
-                    let it = tree.range(lo, hi, &guard).map(|(a, b, v)| (a, b, v.get()));
+                    let it = tree.range(lo..=hi, &guard).map(|(a, b, v)| (a, b, v.get()));
                     let (what, got) = if rng.chance(50) {
                         ("range forward", it.collect())
                     } else {
@@ -764,7 +764,7 @@ mod promise {
         }
         fn store(&mut self, first: u64, last: u64) {
             let v = self.next;
-            self.tree.store_range(first, last, Value::new(v)).unwrap();
+            self.tree.store_range(first..=last, Value::new(v)).unwrap();
             self.done(Logged {
                 first,
                 last,
@@ -780,7 +780,7 @@ mod promise {
             });
         }
         fn erase_range(&mut self, first: u64, last: u64) {
-            self.tree.erase_range(first, last).unwrap();
+            self.tree.erase_range(first..=last).unwrap();
             self.done(Logged {
                 first,
                 last,

@@ -195,11 +195,11 @@ pub use kit::Ranges;
 /// A write, applied to the tree (through `lock()`, RCU mode) and to the reference.
 #[derive(Clone, Copy, Debug)]
 pub enum Op {
-    /// `store_range(first, last, value)`.
+    /// `store_range(first..=last, value)`.
     Store(u64, u64, u64),
     /// `erase(index)`: the whole range holding `index`.
     Erase(u64),
-    /// `erase_range(first, last)`.
+    /// `erase_range(first..=last)`.
     EraseRange(u64, u64),
     /// `clear()`: the whole tree emptied (`mtree_destroy`).
     Clear,
@@ -359,11 +359,11 @@ impl Op {
                     Ok((at, false))
                 );
             }
-            Op::Store(a, b, v) => w.store_range(a, b, arena.tag(v)).unwrap(),
+            Op::Store(a, b, v) => w.store_range(a..=b, arena.tag(v)).unwrap(),
             Op::Erase(i) => {
                 w.erase(i);
             }
-            Op::EraseRange(a, b) => w.erase_range(a, b).unwrap(),
+            Op::EraseRange(a, b) => w.erase_range(a..=b).unwrap(),
             Op::Alloc {
                 val,
                 size,
@@ -846,7 +846,7 @@ pub struct Sequence {
     pub writes: Vec<(Op, usize, Vec<Paths>)>,
     /// Indices the point-load reader probes.
     pub probes: Vec<u64>,
-    /// What the iterations cover: `iter()` (`None`) or `range(first, last)` (large pre-fills:
+    /// What the iterations cover: `iter()` (`None`) or `range(first..=last)` (large pre-fills:
     /// fewer reader steps, fewer interleavings).
     pub span: Option<(u64, u64)>,
 }
@@ -864,7 +864,7 @@ impl Sequence {
         }
     }
 
-    /// The iterations cover `range(first, last)` only.
+    /// The iterations cover `range(first..=last)` only.
     pub fn span(mut self, first: u64, last: u64) -> Self {
         self.span = Some((first, last));
         self
@@ -1072,11 +1072,11 @@ fn read_seq(
         Reads::Forward | Reads::Backward => {
             let mut got: Vec<(u64, u64, u64)> = Vec::new();
             if reads == Reads::Forward {
-                for (a, b, p) in tree.range(span.0, span.1, guard) {
+                for (a, b, p) in tree.range(span.0..=span.1, guard) {
                     got.push((a, b, p.read()));
                 }
             } else {
-                for (a, b, p) in tree.range(span.0, span.1, guard).rev() {
+                for (a, b, p) in tree.range(span.0..=span.1, guard).rev() {
                     got.push((a, b, p.read()));
                 }
                 got.reverse();

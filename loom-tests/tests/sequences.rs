@@ -327,7 +327,7 @@ fn clear_two_levels() {
         .check_all();
 }
 
-/// Erase of everything (`erase_range(0, MAX)`): the whole-space NULL store empties the tree.
+/// Erase of everything (`erase_range(..)`): the whole-space NULL store empties the tree.
 #[test]
 fn erase_to_empty() {
     Sequence::new(spaced(3), 1)

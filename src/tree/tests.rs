@@ -35,7 +35,7 @@ fn smoke_store_load() {
     assert_eq!(t.get(0), None);
     let n = sz(300, 40);
     for i in 0..n {
-        t.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+        t.store_range(i * 10..=i * 10 + 5, Value::new(i)).unwrap();
         m.store(i * 10, i * 10 + 5, Some(i));
         check(&t, &m);
     }
@@ -55,29 +55,29 @@ fn smoke_reverse_and_spanning() {
         };
         let mut m = Model::default();
         for i in (0..sz(400, 24)).rev() {
-            t.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+            t.store_range(i * 10..=i * 10 + 5, Value::new(i)).unwrap();
             m.store(i * 10, i * 10 + 5, Some(i));
             check(&t, &m);
         }
-        t.store_range(25, 3333, Value::new(7)).unwrap();
+        t.store_range(25..=3333, Value::new(7)).unwrap();
         m.store(25, 3333, Some(7));
         check(&t, &m);
-        t.erase_range(100, 2000).unwrap();
+        t.erase_range(100..=2000).unwrap();
         m.store(100, 2000, None);
         check(&t, &m);
         for i in 0..sz(500, 24) {
             let a = (i * 7919) % 4000;
             let b = a + (i * 31) % 50;
             if i % 3 == 0 {
-                t.erase_range(a, b).unwrap();
+                t.erase_range(a..=b).unwrap();
                 m.store(a, b, None);
             } else {
-                t.store_range(a, b, Value::new(i)).unwrap();
+                t.store_range(a..=b, Value::new(i)).unwrap();
                 m.store(a, b, Some(i));
             }
             check(&t, &m);
         }
-        t.erase_range(0, u64::MAX).unwrap();
+        t.erase_range(0..=u64::MAX).unwrap();
         m.store(0, u64::MAX, None);
         check(&t, &m);
         assert!(t.is_empty());
@@ -225,15 +225,15 @@ mod prop {
                 Op::Store(a, b, v) => {
                     let e = mk(v, &mut created);
                     if exclusive {
-                        t.exclusive().store_range(a, b, e).unwrap()
+                        t.exclusive().store_range(a..=b, e).unwrap()
                     } else {
-                        t.store_range(a, b, e).unwrap()
+                        t.store_range(a..=b, e).unwrap()
                     }
                     m.store(a, b, Some(v));
                 }
                 Op::Insert(a, b, v) => {
                     let e = mk(v, &mut created);
-                    let r = t.insert_range(a, b, e);
+                    let r = t.insert_range(a..=b, e);
                     if m.occupied(a, b) {
                         assert_eq!(r, Err(crate::Error::Occupied));
                     } else {
@@ -254,7 +254,7 @@ mod prop {
                     }
                 }
                 Op::EraseRange(a, b) => {
-                    t.erase_range(a, b).unwrap();
+                    t.erase_range(a..=b).unwrap();
                     m.store(a, b, None);
                 }
                 Op::Load(i) => {
@@ -348,7 +348,7 @@ mod prop {
                     let mut x = a;
                     for i in 0..n {
                         let Some(end) = x.checked_add(gap) else { break };
-                        w.store_range(x, end, mk(i, &mut created)).unwrap();
+                        w.store_range(x..=end, mk(i, &mut created)).unwrap();
                         m.store(x, end, Some(i));
                         let Some(nx) = end.checked_add(2) else { break };
                         x = nx;
@@ -363,7 +363,7 @@ mod prop {
                     };
                     assert_eq!(got, m.list());
                     // Diverge the copy, the original must not change.
-                    d.erase_range(0, u64::MAX / 2).unwrap();
+                    d.erase_range(0..=u64::MAX / 2).unwrap();
                     extra_trees.push(d);
                 }
                 Op::Exclusive(on) => exclusive = on,
@@ -522,14 +522,14 @@ fn random_heavy() {
             if exclusive {
                 let mut w = t.exclusive();
                 if null {
-                    w.erase_range(a, b).unwrap()
+                    w.erase_range(a..=b).unwrap()
                 } else {
-                    w.store_range(a, b, Value::new(i)).unwrap()
+                    w.store_range(a..=b, Value::new(i)).unwrap()
                 }
             } else if null {
-                t.erase_range(a, b).unwrap();
+                t.erase_range(a..=b).unwrap();
             } else {
-                t.store_range(a, b, Value::new(i)).unwrap();
+                t.store_range(a..=b, Value::new(i)).unwrap();
             }
             m.store(a, b, if null { None } else { Some(i) });
             if i % sz(64, 16) == 0 {

@@ -686,7 +686,7 @@ macro_rules! vma_reads {
             let empty = start >= end;
             self.mm
                 .tree
-                .range(start, last, &self.guard)
+                .range(start..=last, &self.guard)
                 .filter(move |_| !empty)
                 .map(|(_, _, v)| v)
         }

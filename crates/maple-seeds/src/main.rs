@@ -336,7 +336,7 @@ fn fork_by_appends(ranges: &[(u64, u64)], append: bool, validate: bool) -> maple
     {
         let mut w = t.exclusive();
         for (i, &(a, b)) in ranges.iter().enumerate() {
-            w.store_range(a, b, Value::new(i as u64))
+            w.store_range(a..=b, Value::new(i as u64))
                 .expect("valid range");
         }
     }
@@ -427,7 +427,7 @@ fn patch_append(opts: &Opts, rows: &mut Vec<Row>, name: &str, ranges: &[(u64, u6
     // The dup way, against the appends way with appends on.
     let src = MapleTree::<Value>::new_alloc();
     for (i, &(a, b)) in ranges.iter().enumerate() {
-        src.store_range(a, b, Value::new(i as u64))
+        src.store_range(a..=b, Value::new(i as u64))
             .expect("valid range");
     }
     progress(&format!("mas_wr_append: {name}: appends vs __mt_dup"));
