@@ -147,6 +147,31 @@ def peer_table(res, lines):
     lines.append("")
 
 
+def modes_table(res, lines):
+    """The maple tree against itself: RCU mode (writes through the lock, readers allowed) ÷
+    exclusive mode, per write row, and reads of an RCU-built tree ÷ an exclusive-built one."""
+    sizes = sorted({int(v[2]) for v in res.values() if v[0].startswith("peers/") and v[2] and v[2].isdigit()})
+    rows = []
+    for key, label in WORKLOADS:
+        for n in sizes:
+            r, e = res.get(f"peers/{key}/maple-rcu/{n}"), res.get(f"peers/{key}/maple/{n}")
+            if r and e:
+                rows.append(f"| {label} | {n:,} | {fmt_ns(e[3])} | {fmt_ns(r[3])} | {r[3] / e[3]:.2f} |")
+    for form in ["old", "new"]:
+        r, e = res.get(f"peers/fork135/{form}/maple-rcu"), res.get(f"peers/fork135/{form}/maple")
+        if r and e:
+            rows.append(f"| fork of 135 ranges, {form} form | 135 | {fmt_ns(e[3])} | {fmt_ns(r[3])} | {r[3] / e[3]:.2f} |")
+    if not rows:
+        return
+    lines.append("### RCU mode ÷ exclusive mode\n")
+    lines.append("Write rows: the same writes through the lock (RCU mode) and through `exclusive()`. Read rows "
+                 "(lookups, iteration): a tree built in RCU mode read against one built exclusively.\n")
+    lines.append("| workload | n | exclusive ns | RCU ns | RCU ÷ exclusive |")
+    lines.append("|---|---:|---:|---:|---:|")
+    lines.extend(rows)
+    lines.append("")
+
+
 def goals_table(res, lines):
     big = max([int(v[2]) for v in res.values() if v[0].startswith("peers/") and v[2] and v[2].isdigit()] or [0])
     lines.append(f"### Goals (this run at n = {big:,})\n")
@@ -494,6 +519,7 @@ def main():
         lines.insert(0, f"_Each figure is the median of {len(crit)} full runs._\n")
     other_goals(res, a.results, conc, lines)
     peer_table(res, lines)
+    modes_table(res, lines)
     kernel_tables(res, lines)
     concurrency_table(conc, lines)
     mem = os.path.join(a.results, "memory.md")
