@@ -1,5 +1,5 @@
-//! The kernel's maple tree benchmarks (`lib/test_maple_tree.c`, kernel-maple.md §4.2–4.3), ported
-//! with their exact tree shapes; criterion picks the loop counts.
+//! The kernel's maple tree benchmarks (`lib/test_maple_tree.c`: the `bench_*` functions and
+//! `bench_forking`), ported with their exact tree shapes; criterion picks the loop counts.
 //!
 //! The kernel runs them on a tree that is not in RCU mode, so the `exclusive` rows (a
 //! [`MapleTree::exclusive`] writer: in place, frees at once) are the like-for-like ports; the
@@ -27,7 +27,7 @@ fn alloc_tree(end: u64, step: u64, span: impl Fn(u64) -> u64) -> Tree {
     {
         let mut w = t.exclusive();
         for i in (0..end).step_by(step as usize) {
-            w.store_range(i, i + span(i), v(i)).unwrap();
+            w.store_range(i..=i + span(i), v(i)).unwrap();
         }
     }
     t.validate().unwrap();
@@ -42,19 +42,19 @@ fn bench_slot_store(c: &mut Criterion) {
     for rcu in [false, true] {
         let mut t = alloc_tree(1040, 10, |_| 5);
         // Once outside the timing, so that the checks below hold even when filtered out.
-        t.erase_range(brk, brk).unwrap();
-        t.store_range(brk_start, brk, v(brk)).unwrap();
+        t.erase_range(brk..=brk).unwrap();
+        t.store_range(brk_start..=brk, v(brk)).unwrap();
         g.bench_function(if rcu { "rcu" } else { "exclusive" }, |b| {
             if rcu {
                 b.iter(|| {
-                    t.erase_range(brk, brk).unwrap();
-                    t.store_range(brk_start, brk, v(brk)).unwrap();
+                    t.erase_range(brk..=brk).unwrap();
+                    t.store_range(brk_start..=brk, v(brk)).unwrap();
                 })
             } else {
                 b.iter(|| {
                     let mut w = t.exclusive();
-                    w.erase_range(brk, brk).unwrap();
-                    w.store_range(brk_start, brk, v(brk)).unwrap();
+                    w.erase_range(brk..=brk).unwrap();
+                    w.store_range(brk_start..=brk, v(brk)).unwrap();
                 })
             }
         });
@@ -84,7 +84,7 @@ fn bench_node_store(c: &mut Criterion) {
         g.bench_function(if rcu { "rcu" } else { "exclusive" }, |b| {
             if rcu {
                 b.iter(|| {
-                    t.store_range(o, o + 15, v(o)).unwrap();
+                    t.store_range(o..=o + 15, v(o)).unwrap();
                     o += 5;
                     if o >= 135 {
                         o = 76;
@@ -92,7 +92,7 @@ fn bench_node_store(c: &mut Criterion) {
                 })
             } else {
                 b.iter(|| {
-                    t.exclusive().store_range(o, o + 15, v(o)).unwrap();
+                    t.exclusive().store_range(o..=o + 15, v(o)).unwrap();
                     o += 5;
                     if o >= 135 {
                         o = 76;
@@ -117,7 +117,7 @@ fn tree_250() -> Tree {
 /// `bench_awalk`: the 250 ranges plus NULL at `[1470, 1475]`; `mas_empty_area_rev(0, 2000, 10)`.
 fn bench_awalk(c: &mut Criterion) {
     let t = tree_250();
-    t.erase_range(1470, 1475).unwrap();
+    t.erase_range(1470..=1475).unwrap();
     // The only 10-wide hole is [1466, 1479]; the highest fit starts at 1470.
     assert_eq!(t.empty_area_rev(0, 2000, 10), Ok(1470));
     c.bench_function("kernel/bench_awalk", |b| {
@@ -235,7 +235,7 @@ fn fork_source(n: u64) -> Tree {
     let t = Tree::new_alloc();
     for i in 0..n {
         let (a, b) = support::shape(i);
-        t.store_range(a, b, v(i)).unwrap();
+        t.store_range(a..=b, v(i)).unwrap();
     }
     t.validate().unwrap();
     t
@@ -250,12 +250,12 @@ fn fork_by_append(src: &Tree, append: bool, rcu: bool, validate: bool) -> Tree {
     if rcu {
         let mut w = new.lock();
         for (a, b, x) in src.iter(&guard) {
-            w.store_range(a, b, x).unwrap();
+            w.store_range(a..=b, x).unwrap();
         }
     } else {
         let mut w = new.exclusive();
         for (a, b, x) in src.iter(&guard) {
-            w.store_range(a, b, x).unwrap();
+            w.store_range(a..=b, x).unwrap();
         }
     }
     if validate {
@@ -322,9 +322,10 @@ fn bench_forking(c: &mut Criterion) {
     g.finish();
 }
 
-/// The fork curve of kernel-maple.md §6.5: the dup form against the append form at 21, 121,
-/// 1,621 and 25,621 entries (without `mt_validate`, as `dup_mmap` does not validate); the drop
-/// is included, as a forked child's tree is eventually destroyed.
+/// The fork curve of the kernel commit "fork: use __mt_dup() to duplicate maple tree in
+/// dup_mmap()": the dup form against the append form at 21, 121, 1,621 and 25,621 entries
+/// (without `mt_validate`, as `dup_mmap` does not validate); the drop is included, as a forked
+/// child's tree is eventually destroyed.
 fn bench_fork_scaling(c: &mut Criterion) {
     let mut g = c.benchmark_group("kernel/fork_scaling");
     let sizes: &[u64] = if support::quick() {

@@ -6,7 +6,7 @@ fn main() {
     {
         let mut w = tree.exclusive();
         for i in 0..100_000u64 {
-            w.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+            w.store_range(10 * i..=10 * i + 5, Value::new(i)).unwrap();
         }
     }
     let g = tree.pin();

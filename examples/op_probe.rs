@@ -18,7 +18,7 @@ fn main() {
             {
                 let mut w = t.exclusive();
                 for i in 0..=134u64 {
-                    w.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+                    w.store_range(i * 10..=i * 10 + 5, Value::new(i)).unwrap();
                 }
             }
             if op == "fork" {
@@ -41,13 +41,14 @@ fn main() {
         {
             let mut w = t.exclusive();
             for i in 0..n {
-                w.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+                w.store_range(10 * i..=10 * i + 5, Value::new(i)).unwrap();
             }
         }
         drop(t);
     }
     for i in 0..n {
-        tree.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+        tree.store_range(10 * i..=10 * i + 5, Value::new(i))
+            .unwrap();
     }
     let mut sum = 0u64;
     match op.as_str() {
@@ -59,7 +60,7 @@ fn main() {
         "random" => {
             for k in 0..n {
                 let a = rnd() % (10 * n);
-                tree.store_range(a, a + rnd() % 64, Value::new(k)).unwrap();
+                tree.store_range(a..=a + rnd() % 64, Value::new(k)).unwrap();
             }
         }
         "gap" => {

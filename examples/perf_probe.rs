@@ -19,7 +19,8 @@ fn main() {
     let t0 = Instant::now();
     let tree = MapleTree::<Value>::new();
     for i in 0..n {
-        tree.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+        tree.store_range(10 * i..=10 * i + 5, Value::new(i))
+            .unwrap();
     }
     let build = t0.elapsed().as_nanos() as f64 / n as f64;
     let t0 = Instant::now();
@@ -27,7 +28,7 @@ fn main() {
     {
         let mut w = tree2.exclusive();
         for i in 0..n {
-            w.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+            w.store_range(10 * i..=10 * i + 5, Value::new(i)).unwrap();
         }
     }
     let build_x = t0.elapsed().as_nanos() as f64 / n as f64;
@@ -92,7 +93,7 @@ fn main() {
     for k in 0..m {
         let a = xorshift(&mut s) % (1 << 32);
         let l = xorshift(&mut s) % 64;
-        t3.store_range(a, a + l, Value::new(k)).unwrap();
+        t3.store_range(a..=a + l, Value::new(k)).unwrap();
     }
     let rnd = t0.elapsed().as_nanos() as f64 / m as f64;
     println!("random ranges {rnd:.1} ns");

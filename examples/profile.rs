@@ -59,8 +59,8 @@ impl Map {
     }
     fn store(&mut self, a: u64, b: u64, v: u64) {
         match self {
-            Map::Maple(t, true) => t.store_range(a, b, Value::new(v)).unwrap(),
-            Map::Maple(t, false) => t.exclusive().store_range(a, b, Value::new(v)).unwrap(),
+            Map::Maple(t, true) => t.store_range(a..=b, Value::new(v)).unwrap(),
+            Map::Maple(t, false) => t.exclusive().store_range(a..=b, Value::new(v)).unwrap(),
             Map::Btree(m) => m.store(a, b, v),
         }
     }
@@ -72,8 +72,8 @@ impl Map {
     }
     fn erase(&mut self, a: u64, b: u64) {
         match self {
-            Map::Maple(t, true) => t.erase_range(a, b).unwrap(),
-            Map::Maple(t, false) => t.exclusive().erase_range(a, b).unwrap(),
+            Map::Maple(t, true) => t.erase_range(a..=b).unwrap(),
+            Map::Maple(t, false) => t.exclusive().erase_range(a..=b).unwrap(),
             Map::Btree(m) => m.erase(a, b),
         }
     }
@@ -198,12 +198,12 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
                     if *rcu {
                         let mut w = new.lock();
                         for (a, b, v) in src.iter(&g) {
-                            w.store_range(a, b, v).unwrap();
+                            w.store_range(a..=b, v).unwrap();
                         }
                     } else {
                         let mut w = new.exclusive();
                         for (a, b, v) in src.iter(&g) {
-                            w.store_range(a, b, v).unwrap();
+                            w.store_range(a..=b, v).unwrap();
                         }
                     }
                     new
@@ -217,12 +217,12 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             let Map::Maple(t, rcu) = m else { panic!() };
             for _ in 0..count {
                 if *rcu {
-                    t.erase_range(105, 105).unwrap();
-                    t.store_range(100, 105, Value::new(105)).unwrap();
+                    t.erase_range(105..=105).unwrap();
+                    t.store_range(100..=105, Value::new(105)).unwrap();
                 } else {
                     let mut w = t.exclusive();
-                    w.erase_range(105, 105).unwrap();
-                    w.store_range(100, 105, Value::new(105)).unwrap();
+                    w.erase_range(105..=105).unwrap();
+                    w.store_range(100..=105, Value::new(105)).unwrap();
                 }
             }
             *ops = count;

@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s ==\n' "$*"; }
 
-step "cargo fmt --check"
+step "cargo fmt --check (the workspace, loom-tests/ and fuzz/)"
 cargo fmt --all --check
+(cd loom-tests && cargo fmt --check)
+(cd fuzz && cargo fmt --check)
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
@@ -35,16 +37,40 @@ if [ -d loom-tests ]; then
     RUST_BACKTRACE=0 cargo test --release -- --test-threads=1 --nocapture)
 fi
 
-step "seeds demo (quick mode): the table must be there"
-out=$(cargo run --release --quiet -p maple-seeds -- --quick 2>/dev/null)
+step "seeds demo (quick mode): every patch has a row with a verdict, lines fit 120 columns"
+out=$(cargo run --release --quiet -p maple-seeds -- --quick)
 printf '%s\n' "$out"
-for seed in 000 001 002; do
-  printf '%s\n' "$out" | grep -Eq "^$seed +\|" || { echo "seeds: no row for seed $seed"; exit 1; }
+# Each patch's section (from its "== title ==" line to the next one) must have its rows (at
+# least: 2 layouts x appends and __mt_dup; 2 cost settings; poll2 and poll1 x 2 strategies), each
+# ending in the ratio, its min-max, the patch's figure and the verdict.
+for want in "4 maple_tree: optimize mas_wr_append(), also improve duplicating VMAs" \
+            "2 userfaultfd: early return in dup_userfaultfd()" \
+            "4 fs/select.c: batch user writes in do_sys_poll"; do
+  n=${want%% *} title=${want#* }
+  rows=$(printf '%s\n' "$out" | awk -v t="== $title ==" \
+    '$0 == t { s = 1; next } /^== / { s = 0 } s && /[0-9]x +[0-9.]+-[0-9.]+ .*  (reproduced|not reproduced)$/' | wc -l)
+  [ "$rows" -ge "$n" ] || { echo "seeds: $rows of $n rows with a verdict for \"$title\""; exit 1; }
 done
+wide=$(printf '%s\n' "$out" | awk 'length($0) > 120' | wc -l)
+[ "$wide" -eq 0 ] || { echo "seeds: $wide lines wider than 120 columns"; exit 1; }
+if printf '%s\n' "$out" | grep -q $'\e'; then echo "seeds: escape codes in output to a pipe"; exit 1; fi
+cargo run --release --quiet -p maple-seeds -- --quick --format json | python3 -c \
+  'import json, sys; rows = json.load(sys.stdin); assert rows and all(r["verdict"] for r in rows)' \
+  || { echo "seeds: --format json is not valid JSON with a verdict per row"; exit 1; }
 
 if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
   step "benchmarks compile"
   cargo bench --workspace --no-run
 fi
+
+step "every target compiles off Linux (FreeBSD): the Linux-only parts are gated"
+if rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-freebsd; then
+  cargo check --workspace --all-targets --quiet --target x86_64-unknown-freebsd
+else
+  echo "skipped: rustup target add x86_64-unknown-freebsd (.ci/run installs it)"
+fi
+
+step "each published crate: cargo publish --dry-run, and cargo test on the unpacked .crate"
+./scripts/package-check.sh
 
 step "all tests passed"

@@ -90,10 +90,13 @@ pub(crate) unsafe fn clone_word<E: Entry + Clone>(word: usize) -> E {
 ///
 /// ```
 /// use maple_tree::{MapleTree, Value};
+/// # fn main() -> Result<(), maple_tree::Error> {
 /// let tree = MapleTree::<Value>::new();
-/// tree.store_range(10, 19, Value::new(7)).unwrap();
+/// tree.store_range(10..=19, Value::new(7))?;
 /// assert_eq!(tree.get(15), Some(Value::new(7)));
 /// assert_eq!(Value::new(7).get(), 7);
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Value(u64);

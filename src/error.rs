@@ -6,7 +6,8 @@ use core::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Error {
-    /// `first > last` (`-EINVAL`).
+    /// An empty or inverted range: `first > last` once the bounds are made inclusive (`5..5`,
+    /// `9..=3`, `..0`; see [`tree::inclusive`](crate::tree::inclusive)) (`-EINVAL`).
     InvalidRange,
     /// An index of the range already holds an entry (insert; `-EEXIST`).
     Occupied,
@@ -44,7 +45,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Error::InvalidRange => "invalid range: first > last",
+            Error::InvalidRange => "invalid range: empty or first > last",
             Error::Occupied => "range is occupied",
             Error::NoRoom => "no free range of that size in the window",
             Error::InvalidWindow => "invalid search window",

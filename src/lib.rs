@@ -52,18 +52,19 @@
 //! ```
 //! use maple_tree::{Error, MapleTree, Value};
 //!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let tree = MapleTree::<Value>::new();
-//! tree.store_range(10, 19, Value::new(1)).unwrap();
-//! tree.store(25, Value::new(2)).unwrap();
+//! tree.store_range(10..=19, Value::new(1))?;
+//! tree.store(25, Value::new(2))?;
 //! assert_eq!(tree.get(15), Some(Value::new(1)));
 //! assert_eq!(tree.get(20), None);
 //!
 //! // Insert writes nothing if any index is taken; bad ranges are errors, not panics.
-//! assert_eq!(tree.insert_range(18, 22, Value::new(9)), Err(Error::Occupied));
-//! assert_eq!(tree.store_range(5, 4, Value::new(9)), Err(Error::InvalidRange));
+//! assert_eq!(tree.insert_range(18..=22, Value::new(9)), Err(Error::Occupied));
+//! assert_eq!(tree.store_range(5..=4, Value::new(9)), Err(Error::InvalidRange));
 //!
 //! // A store trims its neighbours: [10, 19] becomes [10, 14], the entry at 25 is replaced.
-//! tree.store_range(15, 25, Value::new(3)).unwrap();
+//! tree.store_range(15..=25, Value::new(3))?;
 //!
 //! let guard = tree.pin();
 //! let ranges: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
@@ -71,7 +72,7 @@
 //! // Double-ended, and over part of the index space (ranges are reported whole).
 //! let starts: Vec<u64> = tree.iter(&guard).rev().map(|(a, _, _)| a).collect();
 //! assert_eq!(starts, [15, 10]);
-//! let part: Vec<_> = tree.range(12, 13, &guard).map(|(a, b, _)| (a, b)).collect();
+//! let part: Vec<_> = tree.range(12..=13, &guard).map(|(a, b, _)| (a, b)).collect();
 //! assert_eq!(part, [(10, 14)]);
 //!
 //! // The range around an index; the kernel's mt_find / mt_next / mt_prev.
@@ -86,15 +87,17 @@
 //! // Erase takes the whole range containing the index; erase_range trims.
 //! assert_eq!(tree.erase(12), Some((10, 14)));
 //! assert_eq!(tree.erase(12), None);
-//! tree.erase_range(20, 100).unwrap();
+//! tree.erase_range(20..=100)?;
 //! assert_eq!(tree.count(), 1);
 //! assert!(tree.contains(19) && !tree.contains(20));
 //!
 //! // A structural copy, and the checks the tests use.
 //! let copy = tree.dup();
 //! assert_eq!(copy.get(17), Some(Value::new(3)));
-//! copy.validate().unwrap();
+//! copy.validate()?;
 //! assert!(!tree.dump().is_empty() && tree.dump_dot().starts_with("digraph"));
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! Boxed entries are borrowed as `&T` for as long as the guard lives:
@@ -102,13 +105,16 @@
 //! ```
 //! use maple_tree::MapleTree;
 //!
+//! # fn main() -> Result<(), maple_tree::Error> {
 //! let names = MapleTree::<Box<String>>::new();
-//! names.store_range(0x1000, 0x1fff, Box::new("text".to_string())).unwrap();
+//! names.store_range(0x1000..=0x1fff, Box::new("text".to_string()))?;
 //! let guard = names.pin();
 //! let s: &String = names.load(0x1234, &guard).unwrap();
 //! assert_eq!(s, "text");
 //! // Or without a guard in sight:
 //! assert_eq!(names.with(0x1fff, |s| s.map(|s| s.len())), Some(4));
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! The conventions of `BTreeMap`: [`len`](MapleTree::len) in `O(1)`,
@@ -167,9 +173,10 @@
 //! ```
 //! use maple_tree::{MapleTree, Status, Value};
 //!
+//! # fn main() -> Result<(), maple_tree::Error> {
 //! let tree = MapleTree::<Value>::new();
-//! tree.store_range(10, 19, Value::new(1)).unwrap();
-//! tree.store_range(30, 39, Value::new(3)).unwrap();
+//! tree.store_range(10..=19, Value::new(1))?;
+//! tree.store_range(30..=39, Value::new(3))?;
 //! let guard = tree.pin();
 //!
 //! // walk: the slot that contains the index, here the empty range between the two entries.
@@ -217,16 +224,18 @@
 //! let mut w = tree.lock();
 //! let mut c = w.cursor(0);
 //! c.set_range(20, 29);
-//! c.store(Value::new(2)).unwrap();
+//! c.store(Value::new(2))?;
 //! c.set(0);
 //! while let Some(v) = c.find(u64::MAX) {
 //!     let doubled = Value::new(v.get() * 2);
-//!     c.store(doubled).unwrap(); // over [index, last]: the found range, an exact fit
+//!     c.store(doubled)?; // over [index, last]: the found range, an exact fit
 //! }
 //! drop(w);
 //! let guard = tree.pin();
 //! let all: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
 //! assert_eq!(all, [(10, 19, 2), (20, 29, 4), (30, 39, 6)]);
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! ## Gap search and allocation
@@ -244,9 +253,10 @@
 //! ```
 //! use maple_tree::{Error, MapleTree, Value};
 //!
+//! # fn main() -> Result<(), maple_tree::Error> {
 //! let tree = MapleTree::<Value>::new_alloc();
-//! tree.store_range(0, 99, Value::new(0)).unwrap();
-//! tree.store_range(200, 299, Value::new(0)).unwrap();
+//! tree.store_range(0..=99, Value::new(0))?;
+//! tree.store_range(200..=299, Value::new(0))?;
 //! // Free: [100, 199] and [300, u64::MAX].
 //! assert_eq!(tree.empty_area(0, 1000, 50), Ok(100));
 //! assert_eq!(tree.empty_area(0, 1000, 150), Ok(300)); // the first hole is too small
@@ -273,6 +283,8 @@
 //! let plain = MapleTree::<Value>::new();
 //! assert_eq!(plain.alloc_range(Value::new(1), 1, 0, 10), Err(Error::NotAllocTree));
 //! assert_eq!(plain.empty_area(5, 10, 2), Ok(5));
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! Aligned variants ([`empty_area_aligned`](MapleTree::empty_area_aligned),
@@ -287,8 +299,8 @@
 //! use maple_tree::{MapleTree, Value};
 //! # fn main() -> Result<(), maple_tree::Error> {
 //! let tree = MapleTree::<Value>::new_alloc();
-//! tree.store_range(0, 0xfff, Value::new(1))?;
-//! tree.store_range(0x2000, 0x2fff, Value::new(2))?;
+//! tree.store_range(0..=0xfff, Value::new(1))?;
+//! tree.store_range(0x2000..=0x2fff, Value::new(2))?;
 //! assert_eq!(tree.empty_area_aligned(0, u64::MAX, 0x1000, 0x1000)?, 0x1000);
 //!
 //! let mut pages = Allocator::new(0x10_0000, 0x10_0000)?;
@@ -325,19 +337,20 @@
 //! use maple_tree::{MapleTree, Value};
 //! use std::sync::atomic::{AtomicBool, Ordering};
 //!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut tree = MapleTree::<Value>::new();
 //! {
 //!     // Build in exclusive mode: no readers yet, no copy-on-write.
 //!     let mut w = tree.exclusive();
 //!     for i in 0..1000u64 {
-//!         w.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+//!         w.store_range(i * 10..=i * 10 + 5, Value::new(i))?;
 //!     }
 //!     assert_eq!(w.load(42), Some(Value::new(4)));
 //! }
 //!
 //! let tree = &tree; // from here on, shared: readers on threads, writes through the lock
 //! let done = AtomicBool::new(false);
-//! std::thread::scope(|s| {
+//! std::thread::scope(|s| -> Result<(), maple_tree::Error> {
 //!     let reader = s.spawn(|| {
 //!         let mut lookups = 0u64;
 //!         while !done.load(Ordering::Acquire) || lookups == 0 {
@@ -356,23 +369,26 @@
 //!     });
 //!     // The writer: one-call writes (each takes the lock) ...
 //!     for i in (0..1000u64).step_by(3) {
-//!         tree.erase_range(i * 10, i * 10 + 5).unwrap();
-//!         tree.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+//!         tree.erase_range(i * 10..=i * 10 + 5)?;
+//!         tree.store_range(i * 10..=i * 10 + 5, Value::new(i))?;
 //!     }
 //!     // ... or several under one acquisition.
 //!     let mut w = tree.lock();
 //!     for i in (1..1000u64).step_by(3) {
 //!         w.erase(i * 10);
-//!         w.insert_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+//!         w.insert_range(i * 10..=i * 10 + 5, Value::new(i))?;
 //!     }
 //!     drop(w);
 //!     done.store(true, Ordering::Release);
-//!     assert!(reader.join().unwrap() > 0);
-//! });
+//!     assert!(reader.join().expect("the reader panicked") > 0);
+//!     Ok(())
+//! })?;
 //! // Pin-for-you reads: no guard to manage, owned results.
 //! assert_eq!(tree.get(9995), Some(Value::new(999)));
 //! assert_eq!(tree.count(), 1000);
-//! tree.validate().unwrap();
+//! tree.validate()?;
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! For `Arc` sharing (`Arc<MapleTree<E>>`) the tree is `Send + Sync` when `E: Send + Sync`.

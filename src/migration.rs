@@ -6,29 +6,32 @@
 //! | `rangemap` | `maple-tree` |
 //! |---|---|
 //! | `RangeMap::new()` / `RangeInclusiveMap::new()` | [`MapleTree::new`](crate::MapleTree::new) |
-//! | `map.insert(a..b, v)` | `tree.store_range(a, b - 1, v)?` (inclusive ends) |
-//! | `map.remove(a..b)` | `tree.erase_range(a, b - 1)?` |
+//! | `map.insert(a..b, v)` | `tree.store_range(a..b, v)?` (any `RangeBounds<u64>`) |
+//! | `map.remove(a..b)` | `tree.erase_range(a..b)?` |
 //! | `map.get(&i)` | `tree.get(i)` (a clone) or `tree.load(i, &guard)` (a borrow) |
 //! | `map.get_key_value(&i)` | `tree.load_range(i, &guard)` |
 //! | `map.iter()` | `tree.iter(&guard)`, items `(first, last, entry)` |
-//! | `map.overlapping(&r)` | `tree.range_of(r, &guard)?` |
+//! | `map.overlapping(&r)` | `tree.range(r, &guard)` (nothing for an empty `r`) |
 //! | `map.gaps(&r)` | `tree.gaps(r, &guard)?` (inclusive ranges) |
 //! | `map.len()`, `map.is_empty()` | [`len`](crate::MapleTree::len), [`is_empty`](crate::MapleTree::is_empty) |
 //! | `RangeMap::from_iter(..)` | `collect()` of `(RangeInclusive<u64>, E)` |
 //!
-//! Two differences matter. Keys are `u64` indices and ranges are inclusive (`[first, last]`),
-//! so a half-open `a..b` becomes `(a, b - 1)`; and **equal neighbours are not merged** (the
-//! kernel's rule): storing the same value over two touching ranges keeps two ranges, where
-//! `rangemap` coalesces them into one.
+//! Range arguments take any `RangeBounds<u64>` (`a..b`, `a..=b`, `..=b`, `a..`, `..`), so
+//! `rangemap`'s half-open ranges carry over as they are; an empty or inverted one is
+//! [`Error::InvalidRange`](crate::Error::InvalidRange) where `rangemap` panics. Two differences
+//! matter. Keys are `u64` indices and the tree reports ranges inclusive (`(first, last)` items,
+//! `first..=last` from [`first`](crate::MapleTree::first), `gaps`, ...); and **equal neighbours
+//! are not merged** (the kernel's rule): storing the same value over two touching ranges keeps
+//! two ranges, where `rangemap` coalesces them into one.
 //!
 //! ```
 //! use maple_tree::{MapleTree, Value};
 //! # fn main() -> Result<(), maple_tree::Error> {
 //! // rangemap: map.insert(0..10, 1); map.insert(10..20, 1); map.insert(5..15, 2);
 //! let tree = MapleTree::<Value>::new();
-//! tree.store_range(0, 9, Value::new(1))?;
-//! tree.store_range(10, 19, Value::new(1))?; // not merged with [0, 9]
-//! tree.store_range(5, 14, Value::new(2))?; // trims both neighbours
+//! tree.store_range(0..10, Value::new(1))?;
+//! tree.store_range(10..20, Value::new(1))?; // not merged with [0, 9]
+//! tree.store_range(5..15, Value::new(2))?; // trims both neighbours
 //! let guard = tree.pin();
 //! let ranges: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
 //! assert_eq!(ranges, [(0, 4, 1), (5, 14, 2), (15, 19, 1)]);
@@ -37,11 +40,11 @@
 //! // map.gaps(&(0..30))
 //! assert_eq!(tree.gaps(0..30, &guard)?.collect::<Vec<_>>(), [20..=29]);
 //! // map.overlapping(&(12..17))
-//! let over: Vec<u64> = tree.range_of(12..17, &guard)?.map(|(a, _, _)| a).collect();
+//! let over: Vec<u64> = tree.range(12..17, &guard).map(|(a, _, _)| a).collect();
 //! assert_eq!(over, [5, 15]);
 //! drop(guard);
 //! // map.remove(0..3)
-//! tree.erase_range(0, 2)?;
+//! tree.erase_range(0..3)?;
 //! assert_eq!(tree.get(1), None);
 //! assert_eq!(tree.len(), 3);
 //! # Ok(())
@@ -77,7 +80,7 @@
 //! assert_eq!(tree.load(0x3800, &guard).map(|s| s.as_str()), Some("data"));
 //! // An insert that overlaps is trimmed for you (or refused, with insert_range).
 //! drop(guard);
-//! tree.store_range(0x1800, 0x37ff, Box::new("heap".into()))?;
+//! tree.store_range(0x1800..=0x37ff, Box::new("heap".into()))?;
 //! assert_eq!(tree.len(), 3);
 //! # Ok(())
 //! # }
@@ -95,14 +98,14 @@
 //! use maple_tree::MapleTree;
 //! # fn main() -> Result<(), maple_tree::Error> {
 //! let table = Arc::new(MapleTree::<Arc<String>>::new());
-//! table.store_range(0, 99, Arc::new("low".into()))?;
+//! table.store_range(0..=99, Arc::new("low".into()))?;
 //! let reader = {
 //!     let table = Arc::clone(&table);
 //!     std::thread::spawn(move || table.get(50).map(|s| s.len()))
 //! };
 //! {
 //!     let mut w = table.lock(); // readers keep running
-//!     w.store_range(100, 199, Arc::new("high".into()))?;
+//!     w.store_range(100..=199, Arc::new("high".into()))?;
 //! }
 //! assert_eq!(reader.join().ok().flatten(), Some(3));
 //! assert_eq!(table.get(150).as_deref().map(String::as_str), Some("high"));

@@ -172,14 +172,14 @@ fn run(ops: &[Op], exclusive: bool) {
         match *o {
             Op::Store(a, b, v) => {
                 if exclusive {
-                    t.exclusive().store_range(a, b, mk(v)).unwrap();
+                    t.exclusive().store_range(a..=b, mk(v)).unwrap();
                 } else {
-                    t.store_range(a, b, mk(v)).unwrap();
+                    t.store_range(a..=b, mk(v)).unwrap();
                 }
                 m.store(a, b, Some(Some(v)));
             }
             Op::Zero(a, b) => {
-                t.lock().store_zero_range(a, b).unwrap();
+                t.lock().store_zero_range(a..=b).unwrap();
                 m.store(a, b, Some(None));
             }
             Op::Erase(i) => {
@@ -191,12 +191,12 @@ fn run(ops: &[Op], exclusive: bool) {
                 }
             }
             Op::EraseRange(a, b) => {
-                t.erase_range(a, b).unwrap();
+                t.erase_range(a..=b).unwrap();
                 m.store(a, b, None);
             }
             Op::Insert(a, b, v) => {
                 let free = m.gaps(a, b) == [(a, b)];
-                let r = t.insert_range(a, b, mk(v));
+                let r = t.insert_range(a..=b, mk(v));
                 assert_eq!(r.is_ok(), free);
                 if free {
                     m.store(a, b, Some(Some(v)));
@@ -351,7 +351,7 @@ proptest! {
         let t = MapleTree::<Value>::with_options(Options::new().alloc(alloc));
         let mut m = Model::default();
         for (i, &(a, l)) in ranges.iter().enumerate() {
-            t.store_range(a, a + l, Value::new(i as u64)).unwrap();
+            t.store_range(a..=a + l, Value::new(i as u64)).unwrap();
             m.store(a, a + l, Some(Some(i as u64)));
         }
         t.validate().unwrap();
@@ -384,8 +384,8 @@ proptest! {
 fn exact_size_aligned_hole() -> Result<(), Error> {
     for alloc in [true, false] {
         let t = MapleTree::<Value>::with_options(Options::new().alloc(alloc));
-        t.store_range(0, 0xfff, Value::new(1))?;
-        t.store_range(0x2000, 0x2fff, Value::new(2))?;
+        t.store_range(0..=0xfff, Value::new(1))?;
+        t.store_range(0x2000..=0x2fff, Value::new(2))?;
         assert_eq!(t.empty_area_aligned(0, u64::MAX, 0x1000, 0x1000)?, 0x1000);
         assert_eq!(t.empty_area_rev_aligned(0, 0x2fff, 0x1000, 0x1000)?, 0x1000);
         assert_eq!(
@@ -414,8 +414,8 @@ fn exact_size_aligned_hole() -> Result<(), Error> {
         );
     }
     let t = MapleTree::<Value>::new_alloc();
-    t.store_range(0, 0xfff, Value::new(1))?;
-    t.store_range(0x2000, 0x2fff, Value::new(2))?;
+    t.store_range(0..=0xfff, Value::new(1))?;
+    t.store_range(0x2000..=0x2fff, Value::new(2))?;
     assert_eq!(
         t.alloc_range_aligned(Value::new(3), 0x1000, 0x1000, 0, u64::MAX)?,
         0x1000
@@ -441,11 +441,11 @@ fn aligned_search_skips_misaligned_subtrees() -> Result<(), Error> {
     // Holes of 0x1000 at odd multiples of 0x800 (misaligned for 0x1000), 2000 of them.
     for i in 0..2000u64 {
         let base = i * 0x2000;
-        t.store_range(base, base + 0x7ff, Value::new(i))?;
-        t.store_range(base + 0x1800, base + 0x1fff, Value::new(i))?;
+        t.store_range(base..=base + 0x7ff, Value::new(i))?;
+        t.store_range(base + 0x1800..=base + 0x1fff, Value::new(i))?;
     }
     // One aligned hole near the top.
-    t.erase_range(1990 * 0x2000, 1990 * 0x2000 + 0x7ff)?;
+    t.erase_range(1990 * 0x2000..=1990 * 0x2000 + 0x7ff)?;
     assert!(t.height() >= 3);
     assert_eq!(
         t.empty_area_aligned(0, 2000 * 0x2000 - 1, 0x1000, 0x1000)?,
@@ -479,19 +479,190 @@ fn range_bounds_helpers() -> Result<(), Error> {
     assert_eq!(t.gaps(5..10, &g)?.next_back(), Some(5..=9));
     assert!(t.gaps(5..5, &g).is_err());
     drop(g);
-    t.store_range(0, 9, Value::new(1))?;
-    t.store_range(20, u64::MAX, Value::new(2))?;
+    t.store_range(0..=9, Value::new(1))?;
+    t.store_range(20..=u64::MAX, Value::new(2))?;
     let g = t.pin();
     let mut gaps = t.gaps(.., &g)?;
     assert_eq!(gaps.next(), Some(10..=19));
     assert_eq!(gaps.next(), None);
     assert_eq!(gaps.next(), None); // fused
     assert_eq!(t.gaps(0..=9, &g)?.count(), 0);
-    let mut it = t.range_of(15.., &g)?;
+    let mut it = t.range(15.., &g);
     assert_eq!(it.next().map(|(a, _, _)| a), Some(20));
     assert_eq!(it.next().map(|(a, _, _)| a), None);
     assert_eq!(it.next().map(|(a, _, _)| a), None);
     assert!(format!("{it:?}").starts_with("Iter"));
+    Ok(())
+}
+
+/// The contents as `(first, last, value)`.
+fn contents(t: &MapleTree<Value>) -> Vec<(u64, u64, u64)> {
+    let g = t.pin();
+    t.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect()
+}
+
+/// Every range argument form (`a..=b`, `a..b`, `..=b`, `a..`, `..`, explicit bounds) through
+/// each method taking `impl RangeBounds<u64>`, and the empty/inverted/overflowing ranges that
+/// are `Error::InvalidRange` (writes) or an empty iterator (`range`), without a panic.
+#[test]
+#[allow(clippy::reversed_empty_ranges)]
+fn range_arguments_every_form() -> Result<(), Error> {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+
+    // Stores, one per form.
+    let t = MapleTree::<Value>::new();
+    t.store_range(..=9, Value::new(1))?; // [0, 9]
+    t.store_range(0x1000..=0x1fff, Value::new(2))?; // [0x1000, 0x1fff]
+    t.store_range(0x3000..0x4000, Value::new(3))?; // [0x3000, 0x3fff]
+    t.store_range(u64::MAX - 9.., Value::new(4))?; // [MAX - 9, MAX]
+    t.store_range((Excluded(0x5000), Excluded(0x5005)), Value::new(5))?; // [0x5001, 0x5004]
+    t.store_range((Included(0x6000), Included(0x6000)), Value::new(6))?; // one index
+    assert_eq!(
+        contents(&t),
+        [
+            (0, 9, 1),
+            (0x1000, 0x1fff, 2),
+            (0x3000, 0x3fff, 3),
+            (0x5001, 0x5004, 5),
+            (0x6000, 0x6000, 6),
+            (u64::MAX - 9, u64::MAX, 4),
+        ]
+    );
+    t.validate().map_err(|_| Error::InvalidRange)?;
+
+    // range: each form, ranges reported whole.
+    let g = t.pin();
+    let starts = |it: maple_tree::Iter<'_, Value>| it.map(|(a, _, _)| a).collect::<Vec<_>>();
+    assert_eq!(starts(t.range(5..=0x1000, &g)), [0, 0x1000]);
+    assert_eq!(starts(t.range(10..0x1000, &g)), Vec::<u64>::new());
+    assert_eq!(starts(t.range(10..0x1001, &g)), [0x1000]);
+    assert_eq!(starts(t.range(..=0x1000, &g)), [0, 0x1000]);
+    assert_eq!(
+        starts(t.range(0x5004.., &g)),
+        [0x5001, 0x6000, u64::MAX - 9]
+    );
+    assert_eq!(starts(t.range(.., &g)).len(), 6);
+    assert_eq!(
+        starts(t.range((Excluded(9), Excluded(0x1000)), &g)),
+        Vec::<u64>::new()
+    );
+    assert_eq!(
+        starts(t.range((Excluded(u64::MAX - 1), Unbounded), &g)),
+        [u64::MAX - 9]
+    );
+    // Both ends of a bounded range.
+    let back: Vec<u64> = t.range(..0x6000, &g).rev().map(|(a, _, _)| a).collect();
+    assert_eq!(back, [0x5001, 0x3000, 0x1000, 0]);
+
+    // gaps: each form, clipped to the window.
+    assert_eq!(t.gaps(0..=0x1000, &g)?.collect::<Vec<_>>(), [10..=0xfff]);
+    assert_eq!(
+        t.gaps(0x1fff..0x3001, &g)?.collect::<Vec<_>>(),
+        [0x2000..=0x2fff]
+    );
+    assert_eq!(t.gaps(..=20, &g)?.collect::<Vec<_>>(), [10..=20]);
+    assert_eq!(t.gaps(0x6000.., &g)?.next(), Some(0x6001..=u64::MAX - 10));
+    assert_eq!(t.gaps(.., &g)?.count(), 5);
+    drop(g);
+
+    // The empty, inverted and overflowing ranges.
+    let bad: [(std::ops::Bound<u64>, std::ops::Bound<u64>); 9] = [
+        (Included(5), Excluded(5)),      // 5..5
+        (Included(0), Excluded(0)),      // 0..0
+        (Unbounded, Excluded(0)),        // ..0
+        (Included(9), Included(3)),      // 9..=3
+        (Included(9), Excluded(3)),      // 9..3
+        (Excluded(u64::MAX), Unbounded), // nothing above MAX
+        (Excluded(u64::MAX), Included(u64::MAX)),
+        (Excluded(5), Excluded(6)), // nothing strictly between
+        (Excluded(5), Included(5)),
+    ];
+    let before = contents(&t);
+    let entry = Arc::new(0u64);
+    let arcs = MapleTree::<Arc<u64>>::new();
+    for r in bad {
+        assert_eq!(inclusive(r), Err(Error::InvalidRange), "{r:?}");
+        assert_eq!(
+            t.store_range(r, Value::new(9)),
+            Err(Error::InvalidRange),
+            "{r:?}"
+        );
+        assert_eq!(
+            t.insert_range(r, Value::new(9)),
+            Err(Error::InvalidRange),
+            "{r:?}"
+        );
+        assert_eq!(t.erase_range(r), Err(Error::InvalidRange), "{r:?}");
+        {
+            let mut w = t.lock();
+            assert_eq!(w.store_range(r, Value::new(9)), Err(Error::InvalidRange));
+            assert_eq!(w.insert_range(r, Value::new(9)), Err(Error::InvalidRange));
+            assert_eq!(w.erase_range(r), Err(Error::InvalidRange));
+            assert_eq!(w.store_zero_range(r), Err(Error::InvalidRange));
+        }
+        // The refused entry is dropped, not leaked.
+        assert_eq!(
+            arcs.store_range(r, Arc::clone(&entry)),
+            Err(Error::InvalidRange)
+        );
+        assert_eq!(
+            arcs.insert_range(r, Arc::clone(&entry)),
+            Err(Error::InvalidRange)
+        );
+        assert_eq!(Arc::strong_count(&entry), 1);
+        let g = t.pin();
+        assert_eq!(t.range(r, &g).count(), 0, "{r:?}");
+        assert_eq!(t.range(r, &g).next_back().map(|(a, _, _)| a), None, "{r:?}");
+        assert_eq!(t.gaps(r, &g).err(), Some(Error::InvalidRange), "{r:?}");
+    }
+    // The std range literals of the same cases.
+    {
+        assert_eq!(t.store_range(5..5, Value::new(9)), Err(Error::InvalidRange));
+        assert_eq!(t.store_range(0..0, Value::new(9)), Err(Error::InvalidRange));
+        assert_eq!(t.insert_range(..0, Value::new(9)), Err(Error::InvalidRange));
+        assert_eq!(t.erase_range(9..=3), Err(Error::InvalidRange));
+        let g = t.pin();
+        assert_eq!(t.range(9..=3, &g).count(), 0);
+        assert_eq!(t.range(5..5, &g).count(), 0);
+        assert!(t.gaps(9..=3, &g).is_err());
+    }
+    assert_eq!(contents(&t), before, "nothing was written");
+    assert_eq!(t.len(), before.len());
+
+    // insert_range and erase_range, each form; the writer's forms in both modes.
+    assert_eq!(t.insert_range(5..15, Value::new(7)), Err(Error::Occupied));
+    t.insert_range(10..0x1000, Value::new(7))?; // exactly the hole
+    t.erase_range(..=9)?;
+    t.erase_range(0x3000..)?;
+    {
+        let mut w = t.lock();
+        w.store_range(0x2000..0x2800, Value::new(8))?;
+        w.insert_range(0x2800..=0x2fff, Value::new(9))?;
+        w.store_zero_range(0x3000..0x3001)?;
+        w.erase_range((Excluded(0x1fff), Included(0x2000)))?;
+    }
+    assert_eq!(
+        contents(&t),
+        [
+            (10, 0xfff, 7),
+            (0x1000, 0x1fff, 2),
+            (0x2001, 0x27ff, 8),
+            (0x2800, 0x2fff, 9)
+        ]
+    );
+    let mut t = t;
+    {
+        let mut w = t.exclusive();
+        w.erase_range(..)?;
+        w.store_range(.., Value::new(1))?;
+        w.store_range(1..u64::MAX, Value::new(2))?;
+        assert_eq!(w.insert_range(0..=0, Value::new(3)), Err(Error::Occupied));
+    }
+    assert_eq!(
+        contents(&t),
+        [(0, 0, 1), (1, u64::MAX - 1, 2), (u64::MAX, u64::MAX, 1)]
+    );
+    t.validate().map_err(|_| Error::InvalidRange)?;
     Ok(())
 }
 
@@ -548,8 +719,8 @@ static NAMES: [&str; 3] = ["zero", "one", "two"];
 #[test]
 fn static_reference_entries() -> Result<(), Error> {
     let mut t = MapleTree::<&'static &'static str>::new();
-    t.store_range(0, 9, &NAMES[1])?;
-    t.store_range(3, 4, &NAMES[2])?; // splits [0, 9]: two ranges hold the same reference
+    t.store_range(0..=9, &NAMES[1])?;
+    t.store_range(3..=4, &NAMES[2])?; // splits [0, 9]: two ranges hold the same reference
     let g = t.pin();
     assert_eq!(t.load(5, &g).copied(), Some("one"));
     drop(g);
@@ -567,8 +738,8 @@ fn static_reference_entries() -> Result<(), Error> {
 fn remove_split_entry_takes_every_range() -> Result<(), Error> {
     let drops = Arc::new(AtomicUsize::new(0));
     let mut t = MapleTree::<Box<Counted>>::new();
-    t.store_range(0, 99, Box::new(Counted(1, drops.clone())))?;
-    t.store_range(40, 59, Box::new(Counted(2, drops.clone())))?;
+    t.store_range(0..=99, Box::new(Counted(1, drops.clone())))?;
+    t.store_range(40..=59, Box::new(Counted(2, drops.clone())))?;
     assert_eq!(t.len(), 3);
     let (r, e) = t.remove(70).expect("an entry");
     assert_eq!((r, e.0), (60..=99, 1));
@@ -586,7 +757,7 @@ fn remove_split_entry_takes_every_range() -> Result<(), Error> {
 #[test]
 fn zero_entries_count_in_len() -> Result<(), Error> {
     let mut t = MapleTree::<Value>::new();
-    t.lock().store_zero_range(10, 19)?;
+    t.lock().store_zero_range(10..=19)?;
     assert_eq!((t.len(), t.is_empty()), (1, false));
     assert_eq!(t.remove(15), None); // not an entry
     assert_eq!(t.pop_first(), None);
@@ -601,13 +772,13 @@ fn pending_frees_held_by_a_pinned_guard() -> Result<(), Error> {
     let collector = Collector::new();
     let t = MapleTree::<Box<[u64; 4]>>::with_options(Options::new().collector(collector.clone()));
     for i in 0..300u64 {
-        t.store_range(i * 10, i * 10 + 5, Box::new([i; 4]))?;
+        t.store_range(i * 10..=i * 10 + 5, Box::new([i; 4]))?;
     }
     let reader = t.pin();
     let before = t.pending_frees();
     for i in 0..300u64 {
-        t.store_range(i * 10, i * 10 + 5, Box::new([i + 1; 4]))?; // exact fits: entries retired
-        t.store_range(i * 10 + 2, i * 10 + 2, Box::new([0; 4]))?; // splits: nodes retired
+        t.store_range(i * 10..=i * 10 + 5, Box::new([i + 1; 4]))?; // exact fits: entries retired
+        t.store_range(i * 10 + 2..=i * 10 + 2, Box::new([0; 4]))?; // splits: nodes retired
     }
     let held = t.pending_frees();
     assert!(held.entries >= before.entries + 300, "{held:?}");
@@ -632,7 +803,7 @@ fn pending_frees_held_by_a_pinned_guard() -> Result<(), Error> {
     assert_eq!(t.pending_frees(), Default::default());
     // Exclusive mode frees at once and counts nothing.
     let mut t = t;
-    t.exclusive().store_range(0, 5, Box::new([9; 4]))?;
+    t.exclusive().store_range(0..=5, Box::new([9; 4]))?;
     assert_eq!(t.pending_frees(), Default::default());
     Ok(())
 }
@@ -701,7 +872,8 @@ fn gaps_beside_a_writer() {
     let tree = MapleTree::<Value>::new_alloc();
     const N: u64 = 2000;
     for i in 0..N {
-        tree.store_range(20 * i, 20 * i + 5, Value::new(i)).unwrap(); // stays
+        tree.store_range(20 * i..=20 * i + 5, Value::new(i))
+            .unwrap(); // stays
     }
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -761,9 +933,9 @@ fn gaps_beside_a_writer() {
                 state ^= state << 17;
                 let (a, b) = (20 * i + 10, 20 * i + 15);
                 match state % 3 {
-                    0 => w.store_range(a, b, Value::new(round)).unwrap(),
-                    1 => w.erase_range(a, b).unwrap(),
-                    _ => w.store_range(a + 1, b - 1, Value::new(round)).unwrap(),
+                    0 => w.store_range(a..=b, Value::new(round)).unwrap(),
+                    1 => w.erase_range(a..=b).unwrap(),
+                    _ => w.store_range(a + 1..=b - 1, Value::new(round)).unwrap(),
                 }
             }
             drop(w);

@@ -71,14 +71,14 @@ fn random_ops_match_model_and_maple_tree() {
                     let v = next_value;
                     next_value += 1;
                     b.store(a, z, v);
-                    t.store_range(a, z, Value::new(v)).unwrap();
+                    t.store_range(a..=z, Value::new(v)).unwrap();
                     for i in a..=z {
                         m[i as usize] = Some(v);
                     }
                 }
                 _ => {
                     b.erase(a, z);
-                    t.erase_range(a, z).unwrap();
+                    t.erase_range(a..=z).unwrap();
                     for i in a..=z {
                         m[i as usize] = None;
                     }

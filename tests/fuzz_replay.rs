@@ -147,8 +147,8 @@ fn time_dir() {
     }
 }
 
-/// The model itself against the kernel's `check_empty_area_window` table (K§2.3), so the
-/// oracle cannot drift: entries `[i*10, i*10+9]` for i in 1..=20, then `[160, 169]` erased.
+/// The model itself against the kernel's `check_empty_area_window` table (lib/test_maple_tree.c),
+/// so the oracle cannot drift: entries `[i*10, i*10+9]` for i in 1..=20, then `[160, 169]` erased.
 #[test]
 fn model_matches_kernel_empty_area_window_table() {
     use fuzz_support::model::{Content, Model};
@@ -180,7 +180,8 @@ fn model_matches_kernel_empty_area_window_table() {
     assert_eq!(fwd(100, 163, 6), Err(NoRoom));
 }
 
-/// The model's `alloc_cyclic` against the kernel's `alloc_cyclic_testing` numbers (K§2.2).
+/// The model's `alloc_cyclic` against the kernel's `alloc_cyclic_testing` numbers
+/// (lib/test_maple_tree.c).
 #[test]
 fn model_matches_kernel_alloc_cyclic() {
     use fuzz_support::model::{Content, CyclicModel, Model};
@@ -251,7 +252,7 @@ fn checks_catch_divergences() {
         catch_unwind(AssertUnwindSafe(|| w.check_live())).is_err(),
         "liveness check missed a leak"
     );
-    w.trees[0].tree.lock().store_zero_range(a, b).unwrap();
+    w.trees[0].tree.lock().store_zero_range(a..=b).unwrap();
     w.check_all();
     w.finish();
 }
@@ -259,8 +260,8 @@ fn checks_catch_divergences() {
 /// Entries `[10, 15]` and `[20, 25]` (the scenarios below).
 fn two_entries() -> maple_tree::MapleTree<maple_tree::Value> {
     let t = maple_tree::MapleTree::new();
-    t.store_range(10, 15, maple_tree::Value::new(1)).unwrap();
-    t.store_range(20, 25, maple_tree::Value::new(2)).unwrap();
+    t.store_range(10..=15, maple_tree::Value::new(1)).unwrap();
+    t.store_range(20..=25, maple_tree::Value::new(2)).unwrap();
     t
 }
 
@@ -306,17 +307,17 @@ fn kernel_find_rev_after_overflow_moves_back() {
 /// Found by `dup_ops` (corpus `regress-whole-space-exact-fit`): `dup` documents that storing
 /// replacement entries over the same ranges afterwards is always an exact fit, but a store over
 /// an entry covering the whole index space takes the new-root path (a fresh leaf is allocated,
-/// `exact_fit` not counted). The contents stay correct. Ops: `store_range(0, u64::MAX, a)`,
-/// `dup()`, then on the copy `store_range(0, u64::MAX, b)`: expected one exact fit and no node
+/// `exact_fit` not counted). The contents stay correct. Ops: `store_range(.., a)`,
+/// `dup()`, then on the copy `store_range(.., b)`: expected one exact fit and no node
 /// allocated; actual `new_root` + 1 and one node allocated. (Same without `dup`.)
 #[test]
 fn whole_space_replacement_is_exact_fit() {
     use maple_tree::{MapleTree, Value};
     let t = MapleTree::<Value>::new();
-    t.store_range(0, u64::MAX, Value::new(1)).unwrap();
+    t.store_range(0..=u64::MAX, Value::new(1)).unwrap();
     let d = t.dup();
     let before = d.stats();
-    d.store_range(0, u64::MAX, Value::new(2)).unwrap();
+    d.store_range(0..=u64::MAX, Value::new(2)).unwrap();
     let after = d.stats();
     assert_eq!(d.get(7), Some(Value::new(2)));
     assert_eq!(

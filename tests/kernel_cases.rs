@@ -1,5 +1,6 @@
 //! Kernel test cases (lib/test_maple_tree.c, tools/testing/radix-tree/maple.c), ported in our own
-//! words from the reference's descriptions, plus the 6.12 quirks SPEC §1.1 says to fix.
+//! words from the reference's descriptions, plus five bugs of the 6.12 tree that this crate fixes
+//! (README.md, "Kernel-identical semantics"), each a "6.12 quirk" below.
 
 use maple_tree::{Error, MapleTree, Status, Value};
 
@@ -20,7 +21,7 @@ fn filled(alloc: bool, n: u64, step: u64, len: u64) -> MapleTree<Value> {
         MapleTree::new()
     };
     for i in 0..n {
-        t.store_range(i * step, i * step + len, v(i)).unwrap();
+        t.store_range(i * step..=i * step + len, v(i)).unwrap();
     }
     t.validate().unwrap();
     t
@@ -29,14 +30,16 @@ fn filled(alloc: bool, n: u64, step: u64, len: u64) -> MapleTree<Value> {
 #[test]
 fn check_ranges_overlap_and_invalid() {
     let t = MapleTree::<Value>::new();
-    t.insert_range(10, 15, v(1)).unwrap();
-    t.insert_range(20, 25, v(2)).unwrap();
-    assert_eq!(t.insert_range(17, 22, v(3)), Err(Error::Occupied));
-    assert_eq!(t.insert_range(26, 1, v(3)), Err(Error::InvalidRange));
-    assert_eq!(t.store_range(26, 1, v(3)), Err(Error::InvalidRange));
-    assert_eq!(t.erase_range(26, 1), Err(Error::InvalidRange));
+    t.insert_range(10..=15, v(1)).unwrap();
+    t.insert_range(20..=25, v(2)).unwrap();
+    assert_eq!(t.insert_range(17..=22, v(3)), Err(Error::Occupied));
+    #[allow(clippy::reversed_empty_ranges)]
+    let bad = 26..=1;
+    assert_eq!(t.insert_range(bad.clone(), v(3)), Err(Error::InvalidRange));
+    assert_eq!(t.store_range(bad.clone(), v(3)), Err(Error::InvalidRange));
+    assert_eq!(t.erase_range(bad), Err(Error::InvalidRange));
     assert_eq!(ranges(&t), [(10, 15, 1), (20, 25, 2)]);
-    t.insert_range(16, 19, v(4)).unwrap();
+    t.insert_range(16..=19, v(4)).unwrap();
     assert_eq!(ranges(&t), [(10, 15, 1), (16, 19, 4), (20, 25, 2)]);
     t.validate().unwrap();
 }
@@ -51,9 +54,9 @@ fn empty_area_window_table() {
             MapleTree::new()
         };
         for i in 1..=20u64 {
-            t.store_range(i * 10, i * 10 + 9, v(i)).unwrap();
+            t.store_range(i * 10..=i * 10 + 9, v(i)).unwrap();
         }
-        t.erase_range(160, 169).unwrap();
+        t.erase_range(160..=169).unwrap();
         t.validate().unwrap();
         let rev = |a, b, s| t.empty_area_rev(a, b, s);
         let fwd = |a, b, s| t.empty_area(a, b, s);
@@ -168,9 +171,9 @@ fn prev_limits() {
 #[test]
 fn state_handling() {
     let t = MapleTree::<Value>::new();
-    t.store_range(0x1000, 0x1500, v(1)).unwrap();
-    t.store_range(0x2000, 0x2500, v(2)).unwrap();
-    t.store_range(0x3000, 0x3500, v(3)).unwrap();
+    t.store_range(0x1000..=0x1500, v(1)).unwrap();
+    t.store_range(0x2000..=0x2500, v(2)).unwrap();
+    t.store_range(0x3000..=0x3500, v(3)).unwrap();
     let g = t.pin();
     let mut c = t.cursor(0x1200, &g);
     assert_eq!(c.walk().map(|x| x.get()), Some(1));
@@ -256,7 +259,7 @@ fn state_handling() {
     assert_eq!(c.next(u64::MAX), None);
 }
 
-/// SPEC §1.1 quirk 5: a cursor that hits its limit before it has walked, moved again with a
+/// 6.12 quirk 5: a cursor that hits its limit before it has walked, moved again with a
 /// wider limit, must work (the 6.12 tree dereferenced a null node).
 #[test]
 fn quirk_limit_before_walk() {
@@ -274,19 +277,19 @@ fn quirk_limit_before_walk() {
     assert_eq!(c.prev(0).map(|x| x.get()), Some(9));
 }
 
-/// SPEC §1.1 quirk 1: `insert_range(0, u64::MAX)` on a single-leaf tree must say occupied.
+/// 6.12 quirk 1: `insert_range(0, u64::MAX)` on a single-leaf tree must say occupied.
 #[test]
 fn quirk_insert_whole_space_single_leaf() {
     let t = MapleTree::<Value>::new();
     t.store(5, v(5)).unwrap();
     assert_eq!(t.height(), 1);
-    assert_eq!(t.insert_range(0, u64::MAX, v(1)), Err(Error::Occupied));
+    assert_eq!(t.insert_range(0..=u64::MAX, v(1)), Err(Error::Occupied));
     assert_eq!(ranges(&t), [(5, 5, 5)]);
     let t = filled(false, 1000, 10, 5);
-    assert_eq!(t.insert_range(0, u64::MAX, v(1)), Err(Error::Occupied));
+    assert_eq!(t.insert_range(0..=u64::MAX, v(1)), Err(Error::Occupied));
 }
 
-/// SPEC §1.1 quirk 2: `prev` with a lower limit above 0 must not return an entry at `[0, 0]`.
+/// 6.12 quirk 2: `prev` with a lower limit above 0 must not return an entry at `[0, 0]`.
 #[test]
 fn quirk_prev_min_above_zero() {
     let t = MapleTree::<Value>::new();
@@ -311,16 +314,16 @@ fn quirk_prev_min_above_zero() {
     assert_eq!(c.status(), Status::Underflow);
 }
 
-/// SPEC §1.1 quirk 3: top-down gap search with `max = u64::MAX` finds gaps in the leftmost
+/// 6.12 quirk 3: top-down gap search with `max = u64::MAX` finds gaps in the leftmost
 /// subtree (and alloc_rrange with it).
 #[test]
 fn quirk_rev_search_whole_space() {
     let t = MapleTree::<Value>::new_alloc();
     for i in 0..2000u64 {
-        t.store_range(i * 10 + 3, i * 10 + 9, v(i)).unwrap();
+        t.store_range(i * 10 + 3..=i * 10 + 9, v(i)).unwrap();
     }
     // Fill the top so that only the leftmost subtree has a gap of 3.
-    t.store_range(20_000, u64::MAX, v(1)).unwrap();
+    t.store_range(20_000..=u64::MAX, v(1)).unwrap();
     assert!(t.height() >= 3);
     assert_eq!(t.empty_area_rev(0, u64::MAX, 3), Ok(19_990));
     assert_eq!(t.empty_area_rev(0, u64::MAX, 4), Err(Error::NoRoom));
@@ -328,11 +331,11 @@ fn quirk_rev_search_whole_space() {
     t.validate().unwrap();
 }
 
-/// SPEC §1.1 quirk 4: after storing over `[0, u64::MAX]` and erasing, gap search works.
+/// 6.12 quirk 4: after storing over `[0, u64::MAX]` and erasing, gap search works.
 #[test]
 fn quirk_whole_space_then_erase() {
     let t = MapleTree::<Value>::new_alloc();
-    t.store_range(0, u64::MAX, v(1)).unwrap();
+    t.store_range(0..=u64::MAX, v(1)).unwrap();
     assert_eq!(t.empty_area(0, 100, 1), Err(Error::NoRoom));
     assert_eq!(t.erase(77), Some((0, u64::MAX)));
     assert!(t.is_empty());
@@ -425,7 +428,7 @@ fn index_zero_and_max() {
         };
         t.store(0, v(0)).unwrap();
         t.store(u64::MAX, v(9)).unwrap();
-        t.store_range(u64::MAX - 10, u64::MAX - 1, v(8)).unwrap();
+        t.store_range(u64::MAX - 10..=u64::MAX - 1, v(8)).unwrap();
         assert_eq!(
             ranges(&t),
             [
@@ -463,7 +466,7 @@ fn mt_find_and_for_each() {
         t.store(p, v(p)).unwrap();
         p *= 4;
     }
-    t.lock().store_zero_range(64, 64).unwrap();
+    t.lock().store_zero_range(64..=64).unwrap();
     let g = t.pin();
     let mut i = 17;
     assert_eq!(t.find(&mut i, 512, &g).map(|x| x.get()), Some(256));
@@ -536,7 +539,7 @@ fn erase_until_empty_and_rebuild() {
         assert!(t.is_empty());
         assert_eq!(t.height(), 0);
         for i in 0..3000u64 {
-            t.store_range(i * 9, i * 9 + 4, v(i)).unwrap();
+            t.store_range(i * 9..=i * 9 + 4, v(i)).unwrap();
         }
         t.validate().unwrap();
         assert_eq!(t.count(), 3000);
@@ -553,15 +556,15 @@ fn erase_until_empty_and_rebuild() {
 fn spanning_store_over_thousands() {
     let t = filled(true, 5001, 10, 5);
     let h = t.height();
-    t.erase_range(1200, 2380).unwrap();
+    t.erase_range(1200..=2380).unwrap();
     t.validate().unwrap();
-    t.store_range(9, 50006, v(1)).unwrap();
+    t.store_range(9..=50006, v(1)).unwrap();
     t.validate().unwrap();
     assert_eq!(ranges(&t), [(0, 5, 0), (9, 50006, 1)]);
     assert!(t.height() < h);
     // NULL over almost everything widens to the whole space.
-    t.erase_range(6, 50006).unwrap();
-    t.erase_range(0, 5).unwrap();
+    t.erase_range(6..=50006).unwrap();
+    t.erase_range(0..=5).unwrap();
     assert!(t.is_empty());
 }
 
@@ -574,15 +577,15 @@ fn spanning_store_height_shrinks() {
         t.store(i, v(i)).unwrap();
         i += 1;
     }
-    t.store_range(90, 140, v(0)).unwrap();
+    t.store_range(90..=140, v(0)).unwrap();
     t.validate().unwrap();
     assert!(t.height() <= 3);
     // Replace all but 20 entries: two leaves remain under one root.
-    t.store_range(10, i - 10, v(1)).unwrap();
+    t.store_range(10..=i - 10, v(1)).unwrap();
     t.validate().unwrap();
     assert_eq!(t.height(), 2);
     // Ten entries and the trailing empty range fit one leaf under the root.
-    t.store_range(5, u64::MAX - 5, v(1)).unwrap();
+    t.store_range(5..=u64::MAX - 5, v(1)).unwrap();
     assert_eq!(t.height(), 1);
     t.validate().unwrap();
 }
@@ -591,7 +594,7 @@ fn spanning_store_height_shrinks() {
 fn node_overwrite() {
     // `check_node_overwrite`: 4000 ranges [i*100, i*100+50], NULL over [319951, 367950].
     let t = filled(false, 4000, 100, 50);
-    t.erase_range(319_951, 367_950).unwrap();
+    t.erase_range(319_951..=367_950).unwrap();
     t.validate().unwrap();
     let g = t.pin();
     assert_eq!(
@@ -606,9 +609,9 @@ fn bnode_min_spanning() {
     // 51 ranges [i*10, i*10+9] stored in descending order, then NULL over [240, 509].
     let t = MapleTree::<Value>::new();
     for i in (0..=50u64).rev() {
-        t.store_range(i * 10, i * 10 + 9, v(i)).unwrap();
+        t.store_range(i * 10..=i * 10 + 9, v(i)).unwrap();
     }
-    t.erase_range(240, 509).unwrap();
+    t.erase_range(240..=509).unwrap();
     t.validate().unwrap();
     assert_eq!(t.count(), 24);
 }
@@ -642,7 +645,7 @@ fn dup_is_structural_and_exact_fit() {
         assert_eq!(t.get(16), None);
         assert_eq!(t.get(12), Some(v(1)));
         assert_eq!(d.get(12), Some(v(10_001)));
-        d.erase_range(0, 5000).unwrap();
+        d.erase_range(0..=5000).unwrap();
         assert_eq!(t.count(), 1000);
     }
 }
@@ -651,21 +654,21 @@ fn dup_is_structural_and_exact_fit() {
 fn write_paths_are_taken() {
     let mut t = MapleTree::<Value>::new_alloc();
     let s0 = t.stats();
-    t.store_range(10, 15, v(1)).unwrap(); // new root
-    t.store_range(20, 25, v(2)).unwrap(); // three-way append
-    t.store_range(30, u64::MAX, v(3)).unwrap(); // +1 append at the end
+    t.store_range(10..=15, v(1)).unwrap(); // new root
+    t.store_range(20..=25, v(2)).unwrap(); // three-way append
+    t.store_range(30..=u64::MAX, v(3)).unwrap(); // +1 append at the end
     let s = t.stats();
     assert_eq!(s.new_root - s0.new_root, 1);
     assert_eq!(s.append_three_way, 1);
     assert_eq!(s.append_end, 1);
-    t.store_range(20, 25, v(4)).unwrap();
+    t.store_range(20..=25, v(4)).unwrap();
     assert_eq!(t.stats().exact_fit, 1);
     // Slot store through the shared reference becomes a node store.
-    t.store_range(22, 27, v(5)).unwrap();
+    t.store_range(22..=27, v(5)).unwrap();
     assert_eq!(t.stats().node_store, 1);
     assert_eq!(t.stats().slot_store, 0);
     // In exclusive mode it is in place.
-    t.exclusive().store_range(21, 28, v(6)).unwrap();
+    t.exclusive().store_range(21..=28, v(6)).unwrap();
     assert_eq!(
         t.stats().slot_store3 + t.stats().slot_store,
         1,
@@ -675,7 +678,7 @@ fn write_paths_are_taken() {
     t.validate().unwrap();
     // Split up to a new root.
     for i in 0..40u64 {
-        t.store_range(100 + i * 10, 105 + i * 10, v(i)).unwrap();
+        t.store_range(100 + i * 10..=105 + i * 10, v(i)).unwrap();
     }
     let s = t.stats();
     assert!(s.split >= 1 && s.grow >= 1 && t.height() == 2, "{s:?}");
@@ -686,7 +689,7 @@ fn write_paths_are_taken() {
     t.validate().unwrap();
     // Keep appending until the root itself is truncated and a third level grows.
     for i in 40..2000u64 {
-        t.store_range(100 + i * 10, 105 + i * 10, v(i)).unwrap();
+        t.store_range(100 + i * 10..=105 + i * 10, v(i)).unwrap();
     }
     assert!(t.height() >= 3);
     t.validate().unwrap();
@@ -709,14 +712,14 @@ fn write_paths_are_taken() {
     }
     assert!(t.stats().rebalance >= 1, "{:?}", t.stats());
     // Spanning store.
-    t.store_range(5, 400, v(0)).unwrap();
+    t.store_range(5..=400, v(0)).unwrap();
     assert!(t.stats().spanning_store >= 1);
     t.validate().unwrap();
     // Appends off: the three-way case becomes a node store.
     t.set_append(false);
     let before = t.stats();
-    t.erase_range(1000, u64::MAX).unwrap();
-    t.store_range(2000, 2005, v(1)).unwrap();
+    t.erase_range(1000..=u64::MAX).unwrap();
+    t.store_range(2000..=2005, v(1)).unwrap();
     let after = t.stats();
     assert_eq!(after.append_three_way, before.append_three_way);
     t.validate().unwrap();
@@ -757,7 +760,7 @@ fn send_sync_and_threads() {
     for round in 0..20u64 {
         for i in 0..1000u64 {
             let val = if round % 2 == 0 { 100_000 + i } else { i };
-            t.store_range(i * 10, i * 10 + 5, v(val)).unwrap();
+            t.store_range(i * 10..=i * 10 + 5, v(val)).unwrap();
         }
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -784,8 +787,8 @@ fn dumps() {
 #[test]
 fn leaving_underflow_and_overflow() {
     let t = MapleTree::<Value>::new();
-    t.store_range(10, 15, v(1)).unwrap();
-    t.store_range(20, 25, v(2)).unwrap();
+    t.store_range(10..=15, v(1)).unwrap();
+    t.store_range(20..=25, v(2)).unwrap();
     let g = t.pin();
     let mut c = t.cursor(12, &g);
     assert_eq!(c.walk().map(|x| x.get()), Some(1));
@@ -826,7 +829,7 @@ fn in_order_build_fills_leaves() {
             {
                 let mut w = if exclusive { t.exclusive() } else { t.lock() };
                 for i in 1..=n {
-                    w.store_range(10 * i, 10 * i + 5, v(i)).unwrap();
+                    w.store_range(10 * i..=10 * i + 5, v(i)).unwrap();
                 }
             }
             t.validate().unwrap();

@@ -1,52 +1,21 @@
 //! Deterministic reader/writer interleavings on one thread: an iterator (the reader) is advanced
 //! `k` steps, one write of each path runs, then the iterator finishes. An iterator is a reader like
-//! any other (it holds a guard and walks the live tree), so the observation rules of SPEC §1.3
-//! apply: ranges strictly monotonic and non-overlapping, each one a range of the old or of the new
-//! tree, none skipped that is the same in both. Every `k` and both directions are tried, for the
-//! write shapes of the loom models (`loom-tests/`), which explore the real interleavings at the
-//! level of single atomic accesses; these tests pin down the coarse ones cheaply in the normal
-//! test run.
-
-use std::collections::BTreeMap;
+//! any other (it holds a guard and walks the live tree), so the observation rules of README.md
+//! ("Guarantees") apply: ranges strictly monotonic and non-overlapping, each one a range of the old
+//! or of the new tree, none skipped that is the same in both. Every `k` and both directions are
+//! tried, for the write shapes of the loom models (`loom-tests/`), which explore the real
+//! interleavings at the level of single atomic accesses; these tests pin down the coarse ones
+//! cheaply in the normal test run.
 
 use crossbeam_epoch::Collector;
 use maple_tree::{MapleTree, Options, Value};
 
 type Range = (u64, u64, u64);
 
-/// `first -> (last, value)` of the non-empty ranges.
-#[derive(Clone, Default)]
-struct Ranges(BTreeMap<u64, (u64, u64)>);
-
-impl Ranges {
-    fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
-        let over: Vec<Range> = self
-            .0
-            .range(..=last)
-            .rev()
-            .take_while(|(_, &(l, _))| l >= first)
-            .map(|(&a, &(b, v))| (a, b, v))
-            .collect();
-        for (a, b, val) in over {
-            self.0.remove(&a);
-            if a < first {
-                self.0.insert(a, (first - 1, val));
-            }
-            if b > last {
-                self.0.insert(last + 1, (b, val));
-            }
-        }
-        if let Some(v) = v {
-            self.0.insert(first, (last, v));
-        }
-    }
-    fn has(&self, r: Range) -> bool {
-        self.0.get(&r.0) == Some(&(r.1, r.2))
-    }
-    fn list(&self) -> Vec<Range> {
-        self.0.iter().map(|(&a, &(b, v))| (a, b, v)).collect()
-    }
-}
+/// The reference range map, shared by the tree's tests.
+#[path = "kit/ranges.rs"]
+mod kit;
+use kit::Ranges;
 
 /// A write: `[first, last]` gets `Some(value)` or is erased.
 type Op = (u64, u64, Option<u64>);
@@ -62,8 +31,8 @@ fn spaced(n: u64) -> Vec<Op> {
 
 fn apply(tree: &MapleTree<Value>, (a, b, v): Op) {
     match v {
-        Some(v) => tree.store_range(a, b, Value::new(v)).unwrap(),
-        None => tree.erase_range(a, b).unwrap(),
+        Some(v) => tree.store_range(a..=b, Value::new(v)).unwrap(),
+        None => tree.erase_range(a..=b).unwrap(),
     }
 }
 
@@ -184,13 +153,13 @@ fn spanning_store_iteration() {
 fn spanning_store_iteration_minimal() {
     let tree = tree();
     for i in 0..12u64 {
-        tree.store_range(10 * i, 10 * i + 4, Value::new(i + 1))
+        tree.store_range(10 * i..=10 * i + 4, Value::new(i + 1))
             .unwrap();
     }
     let guard = tree.pin();
     let mut it = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get()));
     assert_eq!(it.by_ref().nth(7), Some((70, 74, 8)));
-    tree.store_range(62, 82, Value::new(100)).unwrap();
+    tree.store_range(62..=82, Value::new(100)).unwrap();
     let next = it.next().unwrap();
     assert!(
         next.0 > 74,

@@ -14,7 +14,8 @@ use maple_tree::{MapleTree, Value};
 /// predecessor state.
 fn append_split_then_append(tree: &MapleTree<Value>) {
     for i in 0..8u64 {
-        tree.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+        tree.store_range(10 * i..=10 * i + 5, Value::new(i))
+            .unwrap();
     }
     let g = tree.pin();
     let mut it = tree.iter(&g);
@@ -22,8 +23,8 @@ fn append_split_then_append(tree: &MapleTree<Value>) {
         it.next();
     }
     let before = tree.stats();
-    tree.store_range(80, 85, Value::new(8)).unwrap(); // append split: the leaf is truncated
-    tree.store_range(73, 75, Value::new(99)).unwrap(); // into the truncated leaf
+    tree.store_range(80..=85, Value::new(8)).unwrap(); // append split: the leaf is truncated
+    tree.store_range(73..=75, Value::new(99)).unwrap(); // into the truncated leaf
     let after = tree.stats();
     assert_eq!(after.append_split, before.append_split + 1, "{after:?}");
     let rest: Vec<_> = it.map(|(a, b, v)| (a, b, v.get())).collect();
@@ -53,19 +54,20 @@ fn append_split_then_append_alloc_tree() {
 /// fits in place; a reader that read the old max would see that range's tail reach it.
 fn append_split_then_three_way(tree: &MapleTree<Value>) {
     for i in 0..7u64 {
-        tree.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+        tree.store_range(10 * i..=10 * i + 5, Value::new(i))
+            .unwrap();
     }
-    tree.store_range(66, 75, Value::new(66)).unwrap();
-    tree.store_range(80, u64::MAX, Value::new(80)).unwrap(); // 16 slots, slot 14 NULL
+    tree.store_range(66..=75, Value::new(66)).unwrap();
+    tree.store_range(80..=u64::MAX, Value::new(80)).unwrap(); // 16 slots, slot 14 NULL
     let g = tree.pin();
     let mut it = tree.iter(&g);
     for _ in 0..6 {
         it.next();
     }
     let before = tree.stats();
-    tree.store_range(90, 95, Value::new(90)).unwrap(); // append split, the leaf keeps 14 slots
-    tree.store_range(70, 72, Value::new(99)).unwrap(); // strictly inside [66, 75]
-    tree.store_range(70, 72, Value::new(98)).unwrap(); // then an exact fit of it
+    tree.store_range(90..=95, Value::new(90)).unwrap(); // append split, the leaf keeps 14 slots
+    tree.store_range(70..=72, Value::new(99)).unwrap(); // strictly inside [66, 75]
+    tree.store_range(70..=72, Value::new(98)).unwrap(); // then an exact fit of it
     let after = tree.stats();
     assert_eq!(after.append_split, before.append_split + 1, "{after:?}");
     let rest: Vec<_> = it.map(|(a, b, v)| (a, b, v.get())).collect();
@@ -129,14 +131,14 @@ fn random_write(tree: &MapleTree<Value>, rng: &mut Rng, version: &mut u64, top: 
             // In-order append after everything, sometimes with a gap.
             let a = *top + rng.below(3);
             let b = a + rng.below(6);
-            tree.store_range(a, b, v).unwrap();
+            tree.store_range(a..=b, v).unwrap();
             *top = b + 1;
         }
         3 => {
             // Into the last range (three-way or +1 append of a NULL tail).
             let a = top.saturating_sub(rng.below(12));
             let b = a + rng.below(3);
-            tree.store_range(a, b, v).unwrap();
+            tree.store_range(a..=b, v).unwrap();
             *top = (*top).max(b + 1);
         }
         4 => {
@@ -146,7 +148,7 @@ fn random_write(tree: &MapleTree<Value>, rng: &mut Rng, version: &mut u64, top: 
             let r = tree.load_range(i, &g).map(|(a, b, _)| (a, b));
             drop(g);
             if let Some((a, b)) = r {
-                tree.store_range(a, b, v).unwrap();
+                tree.store_range(a..=b, v).unwrap();
             }
         }
         5 => {
@@ -155,12 +157,12 @@ fn random_write(tree: &MapleTree<Value>, rng: &mut Rng, version: &mut u64, top: 
         6 => {
             let a = rng.below(*top + 1);
             let b = a + rng.below(40);
-            tree.store_range(a, b, v).unwrap();
+            tree.store_range(a..=b, v).unwrap();
             *top = (*top).max(b + 1);
         }
         7 => {
             let a = rng.below(*top + 1);
-            tree.erase_range(a, a + rng.below(30)).unwrap();
+            tree.erase_range(a..=a + rng.below(30)).unwrap();
         }
         _ => {
             // Into the tail of the range holding a random index: an append when that range is
@@ -185,7 +187,7 @@ fn random_write(tree: &MapleTree<Value>, rng: &mut Rng, version: &mut u64, top: 
                 } else {
                     f + rng.below(b - f + 1)
                 };
-                tree.store_range(f, l, v).unwrap();
+                tree.store_range(f..=l, v).unwrap();
                 *top = (*top).max(l.saturating_add(1)).min(1 << 40);
             }
         }
@@ -271,20 +273,21 @@ fn seals_lift_after_the_grace_period() {
     let tree =
         MapleTree::<Value>::with_options(maple_tree::Options::new().collector(collector.clone()));
     for i in 0..8u64 {
-        tree.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+        tree.store_range(10 * i..=10 * i + 5, Value::new(i))
+            .unwrap();
     }
     let g = tree.pin();
-    tree.store_range(80, 85, Value::new(8)).unwrap(); // append split: the leaf shrinks
+    tree.store_range(80..=85, Value::new(8)).unwrap(); // append split: the leaf shrinks
     drop(g);
     // Writes elsewhere schedule the lift; pinning and flushing lets the epoch advance.
     let h = collector.register();
     for i in 0..64u64 {
-        tree.store_range(1000 + 2 * i, 1000 + 2 * i, Value::new(7))
+        tree.store_range(1000 + 2 * i..=1000 + 2 * i, Value::new(7))
             .unwrap();
         h.pin().flush();
     }
     let before = tree.stats();
-    tree.store_range(73, 75, Value::new(98)).unwrap(); // +1 append into the shrunk leaf
+    tree.store_range(73..=75, Value::new(98)).unwrap(); // +1 append into the shrunk leaf
     let after = tree.stats();
     assert_eq!(after.sealed_extend, before.sealed_extend, "{after:?}");
     assert_eq!(after.append_end, before.append_end + 1, "{after:?}");

@@ -341,10 +341,10 @@ fn erase_keeps_other_entries_alloc_tree() {
 fn whole_space_replacement_is_exact_fit() {
     use maple_tree::{MapleTree, Value};
     let t = MapleTree::<Value>::new();
-    t.store_range(0, u64::MAX, Value::new(1)).unwrap();
+    t.store_range(0..=u64::MAX, Value::new(1)).unwrap();
     let d = t.dup();
     let before = d.stats();
-    d.store_range(0, u64::MAX, Value::new(2)).unwrap();
+    d.store_range(0..=u64::MAX, Value::new(2)).unwrap();
     let after = d.stats();
     assert_eq!(d.get(7), Some(Value::new(2)));
     assert_eq!(after.exact_fit - before.exact_fit, 1, "{after:?}");
@@ -361,16 +361,16 @@ fn whole_space_store_counts_one_new_root() {
     use maple_tree::{MapleTree, Value};
     let t = MapleTree::<Value>::new();
     for i in 0..50u64 {
-        t.store_range(10 * i, 10 * i + 5, Value::new(i)).unwrap();
+        t.store_range(10 * i..=10 * i + 5, Value::new(i)).unwrap();
     }
     let s0 = t.stats();
-    t.store_range(0, u64::MAX, Value::new(7)).unwrap();
+    t.store_range(0..=u64::MAX, Value::new(7)).unwrap();
     let s1 = t.stats();
     assert_eq!(s1.new_root - s0.new_root, 1, "{s1:?}");
     assert_eq!(t.get(12_345), Some(Value::new(7)));
-    t.store_range(3, 4, Value::new(8)).unwrap();
+    t.store_range(3..=4, Value::new(8)).unwrap();
     let s2 = t.stats();
-    t.erase_range(0, u64::MAX).unwrap();
+    t.erase_range(0..=u64::MAX).unwrap();
     let s3 = t.stats();
     assert_eq!(s3.new_root - s2.new_root, 1, "{s3:?}");
     assert!(t.is_empty());
@@ -390,12 +390,12 @@ fn null_store_inside_the_last_entry_of_a_full_leaf() {
         {
             let mut w = if exclusive { t.exclusive() } else { t.lock() };
             for i in 1..=7u64 {
-                w.store_range(10 * i, 10 * i + 4, Value::new(i)).unwrap();
+                w.store_range(10 * i..=10 * i + 4, Value::new(i)).unwrap();
             }
             // 15 slots: [0, 9] NULL, seven entries with gaps, then this entry up to u64::MAX.
-            w.store_range(75, u64::MAX, Value::new(99)).unwrap();
+            w.store_range(75..=u64::MAX, Value::new(99)).unwrap();
             w.validate().unwrap();
-            w.erase_range(80, 81).unwrap();
+            w.erase_range(80..=81).unwrap();
             if let Err(e) = w.validate() {
                 panic!("exclusive {exclusive}: {e}\n{}", w.dump());
             }

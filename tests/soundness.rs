@@ -70,7 +70,7 @@ fn panicking_drops(exclusive: bool, alloc: bool) {
         bomb(id, panics, &drops)
     };
     for i in 0..200u64 {
-        tree.store_range(i * 10, i * 10 + 5, mk(i, PANICKY.contains(&i)))
+        tree.store_range(i * 10..=i * 10 + 5, mk(i, PANICKY.contains(&i)))
             .unwrap();
     }
     // Each write replaces (and so drops) exactly one panicking entry (two panics at once abort,
@@ -123,9 +123,9 @@ fn panicking_drops(exclusive: bool, alloc: bool) {
 
 fn store(t: &mut MapleTree<Box<Bomb>>, a: u64, b: u64, e: Box<Bomb>, exclusive: bool) {
     if exclusive {
-        t.exclusive().store_range(a, b, e).unwrap();
+        t.exclusive().store_range(a..=b, e).unwrap();
     } else {
-        t.store_range(a, b, e).unwrap();
+        t.store_range(a..=b, e).unwrap();
     }
 }
 
@@ -163,7 +163,7 @@ fn panicking_drops_rcu_alloc_tree() {
 fn store_prealloc_without_preallocate_is_a_typed_error() {
     use maple_tree::{Error, Value};
     let tree = MapleTree::<Value>::new();
-    tree.store_range(10, 20, Value::new(1)).unwrap();
+    tree.store_range(10..=20, Value::new(1)).unwrap();
     let mut w = tree.lock();
     let mut c = w.cursor(12);
     c.walk();

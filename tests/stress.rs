@@ -1,12 +1,12 @@
-//! Real-thread stress test of the concurrency contract (SPEC §1.3): several lock-free readers
-//! against one writer running a seeded mixed workload that hits every write path, through
+//! Real-thread stress test of the concurrency contract (README.md, "Guarantees"): several lock-free
+//! readers against one writer running a seeded mixed workload that hits every write path, through
 //! `Arc<MapleTree>`.
 //!
 //! The index space is cut into regions by *sentinels*: single-index ranges `[1000 k, 1000 k]`
 //! stored first and never written again, so that every iteration must yield all of them (a range
 //! unchanged for the whole iteration is never skipped). Every other entry is a fresh [`Payload`]
-//! tagged with the range it was stored over and a version from a global clock, so readers can check,
-//! without knowing the writer's schedule:
+//! tagged with the range it was stored over and a version from a global clock, so readers can
+//! check, without knowing the writer's schedule:
 //! - an entry found at index `i` (point load, `load_range`, iteration) was stored over a range
 //!   containing every index it is reported for, and is live (not poisoned by `Drop`);
 //! - per index, the versions a reader sees never go backwards;
@@ -19,7 +19,6 @@
 //! path counter must have moved and every entry ever created must have been dropped exactly once
 //! after the tree (with its own collector) is dropped.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -228,7 +227,7 @@ fn reader(tree: Arc<Tree>, stop: Arc<AtomicBool>, seed: u64, probes: Arc<Vec<u64
                 // A windowed iteration over a region and its neighbours, both ways alternately.
                 let k = rng.below(REGIONS - 2);
                 let (a, b) = (k * SPAN, (k + 2) * SPAN);
-                let it = tree.range(a, b, &guard).map(|(x, y, p)| {
+                let it = tree.range(a..=b, &guard).map(|(x, y, p)| {
                     check_entry(p, x, y);
                     (x, y, p.version)
                 });
@@ -251,44 +250,10 @@ fn reader(tree: Arc<Tree>, stop: Arc<AtomicBool>, seed: u64, probes: Arc<Vec<u64
     checks
 }
 
-/// The writer's model: non-empty ranges `first -> (last, version)`.
-#[derive(Default)]
-struct Model(BTreeMap<u64, (u64, u64)>);
-
-impl Model {
-    fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
-        let over: Vec<(u64, u64, u64)> = self
-            .0
-            .range(..=last)
-            .rev()
-            .take_while(|(_, &(l, _))| l >= first)
-            .map(|(&a, &(b, v))| (a, b, v))
-            .collect();
-        for (a, b, val) in over {
-            self.0.remove(&a);
-            if a < first {
-                self.0.insert(a, (first - 1, val));
-            }
-            if b > last {
-                self.0.insert(last + 1, (b, val));
-            }
-        }
-        if let Some(v) = v {
-            self.0.insert(first, (last, v));
-        }
-    }
-    fn at(&self, i: u64) -> Option<(u64, u64, u64)> {
-        self.0
-            .range(..=i)
-            .next_back()
-            .filter(|(_, &(l, _))| l >= i)
-            .map(|(&a, &(b, v))| (a, b, v))
-    }
-    /// End of the last range (0 if none).
-    fn last_end(&self) -> u64 {
-        self.0.iter().next_back().map_or(0, |(_, &(b, _))| b)
-    }
-}
+/// The writer's model: non-empty ranges `first -> (last, version)`, the tests' shared one.
+#[path = "kit/ranges.rs"]
+mod kit;
+type Model = kit::Ranges;
 
 /// The workload never writes over a sentinel.
 fn assert_no_sentinel(a: u64, b: u64) {
@@ -324,14 +289,14 @@ impl Writer {
     fn store(&mut self, w: &mut maple_tree::WriteGuard<'_, Box<Payload>>, a: u64, b: u64) {
         assert_no_sentinel(a, b);
         self.clock += 1;
-        w.store_range(a, b, self.flags.entry(a, b, self.clock))
+        w.store_range(a..=b, self.flags.entry(a, b, self.clock))
             .unwrap();
         self.model.store(a, b, Some(self.clock));
     }
 
     fn erase(&mut self, w: &mut maple_tree::WriteGuard<'_, Box<Payload>>, a: u64, b: u64) {
         assert_no_sentinel(a, b);
-        w.erase_range(a, b).unwrap();
+        w.erase_range(a..=b).unwrap();
         self.model.store(a, b, None);
     }
 
@@ -479,7 +444,7 @@ fn stress(alloc: bool, seed: u64, size: Size) -> Stats {
     {
         let mut w = tree.lock();
         for k in 0..REGIONS {
-            w.store_range(k * SPAN, k * SPAN, flags.entry(k * SPAN, k * SPAN, 0))
+            w.store_range(k * SPAN..=k * SPAN, flags.entry(k * SPAN, k * SPAN, 0))
                 .unwrap();
             wr.model.store(k * SPAN, k * SPAN, Some(0));
         }
@@ -663,7 +628,6 @@ fn stress_tiny() {
 // off (a control run).
 
 mod promise {
-    use std::collections::BTreeMap;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::{Arc, Barrier};
     use std::time::{Duration, Instant};
@@ -682,54 +646,8 @@ mod promise {
         val: Option<u64>,
     }
 
-    /// The reference: non-empty ranges `first -> (last, value)`, equal neighbours kept apart.
-    #[derive(Clone, Default)]
-    struct Model(BTreeMap<u64, (u64, u64)>);
-
-    impl Model {
-        fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
-            if first > last {
-                return;
-            }
-            let over: Vec<(u64, u64, u64)> = self
-                .0
-                .range(..=last)
-                .rev()
-                .take_while(|(_, &(l, _))| l >= first)
-                .map(|(&a, &(b, v))| (a, b, v))
-                .collect();
-            for (a, b, val) in over {
-                self.0.remove(&a);
-                if a < first {
-                    self.0.insert(a, (first - 1, val));
-                }
-                if b > last {
-                    self.0.insert(last + 1, (b, val));
-                }
-            }
-            if let Some(v) = v {
-                self.0.insert(first, (last, v));
-            }
-        }
-        fn at(&self, i: u64) -> Option<(u64, u64, u64)> {
-            self.0
-                .range(..=i)
-                .next_back()
-                .filter(|(_, &(l, _))| l >= i)
-                .map(|(&a, &(b, v))| (a, b, v))
-        }
-        fn has(&self, r: (u64, u64, u64)) -> bool {
-            self.0.get(&r.0) == Some(&(r.1, r.2))
-        }
-        /// The ranges intersecting `[lo, hi]`, whole.
-        fn within(&self, lo: u64, hi: u64) -> Vec<(u64, u64, u64)> {
-            let start = self.at(lo).map_or(lo, |r| r.0);
-            self.0
-                .range(start..=hi)
-                .map(|(&a, &(b, v))| (a, b, v))
-                .collect()
-        }
-    }
+    /// The reference: the tests' shared range map.
+    type Model = super::kit::Ranges;
 
     /// What a reader saw, with its window `[b, a + 1]` (write numbers).
     enum Obs {
@@ -803,7 +721,7 @@ mod promise {
                 _ => {
                     let lo = rng.below(SPACE);
                     let hi = lo + rng.below(400);
-                    let it = tree.range(lo, hi, &guard).map(|(a, b, v)| (a, b, v.get()));
+                    let it = tree.range(lo..=hi, &guard).map(|(a, b, v)| (a, b, v.get()));
                     let (what, got) = if rng.chance(50) {
                         ("range forward", it.collect())
                     } else {
@@ -846,7 +764,7 @@ mod promise {
         }
         fn store(&mut self, first: u64, last: u64) {
             let v = self.next;
-            self.tree.store_range(first, last, Value::new(v)).unwrap();
+            self.tree.store_range(first..=last, Value::new(v)).unwrap();
             self.done(Logged {
                 first,
                 last,
@@ -862,7 +780,7 @@ mod promise {
             });
         }
         fn erase_range(&mut self, first: u64, last: u64) {
-            self.tree.erase_range(first, last).unwrap();
+            self.tree.erase_range(first..=last).unwrap();
             self.done(Logged {
                 first,
                 last,

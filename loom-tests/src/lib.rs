@@ -4,7 +4,7 @@
 //! shared by `tests/models.rs` (the write paths) and `tests/mutants.rs` (the deliberately broken
 //! orderings that must be caught).
 //!
-//! What a model checks, in every explored interleaving (SPEC §1.3):
+//! What a model checks, in every explored interleaving (README.md, "Guarantees"):
 //! - a point load of an index touched by the write returns the index's old or new entry;
 //! - a forward and a backward iteration yield strictly monotonic, non-overlapping ranges, each of
 //!   which is a range of the old or of the new tree, and never skip a range that is the same in
@@ -19,7 +19,6 @@
 #![cfg(loom)]
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::ptr::NonNull;
 
 use crossbeam_epoch::Collector;
@@ -187,67 +186,20 @@ unsafe impl Entry for Tag {
     }
 }
 
-/// The reference: the non-empty ranges of a tree, `first -> (last, value)`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Ranges(BTreeMap<u64, (u64, u64)>);
-
-impl Ranges {
-    /// Stores `v` (or nothing) over `[first, last]`, trimming what was there.
-    pub fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
-        let over: Vec<(u64, u64, u64)> = self
-            .0
-            .range(..=last)
-            .rev()
-            .take_while(|(_, &(l, _))| l >= first)
-            .map(|(&a, &(b, v))| (a, b, v))
-            .collect();
-        for (a, b, val) in over {
-            self.0.remove(&a);
-            if a < first {
-                self.0.insert(a, (first - 1, val));
-            }
-            if b > last {
-                self.0.insert(last + 1, (b, val));
-            }
-        }
-        if let Some(v) = v {
-            self.0.insert(first, (last, v));
-        }
-    }
-
-    /// The range holding `i`, if any.
-    pub fn range_at(&self, i: u64) -> Option<(u64, u64, u64)> {
-        self.0
-            .range(..=i)
-            .next_back()
-            .filter(|(_, &(l, _))| l >= i)
-            .map(|(&a, &(b, v))| (a, b, v))
-    }
-
-    /// The value at `i`.
-    pub fn load(&self, i: u64) -> Option<u64> {
-        self.range_at(i).map(|r| r.2)
-    }
-
-    /// Whether `(first, last, v)` is exactly one of the ranges.
-    pub fn has(&self, r: (u64, u64, u64)) -> bool {
-        self.0.get(&r.0) == Some(&(r.1, r.2))
-    }
-
-    /// All ranges in order.
-    pub fn list(&self) -> Vec<(u64, u64, u64)> {
-        self.0.iter().map(|(&a, &(b, v))| (a, b, v)).collect()
-    }
-}
+/// The reference: the non-empty ranges of a tree, `first -> (last, value)` (the range map
+/// every test of the tree checks against, shared with the crate's own tests).
+#[path = "../../tests/kit/ranges.rs"]
+mod kit;
+pub use kit::Ranges;
 
 /// A write, applied to the tree (through `lock()`, RCU mode) and to the reference.
 #[derive(Clone, Copy, Debug)]
 pub enum Op {
-    /// `store_range(first, last, value)`.
+    /// `store_range(first..=last, value)`.
     Store(u64, u64, u64),
     /// `erase(index)`: the whole range holding `index`.
     Erase(u64),
-    /// `erase_range(first, last)`.
+    /// `erase_range(first..=last)`.
     EraseRange(u64, u64),
     /// `clear()`: the whole tree emptied (`mtree_destroy`).
     Clear,
@@ -342,7 +294,7 @@ impl Op {
             Op::Clear => *r = Ranges::default(),
             Op::CursorStore(a, b, v) | Op::CursorPrealloc(a, b, v) => r.store(a, b, Some(v)),
             Op::CursorErase(i) => {
-                if let Some((a, b, _)) = r.range_at(i) {
+                if let Some((a, b, _)) = r.at(i) {
                     r.store(a, b, None);
                 }
             }
@@ -350,7 +302,7 @@ impl Op {
             Op::AllocCyclic { val, at, .. } => r.store(at, at, Some(val)),
             Op::Store(a, b, v) => r.store(a, b, Some(v)),
             Op::Erase(i) => {
-                if let Some((a, b, _)) = r.range_at(i) {
+                if let Some((a, b, _)) = r.at(i) {
                     r.store(a, b, None);
                 }
             }
@@ -407,11 +359,11 @@ impl Op {
                     Ok((at, false))
                 );
             }
-            Op::Store(a, b, v) => w.store_range(a, b, arena.tag(v)).unwrap(),
+            Op::Store(a, b, v) => w.store_range(a..=b, arena.tag(v)).unwrap(),
             Op::Erase(i) => {
                 w.erase(i);
             }
-            Op::EraseRange(a, b) => w.erase_range(a, b).unwrap(),
+            Op::EraseRange(a, b) => w.erase_range(a..=b).unwrap(),
             Op::Alloc {
                 val,
                 size,
@@ -894,7 +846,7 @@ pub struct Sequence {
     pub writes: Vec<(Op, usize, Vec<Paths>)>,
     /// Indices the point-load reader probes.
     pub probes: Vec<u64>,
-    /// What the iterations cover: `iter()` (`None`) or `range(first, last)` (large pre-fills:
+    /// What the iterations cover: `iter()` (`None`) or `range(first..=last)` (large pre-fills:
     /// fewer reader steps, fewer interleavings).
     pub span: Option<(u64, u64)>,
 }
@@ -912,7 +864,7 @@ impl Sequence {
         }
     }
 
-    /// The iterations cover `range(first, last)` only.
+    /// The iterations cover `range(first..=last)` only.
     pub fn span(mut self, first: u64, last: u64) -> Self {
         self.span = Some((first, last));
         self
@@ -1120,11 +1072,11 @@ fn read_seq(
         Reads::Forward | Reads::Backward => {
             let mut got: Vec<(u64, u64, u64)> = Vec::new();
             if reads == Reads::Forward {
-                for (a, b, p) in tree.range(span.0, span.1, guard) {
+                for (a, b, p) in tree.range(span.0..=span.1, guard) {
                     got.push((a, b, p.read()));
                 }
             } else {
-                for (a, b, p) in tree.range(span.0, span.1, guard).rev() {
+                for (a, b, p) in tree.range(span.0..=span.1, guard).rev() {
                     got.push((a, b, p.read()));
                 }
                 got.reverse();

@@ -1,10 +1,10 @@
-//! One loom model per write path (SPEC §5): the tree is pre-filled before the reader is spawned,
-//! the writer runs on the main thread (loom explores a spawned writer poorly, loom #392/#166), and
-//! one spawned reader checks the observation rules (see the crate docs): point loads of the
-//! indices the write touches, then a full forward and a full backward iteration, under one guard.
-//! Each test first checks the write's result once, without the reader (path taken, heights,
-//! `validate`, contents), then explores every interleaving of the write with the reader within
-//! the preemption bound (`LOOM_MAX_PREEMPTIONS`, 2 unless set).
+//! One loom model per write path (the paths of the publication protocol in `src/tree/node.rs`): the
+//! tree is pre-filled before the reader is spawned, the writer runs on the main thread (loom
+//! explores a spawned writer poorly, loom #392/#166), and one spawned reader checks the observation
+//! rules (see the crate docs): point loads of the indices the write touches, then a full forward
+//! and a full backward iteration, under one guard. Each test first checks the write's result once,
+//! without the reader (path taken, heights, `validate`, contents), then explores every interleaving
+//! of the write with the reader within the preemption bound (`LOOM_MAX_PREEMPTIONS`, 2 unless set).
 //!
 //! Shapes (16-slot leaves): `spaced(3)` is one leaf `[v1][nil][v2][nil][v3][nil..MAX]`;
 //! `spaced(8)` fills one leaf (16 slots); `spaced(12)` is two leaves under a root, the left one

@@ -368,7 +368,11 @@ fn append_split_then_node_store_ignoring_repoint_seals() {
     let mut pre = spaced(15);
     pre.push(Op::Store(150, u64::MAX, 16));
     Sequence::new(pre, 2)
-        .then(Op::Store(160, u64::MAX, 100), 2, &[("split", 1), ("append_split", 1)])
+        .then(
+            Op::Store(160, u64::MAX, 100),
+            2,
+            &[("split", 1), ("append_split", 1)],
+        )
         .then(
             Op::Store(141, 142, 101),
             2,

@@ -157,7 +157,11 @@ fn append_split_then_node_store_under_the_lowered_pivot() {
     let mut pre = spaced(15);
     pre.push(Op::Store(150, MAX, 16));
     Sequence::new(pre, 2)
-        .then(Op::Store(160, MAX, 100), 2, &[("split", 1), ("append_split", 1)])
+        .then(
+            Op::Store(160, MAX, 100),
+            2,
+            &[("split", 1), ("append_split", 1)],
+        )
         .then(Op::Store(141, 142, 101), 2, &[("append_three_way", 1)])
         .or_paths(&[("node_store", 1), ("sealed_copy", 1), ("sealed_extend", 1)])
         .probes(&[142, 150, 1000])
@@ -323,7 +327,7 @@ fn clear_two_levels() {
         .check_all();
 }
 
-/// Erase of everything (`erase_range(0, MAX)`): the whole-space NULL store empties the tree.
+/// Erase of everything (`erase_range(..)`): the whole-space NULL store empties the tree.
 #[test]
 fn erase_to_empty() {
     Sequence::new(spaced(3), 1)

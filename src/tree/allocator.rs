@@ -103,7 +103,7 @@ impl Allocator {
                 if start < min || end > max {
                     return Err(Error::InvalidRange);
                 }
-                w.insert_range(start, end, Value::new(0))?;
+                w.insert_range(start..=end, Value::new(0))?;
                 start
             }
         };

@@ -18,12 +18,18 @@ use super::walk::Walker;
 use super::write::WriteGuard;
 use super::MapleTree;
 
-/// Converts range bounds over `u64` to an inclusive `[first, last]`.
+/// Converts range bounds over `u64` to an inclusive `[first, last]`: the one conversion behind
+/// every method taking `impl RangeBounds<u64>` ([`MapleTree::store_range`],
+/// [`MapleTree::insert_range`], [`MapleTree::erase_range`], [`MapleTree::range`],
+/// [`MapleTree::gaps`] and the [`WriteGuard`] forms).
+///
+/// An unbounded start is `0`, an unbounded end `u64::MAX`; `Excluded(a)` as a start is `a + 1`
+/// and `Excluded(b)` as an end is `b - 1`, without overflow.
 ///
 /// # Errors
 ///
 /// [`Error::InvalidRange`] for an empty range (`5..5`, `..0`), an inverted one (`5..=4`) or an
-/// excluded bound that overflows (`(Bound::Excluded(u64::MAX), ..)`).
+/// excluded bound that leaves nothing (`(Bound::Excluded(u64::MAX), ..)`, `..0`).
 ///
 /// ```
 /// use maple_tree::tree::inclusive;
@@ -59,8 +65,8 @@ impl<E: Entry> MapleTree<E> {
     /// use maple_tree::{MapleTree, Value};
     /// # fn main() -> Result<(), maple_tree::Error> {
     /// let tree = MapleTree::<Value>::new();
-    /// tree.store_range(0, 9, Value::new(1))?;
-    /// tree.store_range(3, 4, Value::new(2))?; // splits [0, 9] in three
+    /// tree.store_range(0..=9, Value::new(1))?;
+    /// tree.store_range(3..=4, Value::new(2))?; // splits [0, 9] in three
     /// assert_eq!(tree.len(), 3);
     /// # Ok(())
     /// # }
@@ -84,8 +90,8 @@ impl<E: Entry> MapleTree<E> {
     /// use maple_tree::{MapleTree, Value};
     /// # fn main() -> Result<(), maple_tree::Error> {
     /// let tree = MapleTree::<Value>::new();
-    /// tree.store_range(20, 29, Value::new(2))?;
-    /// tree.store_range(10, 19, Value::new(1))?;
+    /// tree.store_range(20..=29, Value::new(2))?;
+    /// tree.store_range(10..=19, Value::new(1))?;
     /// let guard = tree.pin();
     /// assert_eq!(tree.first(&guard), Some((10..=19, Value::new(1))));
     /// assert_eq!(tree.last(&guard), Some((20..=29, Value::new(2))));
@@ -105,38 +111,6 @@ impl<E: Entry> MapleTree<E> {
         self.iter(guard).next_back().map(|(a, b, e)| (a..=b, e))
     }
 
-    /// Iterates over the entries whose ranges intersect `r`, like [`range`](Self::range) but
-    /// taking any range of `u64` (`a..b`, `a..=b`, `..=b`, `a..`, `..`).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidRange`] for an empty or inverted range (see [`inclusive`]).
-    ///
-    /// # Panics
-    ///
-    /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
-    ///
-    /// ```
-    /// use maple_tree::{MapleTree, Value};
-    /// # fn main() -> Result<(), maple_tree::Error> {
-    /// let tree = MapleTree::<Value>::new();
-    /// tree.store_range(10, 19, Value::new(1))?;
-    /// tree.store_range(30, 39, Value::new(3))?;
-    /// let guard = tree.pin();
-    /// let found: Vec<u64> = tree.range_of(..25, &guard)?.map(|(a, _, _)| a).collect();
-    /// assert_eq!(found, [10]);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn range_of<'g>(
-        &'g self,
-        r: impl RangeBounds<u64>,
-        guard: &'g Guard,
-    ) -> Result<Iter<'g, E>, Error> {
-        let (first, last) = inclusive(r)?;
-        Ok(self.range(first, last, guard))
-    }
-
     /// Iterates over the empty ranges (holding nothing; the reserved zero entry counts as
     /// occupied, as for gap search) that intersect `r`, clipped to `r`; double-ended.
     ///
@@ -146,7 +120,9 @@ impl<E: Entry> MapleTree<E> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidRange`] for an empty or inverted range (see [`inclusive`]).
+    /// [`Error::InvalidRange`] for an empty or inverted range (`5..5`, `9..=3`; see
+    /// [`inclusive`]); [`range`](Self::range), by contrast, yields nothing for one. Neither
+    /// panics.
     ///
     /// # Panics
     ///
@@ -156,8 +132,8 @@ impl<E: Entry> MapleTree<E> {
     /// use maple_tree::{MapleTree, Value};
     /// # fn main() -> Result<(), maple_tree::Error> {
     /// let tree = MapleTree::<Value>::new();
-    /// tree.store_range(10, 19, Value::new(1))?;
-    /// tree.store_range(30, 39, Value::new(3))?;
+    /// tree.store_range(10..=19, Value::new(1))?;
+    /// tree.store_range(30..=39, Value::new(3))?;
     /// let guard = tree.pin();
     /// let gaps: Vec<_> = tree.gaps(5..=50, &guard)?.collect();
     /// assert_eq!(gaps, [5..=9, 20..=29, 40..=50]);
@@ -188,7 +164,7 @@ impl<E: Entry> MapleTree<E> {
     /// let tree = MapleTree::<Box<u64>>::new();
     /// let reader = tree.pin(); // a reader that stays pinned
     /// for i in 0..100 {
-    ///     tree.store_range(0, 9, Box::new(i))?; // each store releases the previous box
+    ///     tree.store_range(0..=9, Box::new(i))?; // each store releases the previous box
     /// }
     /// assert!(tree.pending_frees().entries >= 99);
     /// drop(reader);
@@ -212,7 +188,7 @@ impl<E: Entry> MapleTree<E> {
     /// use maple_tree::MapleTree;
     /// # fn main() -> Result<(), maple_tree::Error> {
     /// let mut tree = MapleTree::<Box<String>>::new();
-    /// tree.store_range(10, 19, Box::new("a".to_string()))?;
+    /// tree.store_range(10..=19, Box::new("a".to_string()))?;
     /// let (range, entry) = tree.remove(15).ok_or(maple_tree::Error::NoRoom)?;
     /// assert_eq!((range, *entry), (10..=19, "a".to_string()));
     /// assert_eq!(tree.remove(15), None);
@@ -280,7 +256,7 @@ impl<E: Entry> MapleTree<E> {
                 return Err(Error::InvalidRange);
             }
             let (a, b) = r.into_inner();
-            w.store_range(a, b, e)?;
+            w.store_range(a..=b, e)?;
         }
         Ok(())
     }
@@ -526,7 +502,7 @@ impl<E: Entry> fmt::Debug for WriteGuard<'_, E> {
 /// use maple_tree::{MapleTree, Value};
 /// # fn main() -> Result<(), maple_tree::Error> {
 /// let tree = MapleTree::<Value>::new();
-/// tree.store_range(10, 19, Value::new(1))?;
+/// tree.store_range(10..=19, Value::new(1))?;
 /// assert_eq!(format!("{tree:?}"), "{10..=19: Value(1)}");
 /// # Ok(())
 /// # }
@@ -592,8 +568,8 @@ impl<E: Entry> MapleTree<E> {
     /// use maple_tree::{MapleTree, Value};
     /// # fn main() -> Result<(), maple_tree::Error> {
     /// let tree = MapleTree::<Value>::new_alloc();
-    /// tree.store_range(0, 0xfff, Value::new(1))?;
-    /// tree.store_range(0x2000, 0x2fff, Value::new(2))?;
+    /// tree.store_range(0..=0xfff, Value::new(1))?;
+    /// tree.store_range(0x2000..=0x2fff, Value::new(2))?;
     /// // The exact-size hole [0x1000, 0x1fff] is aligned: found.
     /// assert_eq!(tree.empty_area_aligned(0, u64::MAX, 0x1000, 0x1000)?, 0x1000);
     /// // Aligned to 0x4000, the lowest fit is past the entries.
@@ -646,7 +622,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// use maple_tree::{MapleTree, Value};
     /// # fn main() -> Result<(), maple_tree::Error> {
     /// let tree = MapleTree::<Value>::new_alloc();
-    /// tree.store_range(0, 0x17ff, Value::new(1))?;
+    /// tree.store_range(0..=0x17ff, Value::new(1))?;
     /// assert_eq!(tree.alloc_range_aligned(Value::new(2), 0x1000, 0x1000, 0, u64::MAX)?, 0x2000);
     /// assert_eq!(tree.alloc_rrange_aligned(Value::new(3), 0x10, 0x100, 0, 0xffff)?, 0xff00);
     /// # Ok(())
@@ -680,5 +656,86 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     ) -> Result<u64, Error> {
         self.lock()
             .alloc_rrange_aligned(entry, size, align, min, max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inclusive;
+    use crate::Error;
+    use core::ops::Bound::{self, Excluded, Included, Unbounded};
+
+    fn conv(a: Bound<u64>, b: Bound<u64>) -> Result<(u64, u64), Error> {
+        inclusive((a, b))
+    }
+
+    #[test]
+    fn every_bound_kind() {
+        // The nine start/end combinations on an ordinary window.
+        assert_eq!(conv(Included(3), Included(7)), Ok((3, 7)));
+        assert_eq!(conv(Included(3), Excluded(7)), Ok((3, 6)));
+        assert_eq!(conv(Included(3), Unbounded), Ok((3, u64::MAX)));
+        assert_eq!(conv(Excluded(3), Included(7)), Ok((4, 7)));
+        assert_eq!(conv(Excluded(3), Excluded(7)), Ok((4, 6)));
+        assert_eq!(conv(Excluded(3), Unbounded), Ok((4, u64::MAX)));
+        assert_eq!(conv(Unbounded, Included(7)), Ok((0, 7)));
+        assert_eq!(conv(Unbounded, Excluded(7)), Ok((0, 6)));
+        assert_eq!(conv(Unbounded, Unbounded), Ok((0, u64::MAX)));
+        // The std range types.
+        assert_eq!(inclusive(3..=7), Ok((3, 7)));
+        assert_eq!(inclusive(3..7), Ok((3, 6)));
+        assert_eq!(inclusive(..=7), Ok((0, 7)));
+        assert_eq!(inclusive(..7), Ok((0, 6)));
+        assert_eq!(inclusive(3..), Ok((3, u64::MAX)));
+        assert_eq!(inclusive(..), Ok((0, u64::MAX)));
+    }
+
+    #[test]
+    fn single_index_and_empty() {
+        assert_eq!(inclusive(5..=5), Ok((5, 5)));
+        assert_eq!(inclusive(5..6), Ok((5, 5)));
+        assert_eq!(conv(Excluded(4), Included(5)), Ok((5, 5)));
+        assert_eq!(conv(Excluded(4), Excluded(6)), Ok((5, 5)));
+        assert_eq!(inclusive(5..5), Err(Error::InvalidRange));
+        assert_eq!(inclusive(0..0), Err(Error::InvalidRange));
+        assert_eq!(conv(Excluded(5), Excluded(6)), Err(Error::InvalidRange));
+        assert_eq!(conv(Excluded(5), Included(5)), Err(Error::InvalidRange));
+        #[allow(clippy::reversed_empty_ranges)]
+        let inverted = 9..=3;
+        assert_eq!(inclusive(inverted), Err(Error::InvalidRange));
+        #[allow(clippy::reversed_empty_ranges)]
+        let inverted = 9..3;
+        assert_eq!(inclusive(inverted), Err(Error::InvalidRange));
+    }
+
+    #[test]
+    fn overflow_edges() {
+        // Excluded(u64::MAX) as a start and Excluded(0) as an end leave nothing, without
+        // overflowing.
+        assert_eq!(
+            conv(Excluded(u64::MAX), Unbounded),
+            Err(Error::InvalidRange)
+        );
+        assert_eq!(
+            conv(Excluded(u64::MAX), Included(u64::MAX)),
+            Err(Error::InvalidRange)
+        );
+        assert_eq!(conv(Unbounded, Excluded(0)), Err(Error::InvalidRange));
+        assert_eq!(conv(Included(0), Excluded(0)), Err(Error::InvalidRange));
+        assert_eq!(inclusive(..0), Err(Error::InvalidRange));
+        // The extremes that are not empty.
+        assert_eq!(inclusive(u64::MAX..), Ok((u64::MAX, u64::MAX)));
+        assert_eq!(inclusive(u64::MAX..=u64::MAX), Ok((u64::MAX, u64::MAX)));
+        assert_eq!(inclusive(..=0), Ok((0, 0)));
+        assert_eq!(inclusive(0..1), Ok((0, 0)));
+        assert_eq!(inclusive(0..u64::MAX), Ok((0, u64::MAX - 1)));
+        assert_eq!(inclusive(5..=u64::MAX), Ok((5, u64::MAX)));
+        assert_eq!(inclusive(5..u64::MAX), Ok((5, u64::MAX - 1)));
+        assert_eq!(
+            conv(Excluded(u64::MAX - 1), Unbounded),
+            Ok((u64::MAX, u64::MAX))
+        );
+        assert_eq!(conv(Excluded(0), Excluded(2)), Ok((1, 1)));
+        assert_eq!(conv(Unbounded, Excluded(1)), Ok((0, 0)));
     }
 }

@@ -630,9 +630,10 @@ macro_rules! cursor_reads {
 ///
 /// ```
 /// use maple_tree::{MapleTree, Value, Status};
+/// # fn main() -> Result<(), maple_tree::Error> {
 /// let tree = MapleTree::<Value>::new();
 /// for i in 0..10u64 {
-///     tree.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+///     tree.store_range(i * 10..=i * 10 + 5, Value::new(i))?;
 /// }
 /// let guard = tree.pin();
 /// let mut c = tree.cursor(0, &guard);
@@ -646,6 +647,8 @@ macro_rules! cursor_reads {
 /// assert_eq!(c.prev(0).map(|v| v.get()), Some(8));
 /// assert_eq!(c.prev(86), None);
 /// assert_eq!(c.status(), Status::Underflow);
+/// # Ok(())
+/// # }
 /// ```
 pub struct Cursor<'g, E> {
     core: Core<'g>,
@@ -667,9 +670,10 @@ impl<'g, E: Entry + 'g> Cursor<'g, E> {
 ///
 /// ```
 /// use maple_tree::{MapleTree, Value};
+/// # fn main() -> Result<(), maple_tree::Error> {
 /// let tree = MapleTree::<Value>::new();
 /// for i in 0..20u64 {
-///     tree.store_range(i * 10, i * 10 + 9, Value::new(i)).unwrap();
+///     tree.store_range(i * 10..=i * 10 + 9, Value::new(i))?;
 /// }
 /// let mut w = tree.lock();
 /// let mut c = w.cursor(0);
@@ -680,6 +684,8 @@ impl<'g, E: Entry + 'g> Cursor<'g, E> {
 /// }
 /// drop(w);
 /// assert_eq!(tree.count(), 10);
+/// # Ok(())
+/// # }
 /// ```
 pub struct CursorMut<'w, 't, E> {
     wg: &'w mut WriteGuard<'t, E>,

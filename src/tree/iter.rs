@@ -315,7 +315,7 @@ mod tests {
                 x ^= x << 17;
                 let len = x % 7;
                 let gap = (x >> 8) % 4;
-                tree.store_range(at, at + len, Value::new(i)).unwrap();
+                tree.store_range(at..=at + len, Value::new(i)).unwrap();
                 model.insert(at, (at + len, i));
                 at += len + 1 + gap;
             }
@@ -357,7 +357,7 @@ mod tests {
                     .filter(|&(a, b, _)| b >= first && a <= last)
                     .collect();
                 let got: Vec<_> = tree
-                    .range(first, last, &g)
+                    .range(first..=last, &g)
                     .map(|(a, b, v)| (a, b, v.get()))
                     .collect();
                 assert_eq!(got, want, "range {first}..={last}");

@@ -18,16 +18,19 @@
 //! ```
 //! use maple_tree::{MapleTree, Value};
 //!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let tree = MapleTree::<Value>::new_alloc();
 //! let mut w = tree.lock(); // RCU mode: readers may run meanwhile
-//! w.store_range(0, 9, Value::new(1)).unwrap();
-//! let at = w.alloc_range(Value::new(2), 5, 0, 100).unwrap();
+//! w.store_range(0..=9, Value::new(1))?;
+//! let at = w.alloc_range(Value::new(2), 5, 0, 100)?;
 //! assert_eq!(at, 10);
 //! assert_eq!(w.load(12), Some(Value::new(2)));
 //! drop(w); // the one-call methods and `validate` take the lock: drop the guard first
 //! let guard = tree.pin();
 //! assert_eq!(tree.load_range(14, &guard).map(|(a, b, _)| (a, b)), Some((10, 14)));
-//! tree.validate().unwrap();
+//! tree.validate()?;
+//! # Ok(())
+//! # }
 //! ```
 
 mod allocator;
@@ -47,6 +50,7 @@ mod walk;
 mod write;
 
 use core::marker::PhantomData;
+use core::ops::RangeBounds;
 use core::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -190,17 +194,20 @@ pub(crate) struct WriterState {
 /// ```
 /// use maple_tree::{MapleTree, Value};
 ///
+/// # fn main() -> Result<(), maple_tree::Error> {
 /// let tree = MapleTree::<Value>::new();
-/// tree.store_range(0x1000, 0x1fff, Value::new(1)).unwrap();
-/// tree.store_range(0x3000, 0x3fff, Value::new(3)).unwrap();
+/// tree.store_range(0x1000..=0x1fff, Value::new(1))?;
+/// tree.store_range(0x3000..=0x3fff, Value::new(3))?;
 /// assert_eq!(tree.get(0x1800), Some(Value::new(1)));
 /// assert_eq!(tree.get(0x2000), None);
 ///
 /// // Overwrite across both ranges: neighbours are trimmed.
-/// tree.store_range(0x1800, 0x37ff, Value::new(2)).unwrap();
+/// tree.store_range(0x1800..=0x37ff, Value::new(2))?;
 /// let guard = tree.pin();
 /// let ranges: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
 /// assert_eq!(ranges, [(0x1000, 0x17ff, 1), (0x1800, 0x37ff, 2), (0x3800, 0x3fff, 3)]);
+/// # Ok(())
+/// # }
 /// ```
 pub struct MapleTree<E> {
     /// Root node word (0: empty).
@@ -500,15 +507,42 @@ impl<E: Entry> MapleTree<E> {
         Iter::new(self, 0, u64::MAX)
     }
 
-    /// Iterates over the entries whose ranges intersect `[first, last]` (ranges are reported
-    /// whole, so the first may start before `first` and the last end after `last`).
+    /// Iterates over the entries whose ranges intersect `r`, any range of `u64` (`a..=b`, `a..b`,
+    /// `..=b`, `a..`, `..`). Ranges are reported whole, so the first may start before `r` and the
+    /// last end after it.
+    ///
+    /// An empty or inverted `r` (`5..5`, `..0`, `9..=3`) yields nothing: unlike
+    /// [`BTreeMap::range`](std::collections::BTreeMap::range) this does not panic. To tell such
+    /// a range apart from an empty window, convert it first with
+    /// [`inclusive`], which returns
+    /// [`Error::InvalidRange`](crate::Error::InvalidRange) for it.
     ///
     /// # Panics
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
-    pub fn range<'g>(&'g self, first: u64, last: u64, guard: &'g Guard) -> Iter<'g, E> {
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10..=19, Value::new(1))?;
+    /// tree.store_range(30..40, Value::new(3))?;
+    /// let guard = tree.pin();
+    /// let found: Vec<u64> = tree.range(..25, &guard).map(|(a, _, _)| a).collect();
+    /// assert_eq!(found, [10]);
+    /// assert_eq!(tree.range(35.., &guard).count(), 1);
+    /// assert_eq!(tree.range(15..15, &guard).count(), 0); // empty: no panic
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn range<'g>(&'g self, r: impl RangeBounds<u64>, guard: &'g Guard) -> Iter<'g, E> {
         self.check_guard(guard);
-        Iter::new(self, first, last)
+        match api::inclusive(r) {
+            Ok((first, last)) => Iter::new(self, first, last),
+            // `first > last`: an iterator that has ended.
+            Err(_) => Iter::new(self, 1, 0),
+        }
     }
 
     /// A read cursor (`ma_state`) at `index`, in status [`Status::Start`].
@@ -559,16 +593,30 @@ impl<E: Entry> MapleTree<E> {
 }
 
 impl<E: Entry + Send + Sync> MapleTree<E> {
-    /// Stores `entry` over `[first, last]`, trimming or removing whatever was there
-    /// (`mtree_store_range`).
+    /// Stores `entry` over the range `r` (`a..=b`, `a..b`, `..=b`, `a..`, `..`), trimming or
+    /// removing whatever was there (`mtree_store_range`).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidRange`](crate::Error::InvalidRange) if `first > last`;
+    /// [`Error::InvalidRange`](crate::Error::InvalidRange) for an empty or inverted `r` (`5..5`,
+    /// `9..=3`, `..0`; see [`inclusive`]);
     /// [`Error::Reserved`](crate::Error::Reserved) for an entry whose word is reserved (a faulty
     /// [`Entry`] implementation). Nothing is written then and `entry` is dropped.
-    pub fn store_range(&self, first: u64, last: u64, entry: E) -> Result<(), crate::Error> {
-        self.lock().store_range(first, last, entry)
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(0x1000..=0x1fff, Value::new(1))?;
+    /// tree.store_range(0x3000..0x4000, Value::new(2))?; // [0x3000, 0x3fff]
+    /// assert_eq!(tree.get(0x3fff), Some(Value::new(2)));
+    /// assert_eq!(tree.store_range(5..5, Value::new(3)), Err(Error::InvalidRange));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn store_range(&self, r: impl RangeBounds<u64>, entry: E) -> Result<(), crate::Error> {
+        self.lock().store_range(r, entry)
     }
 
     /// Stores `entry` at one index (`mtree_store`).
@@ -578,21 +626,21 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// [`Error::Reserved`](crate::Error::Reserved) for an entry whose word is reserved; nothing is
     /// written then and `entry` is dropped.
     pub fn store(&self, index: u64, entry: E) -> Result<(), crate::Error> {
-        self.lock().store_range(index, index, entry)
+        self.lock().store_range(index..=index, entry)
     }
 
-    /// Stores `entry` over `[first, last]` only if every index there is empty
+    /// Stores `entry` over the range `r` only if every index there is empty
     /// (`mtree_insert_range`); otherwise [`Error::Occupied`](crate::Error::Occupied) and
     /// nothing changes.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidRange`](crate::Error::InvalidRange) if `first > last`,
+    /// [`Error::InvalidRange`](crate::Error::InvalidRange) for an empty or inverted `r`,
     /// [`Error::Occupied`](crate::Error::Occupied) if an index of the range holds an entry (the zero
     /// entry included), [`Error::Reserved`](crate::Error::Reserved) for a reserved entry word.
     /// Nothing is written then and `entry` is dropped.
-    pub fn insert_range(&self, first: u64, last: u64, entry: E) -> Result<(), crate::Error> {
-        self.lock().insert_range(first, last, entry)
+    pub fn insert_range(&self, r: impl RangeBounds<u64>, entry: E) -> Result<(), crate::Error> {
+        self.lock().insert_range(r, entry)
     }
 
     /// [`insert_range`](Self::insert_range) of one index.
@@ -601,7 +649,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     ///
     /// As [`insert_range`](Self::insert_range).
     pub fn insert(&self, index: u64, entry: E) -> Result<(), crate::Error> {
-        self.lock().insert_range(index, index, entry)
+        self.lock().insert_range(index..=index, entry)
     }
 
     /// Erases the whole range containing `index` (`mtree_erase`); returns that range if it held
@@ -610,13 +658,14 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
         self.lock().erase(index)
     }
 
-    /// Empties `[first, last]` (a NULL store), trimming entries that stick out.
+    /// Empties the range `r` (a NULL store), trimming entries that stick out.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidRange`](crate::Error::InvalidRange) if `first > last` (nothing is erased).
-    pub fn erase_range(&self, first: u64, last: u64) -> Result<(), crate::Error> {
-        self.lock().erase_range(first, last)
+    /// [`Error::InvalidRange`](crate::Error::InvalidRange) for an empty or inverted `r` (nothing
+    /// is erased).
+    pub fn erase_range(&self, r: impl RangeBounds<u64>) -> Result<(), crate::Error> {
+        self.lock().erase_range(r)
     }
 
     /// Empties the whole tree (`mtree_destroy`); the tree stays usable with the same options.

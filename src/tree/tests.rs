@@ -1,7 +1,5 @@
 //! Unit tests of the tree: a differential model, kernel-derived cases, per-path counters.
 
-use std::collections::BTreeMap;
-
 use crate::{MapleTree, Value};
 
 /// A test size: `n` normally, `miri` under Miri (whose interpreter is some 10^4 times slower).
@@ -13,77 +11,10 @@ pub(crate) const fn sz(n: u64, miri: u64) -> u64 {
     }
 }
 
-/// The reference: non-empty ranges only (empty ranges coalesce implicitly).
-#[derive(Default, Clone, Debug)]
-pub(crate) struct Model {
-    pub(crate) map: BTreeMap<u64, (u64, u64)>,
-}
-
-impl Model {
-    pub(crate) fn store(&mut self, first: u64, last: u64, v: Option<u64>) {
-        // Pieces overlapping [first, last].
-        let over: Vec<(u64, u64, u64)> = self
-            .map
-            .range(..=last)
-            .rev()
-            .take_while(|(_, &(l, _))| l >= first)
-            .map(|(&a, &(b, v))| (a, b, v))
-            .collect();
-        for (a, b, val) in over {
-            self.map.remove(&a);
-            if a < first {
-                self.map.insert(a, (first - 1, val));
-            }
-            if b > last {
-                self.map.insert(last + 1, (b, val));
-            }
-        }
-        if let Some(v) = v {
-            self.map.insert(first, (last, v));
-        }
-    }
-
-    pub(crate) fn load(&self, i: u64) -> Option<u64> {
-        self.map
-            .range(..=i)
-            .next_back()
-            .filter(|(_, &(l, _))| l >= i)
-            .map(|(_, &(_, v))| v)
-    }
-
-    pub(crate) fn occupied(&self, first: u64, last: u64) -> bool {
-        self.map
-            .range(..=last)
-            .next_back()
-            .is_some_and(|(_, &(l, _))| l >= first)
-    }
-
-    pub(crate) fn ranges(&self) -> Vec<(u64, u64, u64)> {
-        self.map.iter().map(|(&a, &(b, v))| (a, b, v)).collect()
-    }
-
-    /// The range (entry or gap) containing `i`.
-    pub(crate) fn slot(&self, i: u64) -> (u64, u64, Option<u64>) {
-        if let Some((&a, &(b, v))) = self.map.range(..=i).next_back() {
-            if b >= i {
-                return (a, b, Some(v));
-            }
-        }
-        let lo = self
-            .map
-            .range(..i)
-            .next_back()
-            .map(|(_, &(b, _))| b + 1)
-            .unwrap_or(0);
-        let hi = self
-            .map
-            .range(i..)
-            .next()
-            .map(|(&a, _)| a - 1)
-            .unwrap_or(u64::MAX);
-        (lo, hi, None)
-    }
-}
+/// The reference range map, shared with every other test of the tree.
+#[path = "../../tests/kit/ranges.rs"]
+mod kit;
+pub(crate) type Model = kit::Ranges;
 
 pub(crate) fn tree_ranges(t: &MapleTree<Value>) -> Vec<(u64, u64, u64)> {
     let g = t.pin();
@@ -94,7 +25,7 @@ fn check(t: &MapleTree<Value>, m: &Model) {
     if let Err(e) = t.validate() {
         panic!("{e}\n{}", t.dump());
     }
-    assert_eq!(tree_ranges(t), m.ranges(), "\n{}", t.dump());
+    assert_eq!(tree_ranges(t), m.list(), "\n{}", t.dump());
 }
 
 #[test]
@@ -104,7 +35,7 @@ fn smoke_store_load() {
     assert_eq!(t.get(0), None);
     let n = sz(300, 40);
     for i in 0..n {
-        t.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+        t.store_range(i * 10..=i * 10 + 5, Value::new(i)).unwrap();
         m.store(i * 10, i * 10 + 5, Some(i));
         check(&t, &m);
     }
@@ -124,29 +55,29 @@ fn smoke_reverse_and_spanning() {
         };
         let mut m = Model::default();
         for i in (0..sz(400, 24)).rev() {
-            t.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+            t.store_range(i * 10..=i * 10 + 5, Value::new(i)).unwrap();
             m.store(i * 10, i * 10 + 5, Some(i));
             check(&t, &m);
         }
-        t.store_range(25, 3333, Value::new(7)).unwrap();
+        t.store_range(25..=3333, Value::new(7)).unwrap();
         m.store(25, 3333, Some(7));
         check(&t, &m);
-        t.erase_range(100, 2000).unwrap();
+        t.erase_range(100..=2000).unwrap();
         m.store(100, 2000, None);
         check(&t, &m);
         for i in 0..sz(500, 24) {
             let a = (i * 7919) % 4000;
             let b = a + (i * 31) % 50;
             if i % 3 == 0 {
-                t.erase_range(a, b).unwrap();
+                t.erase_range(a..=b).unwrap();
                 m.store(a, b, None);
             } else {
-                t.store_range(a, b, Value::new(i)).unwrap();
+                t.store_range(a..=b, Value::new(i)).unwrap();
                 m.store(a, b, Some(i));
             }
             check(&t, &m);
         }
-        t.erase_range(0, u64::MAX).unwrap();
+        t.erase_range(0..=u64::MAX).unwrap();
         m.store(0, u64::MAX, None);
         check(&t, &m);
         assert!(t.is_empty());
@@ -294,15 +225,15 @@ mod prop {
                 Op::Store(a, b, v) => {
                     let e = mk(v, &mut created);
                     if exclusive {
-                        t.exclusive().store_range(a, b, e).unwrap()
+                        t.exclusive().store_range(a..=b, e).unwrap()
                     } else {
-                        t.store_range(a, b, e).unwrap()
+                        t.store_range(a..=b, e).unwrap()
                     }
                     m.store(a, b, Some(v));
                 }
                 Op::Insert(a, b, v) => {
                     let e = mk(v, &mut created);
-                    let r = t.insert_range(a, b, e);
+                    let r = t.insert_range(a..=b, e);
                     if m.occupied(a, b) {
                         assert_eq!(r, Err(crate::Error::Occupied));
                     } else {
@@ -323,7 +254,7 @@ mod prop {
                     }
                 }
                 Op::EraseRange(a, b) => {
-                    t.erase_range(a, b).unwrap();
+                    t.erase_range(a..=b).unwrap();
                     m.store(a, b, None);
                 }
                 Op::Load(i) => {
@@ -348,8 +279,7 @@ mod prop {
                     let want = if a > b {
                         None
                     } else {
-                        m.map
-                            .range(..=b)
+                        m.0.range(..=b)
                             .find(|(_, &(l, _))| l >= a)
                             .map(|(_, &(l, v))| (l, v))
                     };
@@ -367,8 +297,7 @@ mod prop {
                     let want = if hi == u64::MAX {
                         None
                     } else {
-                        m.map
-                            .range(hi + 1..)
+                        m.0.range(hi + 1..)
                             .next()
                             .filter(|(&f, _)| f <= b)
                             .map(|(&f, &(l, v))| (f, l, v))
@@ -382,8 +311,7 @@ mod prop {
                     let want = if lo == 0 {
                         None
                     } else {
-                        m.map
-                            .range(..lo)
+                        m.0.range(..lo)
                             .next_back()
                             .filter(|(_, &(l, _))| l >= b)
                             .map(|(&f, &(l, v))| (f, l, v))
@@ -420,7 +348,7 @@ mod prop {
                     let mut x = a;
                     for i in 0..n {
                         let Some(end) = x.checked_add(gap) else { break };
-                        w.store_range(x, end, mk(i, &mut created)).unwrap();
+                        w.store_range(x..=end, mk(i, &mut created)).unwrap();
                         m.store(x, end, Some(i));
                         let Some(nx) = end.checked_add(2) else { break };
                         x = nx;
@@ -433,9 +361,9 @@ mod prop {
                         let g = d.pin();
                         d.iter(&g).map(|(a, b, c)| (a, b, c.v)).collect()
                     };
-                    assert_eq!(got, m.ranges());
+                    assert_eq!(got, m.list());
                     // Diverge the copy, the original must not change.
-                    d.erase_range(0, u64::MAX / 2).unwrap();
+                    d.erase_range(0..=u64::MAX / 2).unwrap();
                     extra_trees.push(d);
                 }
                 Op::Exclusive(on) => exclusive = on,
@@ -455,12 +383,11 @@ mod prop {
                         let (lo, hi) = (c.index(), c.last());
                         if step == 0 || !fill {
                             // `find`, and `find_range` first: the next entry from `from`.
-                            let want = m
-                                .map
-                                .range(..=b)
-                                .find(|(_, &(l, _))| l >= from)
-                                .map(|(&f, &(l, v))| (f, l, v))
-                                .filter(|_| from <= b);
+                            let want =
+                                m.0.range(..=b)
+                                    .find(|(_, &(l, _))| l >= from)
+                                    .map(|(&f, &(l, v))| (f, l, v))
+                                    .filter(|_| from <= b);
                             let Some(want) = want else {
                                 assert_eq!(got, None, "cursor find from {from}");
                                 break;
@@ -491,12 +418,12 @@ mod prop {
                 let g = t.pin();
                 t.iter(&g).map(|(a, b, c)| (a, b, c.v)).collect()
             };
-            assert_eq!(got, m.ranges());
+            assert_eq!(got, m.list());
             let back: Vec<_> = {
                 let g = t.pin();
                 t.iter(&g).rev().map(|(a, b, c)| (a, b, c.v)).collect()
             };
-            assert_eq!(back.into_iter().rev().collect::<Vec<_>>(), m.ranges());
+            assert_eq!(back.into_iter().rev().collect::<Vec<_>>(), m.list());
         }
         drop(extra_trees);
         drop(t);
@@ -595,14 +522,14 @@ fn random_heavy() {
             if exclusive {
                 let mut w = t.exclusive();
                 if null {
-                    w.erase_range(a, b).unwrap()
+                    w.erase_range(a..=b).unwrap()
                 } else {
-                    w.store_range(a, b, Value::new(i)).unwrap()
+                    w.store_range(a..=b, Value::new(i)).unwrap()
                 }
             } else if null {
-                t.erase_range(a, b).unwrap();
+                t.erase_range(a..=b).unwrap();
             } else {
-                t.store_range(a, b, Value::new(i)).unwrap();
+                t.store_range(a..=b, Value::new(i)).unwrap();
             }
             m.store(a, b, if null { None } else { Some(i) });
             if i % sz(64, 16) == 0 {

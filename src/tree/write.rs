@@ -124,15 +124,18 @@ pub(crate) enum GuardRef {
 ///
 /// ```
 /// use maple_tree::{MapleTree, Value};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let mut tree = MapleTree::<Value>::new();
 /// {
 ///     let mut w = tree.exclusive(); // no readers: in place, frees at once
 ///     for i in 0..100u64 {
-///         w.store_range(i * 10, i * 10 + 5, Value::new(i)).unwrap();
+///         w.store_range(i * 10..=i * 10 + 5, Value::new(i))?;
 ///     }
 /// }
 /// assert_eq!(tree.get(995), Some(Value::new(99)));
-/// tree.validate().unwrap();
+/// tree.validate()?;
+/// # Ok(())
+/// # }
 /// ```
 pub struct WriteGuard<'t, E> {
     pub(crate) root: &'t Root,
@@ -1063,44 +1066,46 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     // ----- public write API -----------------------------------------------------------------------
 
-    /// Stores `entry` over `[first, last]` (`mtree_store_range`): trims or removes whatever was
+    /// Stores `entry` over the range `r` (`mtree_store_range`): trims or removes whatever was
     /// there, across any number of nodes.
     ///
     /// # Errors
     ///
     /// As [`MapleTree::store_range`].
-    pub fn store_range(&mut self, first: u64, last: u64, entry: E) -> Result<(), Error> {
-        if first > last {
-            return Err(Error::InvalidRange);
-        }
+    pub fn store_range(
+        &mut self,
+        r: impl core::ops::RangeBounds<u64>,
+        entry: E,
+    ) -> Result<(), Error> {
+        let (first, last) = super::inclusive(r)?;
         let w = Self::entry_word(entry)?;
         self.write(first, last, w);
         Ok(())
     }
 
-    /// Stores the reserved zero entry (`XA_ZERO_ENTRY`) over `[first, last]`: the range counts
+    /// Stores the reserved zero entry (`XA_ZERO_ENTRY`) over the range `r`: the range counts
     /// as occupied for insert and gap search but reads as empty through `load` and `iter`.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidRange`] if `first > last` (nothing is written).
-    pub fn store_zero_range(&mut self, first: u64, last: u64) -> Result<(), Error> {
-        if first > last {
-            return Err(Error::InvalidRange);
-        }
+    /// [`Error::InvalidRange`] for an empty or inverted `r` (nothing is written).
+    pub fn store_zero_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
+        let (first, last) = super::inclusive(r)?;
         self.write(first, last, ZERO_WORD);
         Ok(())
     }
 
-    /// Stores `entry` only if all of `[first, last]` is empty (`mtree_insert_range`).
+    /// Stores `entry` only if all of the range `r` is empty (`mtree_insert_range`).
     ///
     /// # Errors
     ///
     /// As [`MapleTree::insert_range`].
-    pub fn insert_range(&mut self, first: u64, last: u64, entry: E) -> Result<(), Error> {
-        if first > last {
-            return Err(Error::InvalidRange);
-        }
+    pub fn insert_range(
+        &mut self,
+        r: impl core::ops::RangeBounds<u64>,
+        entry: E,
+    ) -> Result<(), Error> {
+        let (first, last) = super::inclusive(r)?;
         if self.is_occupied(first, last) {
             return Err(Error::Occupied);
         }
@@ -1115,7 +1120,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     ///
     /// As [`MapleTree::insert_range`].
     pub fn insert(&mut self, index: u64, entry: E) -> Result<(), Error> {
-        self.insert_range(index, index, entry)
+        self.insert_range(index..=index, entry)
     }
 
     /// Whether any index of `[first, last]` holds an entry (the zero entry counts).
@@ -1149,15 +1154,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         Some((lo, hi))
     }
 
-    /// Empties `[first, last]` (a NULL store).
+    /// Empties the range `r` (a NULL store).
     ///
     /// # Errors
     ///
     /// As [`MapleTree::erase_range`].
-    pub fn erase_range(&mut self, first: u64, last: u64) -> Result<(), Error> {
-        if first > last {
-            return Err(Error::InvalidRange);
-        }
+    pub fn erase_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
+        let (first, last) = super::inclusive(r)?;
         self.write(first, last, 0);
         Ok(())
     }

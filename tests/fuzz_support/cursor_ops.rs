@@ -1,7 +1,7 @@
-//! Target `cursor_ops`: the `ma_state` cursor — walk, find, find_rev, find_range(_rev), next,
-//! prev, next_range, prev_range, set/set_range/reset/pause — with its status machine (K§2.3,
-//! K§2.4), read cursors under a guard and write cursors (`CursorMut`) that store, erase and
-//! preallocate while iterating.
+//! Target `cursor_ops`: the `ma_state` cursor — walk, find, find_rev, find_range(_rev), next, prev,
+//! next_range, prev_range, set/set_range/reset/pause — with its status machine (the kernel's `enum
+//! maple_status`, include/linux/maple_tree.h), read cursors under a guard and write cursors
+//! (`CursorMut`) that store, erase and preallocate while iterating.
 //!
 //! The model cursor keeps `(index, last, status)` and whether its range is a walked slot (the
 //! kernel's `mas->node` being set), and follows the kernel's functions step for step (checked

@@ -211,13 +211,13 @@ pub struct Facade<'a>(pub &'a MapleTree<E>);
 
 impl Writer for Facade<'_> {
     fn store_range(&mut self, a: u64, b: u64, e: E) -> Result<(), Error> {
-        self.0.store_range(a, b, e)
+        self.0.store_range(a..=b, e)
     }
     fn store_zero_range(&mut self, a: u64, b: u64) -> Result<(), Error> {
-        self.0.lock().store_zero_range(a, b)
+        self.0.lock().store_zero_range(a..=b)
     }
     fn insert_range(&mut self, a: u64, b: u64, e: E) -> Result<(), Error> {
-        self.0.insert_range(a, b, e)
+        self.0.insert_range(a..=b, e)
     }
     fn insert(&mut self, a: u64, e: E) -> Result<(), Error> {
         self.0.insert(a, e)
@@ -226,7 +226,7 @@ impl Writer for Facade<'_> {
         self.0.erase(a)
     }
     fn erase_range(&mut self, a: u64, b: u64) -> Result<(), Error> {
-        self.0.erase_range(a, b)
+        self.0.erase_range(a..=b)
     }
     fn clear(&mut self) {
         self.0.clear()
@@ -258,13 +258,13 @@ impl Writer for Facade<'_> {
 
 impl Writer for WriteGuard<'_, E> {
     fn store_range(&mut self, a: u64, b: u64, e: E) -> Result<(), Error> {
-        WriteGuard::store_range(self, a, b, e)
+        WriteGuard::store_range(self, a..=b, e)
     }
     fn store_zero_range(&mut self, a: u64, b: u64) -> Result<(), Error> {
-        WriteGuard::store_zero_range(self, a, b)
+        WriteGuard::store_zero_range(self, a..=b)
     }
     fn insert_range(&mut self, a: u64, b: u64, e: E) -> Result<(), Error> {
-        WriteGuard::insert_range(self, a, b, e)
+        WriteGuard::insert_range(self, a..=b, e)
     }
     fn insert(&mut self, a: u64, e: E) -> Result<(), Error> {
         WriteGuard::insert(self, a, e)
@@ -273,7 +273,7 @@ impl Writer for WriteGuard<'_, E> {
         WriteGuard::erase(self, a)
     }
     fn erase_range(&mut self, a: u64, b: u64) -> Result<(), Error> {
-        WriteGuard::erase_range(self, a, b)
+        WriteGuard::erase_range(self, a..=b)
     }
     fn clear(&mut self) {
         WriteGuard::clear(self)

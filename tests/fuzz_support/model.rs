@@ -192,7 +192,7 @@ impl Model {
             .filter(|e| e.1 >= min)
     }
 
-    /// `mas_empty_area` / `mas_empty_area_rev` with the kernel's window rules (K§2.3).
+    /// `mas_empty_area` / `mas_empty_area_rev` with the kernel's window rules (lib/maple_tree.c).
     pub fn empty_area(&self, min: u64, max: u64, size: u64, rev: bool) -> Result<u64, Error> {
         if min > max || size == 0 || max - min < size - 1 {
             return Err(Error::InvalidWindow);

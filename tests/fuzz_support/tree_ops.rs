@@ -22,7 +22,7 @@ pub enum ReadOp {
     Next { a: Ix, max: Ix },
     /// `prev(a, min)`.
     Prev { a: Ix, min: Ix },
-    /// `range(a, b)` consumed from both ends; bit `k` of `dirs` picks the end of step `k`.
+    /// `range(a..=b)` consumed from both ends; bit `k` of `dirs` picks the end of step `k`.
     Range { a: Ix, b: Ix, dirs: u64 },
     /// `iter()` forwards or backwards, whole.
     IterAll { rev: bool },
@@ -142,7 +142,7 @@ fn read(w: &mut World, op: &ReadOp) {
             let t = &w.trees[0];
             let g = t.tree.pin();
             let want = t.model.entries_in(a, b);
-            let mut it = t.tree.range(a, b, &g);
+            let mut it = t.tree.range(a..=b, &g);
             let (mut lo, mut hi) = (0usize, want.len());
             let mut k = 0u32;
             loop {

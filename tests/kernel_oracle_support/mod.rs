@@ -263,9 +263,9 @@ impl Driver {
             "store" => {
                 let (f, l, v) = (a(1), a(2), a(3));
                 let r = if v == 0 {
-                    tree.erase_range(f, l)
+                    tree.erase_range(f..=l)
                 } else {
-                    tree.store_range(f, l, Value::new(v))
+                    tree.store_range(f..=l, Value::new(v))
                 };
                 match r {
                     Ok(()) => {
@@ -280,7 +280,7 @@ impl Driver {
             }
             "insert" => {
                 let (f, l, v) = (a(1), a(2), a(3));
-                match tree.insert_range(f, l, Value::new(v)) {
+                match tree.insert_range(f..=l, Value::new(v)) {
                     Ok(()) => {
                         self.wrote(f == 0 && l == 0, false);
                         one("ok".into())
@@ -549,7 +549,7 @@ fn classify(
             if d.tree.height() > 1 {
                 return None;
             }
-            d.tree.store_range(0, u64::MAX, Value::new(a(3))).unwrap();
+            d.tree.store_range(0..=u64::MAX, Value::new(a(3))).unwrap();
             d.whole_space = true;
             d.root = KRoot::Node;
             Some(Allowed::InsertWholeSpace)
@@ -573,7 +573,7 @@ fn classify(
                 }
                 "alloc" | "ralloc" => {
                     let s: u64 = g.parse().ok()?;
-                    d.tree.erase_range(s, s + (a(1) - 1)).unwrap();
+                    d.tree.erase_range(s..=s + (a(1) - 1)).unwrap();
                     if !free(&d.tree, s, a(1)) {
                         return None;
                     }
@@ -581,7 +581,7 @@ fn classify(
                 }
                 _ => {
                     let s: u64 = g.split(' ').nth(1)?.parse().ok()?;
-                    d.tree.erase_range(s, s).unwrap();
+                    d.tree.erase_range(s..=s).unwrap();
                     (s, 1, a(1), a(2))
                 }
             };

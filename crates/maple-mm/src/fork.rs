@@ -176,7 +176,7 @@ fn dup_append<H: ForkHook>(parent: &Mm, child: &mut Mm, hook: &mut H) -> Result<
             tmp.end(),
             tmp.flags().contains(VmFlags::WIPEONFORK),
         );
-        let r = w.store_range(start, end - 1, Arc::new(tmp));
+        let r = w.store_range(start..end, Arc::new(tmp));
         debug_assert!(r.is_ok());
         count += 1;
         if copy_pages && !wipe {
@@ -249,7 +249,7 @@ fn dup_tree<H: ForkHook>(parent: &Mm, child: &mut Mm, hook: &mut H) -> Result<us
         // The entries from the failing VMA on still hold the parent's VMAs: take them out, so
         // that tearing the child down only touches the child's own VMAs (what newer kernels do
         // instead of the old XA_ZERO_ENTRY marker).
-        let r = w.erase_range(at, u64::MAX);
+        let r = w.erase_range(at..=u64::MAX);
         debug_assert!(r.is_ok());
         return Err(e);
     }

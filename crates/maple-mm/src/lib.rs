@@ -204,6 +204,10 @@
 //! event handshake.
 //!
 
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 mod error;
 mod fork;
 #[cfg(loom)]
@@ -790,7 +794,7 @@ macro_rules! vma_reads {
             let empty = start >= end;
             self.mm
                 .tree
-                .range(start, last, &self.guard)
+                .range(start..=last, &self.guard)
                 .filter(move |_| !empty)
                 .map(|(_, _, v)| v)
         }

@@ -318,7 +318,7 @@ impl Mm {
                         reason: "more VMAs than max_map_count",
                     });
                 }
-                let r = w.store_range(start, end - 1, Arc::new(Vma::new(start, end, desc, -1)));
+                let r = w.store_range(start..end, Arc::new(Vma::new(start, end, desc, -1)));
                 debug_assert!(r.is_ok());
                 count += 1;
                 last_end = end;

@@ -299,7 +299,7 @@ pub(crate) fn plan<'g>(
     }
     let mut tail: Option<Seg> = None;
     let mut middles: Vec<Seg> = Vec::new();
-    for (_, _, v) in tree.range(lo, hi - 1, g) {
+    for (_, _, v) in tree.range(lo..hi, g) {
         let v: &'g Vma = v;
         old.push(v);
         let vd = v.desc();
@@ -480,18 +480,18 @@ pub(crate) fn commit(mm: &Mm, plan: Plan<'_>) -> Vec<VmaSnapshot> {
     let mut pos = plan.lo;
     for (s, e, act) in plan.acts {
         if pos < s && leaving_in(pos, s) {
-            let r = w.erase_range(pos, s - 1);
+            let r = w.erase_range(pos..s);
             debug_assert!(r.is_ok());
         }
         if let Act::New(seg) = act {
             let vma = Arc::new(Vma::new(s, e, seg.desc, seq));
-            let r = w.store_range(s, e - 1, vma);
+            let r = w.store_range(s..e, vma);
             debug_assert!(r.is_ok());
         }
         pos = e;
     }
     if pos < plan.hi && leaving_in(pos, plan.hi) {
-        let r = w.erase_range(pos, plan.hi - 1);
+        let r = w.erase_range(pos..plan.hi);
         debug_assert!(r.is_ok());
     }
     plan.removed
@@ -869,7 +869,7 @@ impl MmWriteGuard<'_> {
         self.mm
             .tree
             .lock()
-            .insert_range(start, end - 1, vma)
+            .insert_range(start..end, vma)
             .map_err(|_| MmError::Exist)?;
         self.state.map_count += 1;
         Ok(())

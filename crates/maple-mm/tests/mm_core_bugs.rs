@@ -16,7 +16,7 @@ fn null_store_in_full_leaves_keeps_every_range() {
     for i in 0..31u64 {
         t.store(i, Value::new(i)).unwrap();
     }
-    t.erase_range(15, 15).unwrap();
+    t.erase_range(15..=15).unwrap();
     t.validate().unwrap();
     let guard = t.pin();
     let got: Vec<(u64, u64, u64)> = t.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
@@ -53,7 +53,7 @@ fn lockless_iteration_is_strictly_increasing_during_stores() {
                 let p = xorshift(&mut s) % 96;
                 let len = 1 + xorshift(&mut s) % 12;
                 let a = 0x1000_0000 + p * 0x1000;
-                t.store_range(a, a + len * 0x1000 - 1, Value::new(n))
+                t.store_range(a..=a + len * 0x1000 - 1, Value::new(n))
                     .unwrap();
                 n += 1;
             }
@@ -64,7 +64,7 @@ fn lockless_iteration_is_strictly_increasing_during_stores() {
     while start.elapsed() < std::time::Duration::from_secs(2) && bad.is_none() {
         let g = t.pin();
         let mut prev: Option<(u64, u64)> = None;
-        for (first, last, _) in t.range(0x1000_0000, 0x1000_0000 + 96 * 0x1000, &g) {
+        for (first, last, _) in t.range(0x1000_0000..=0x1000_0000 + 96 * 0x1000, &g) {
             if let Some((pf, pl)) = prev {
                 if first <= pl {
                     bad = Some(((pf, pl), (first, last)));

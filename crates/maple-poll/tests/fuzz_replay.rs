@@ -2,6 +2,9 @@
 //! functions the cargo-fuzz targets run, on stable Rust, so a regression of anything a fuzzer
 //! once reached fails the normal test run.
 
+// The poll model is Linux-only.
+#![cfg(target_os = "linux")]
+
 #[path = "fuzz_support/mod.rs"]
 mod fuzz_support;
 

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Packages each published crate of the workspace as `cargo publish` would (a dry run: nothing is
+# uploaded), then runs `cargo test --release` on each unpacked `.crate`, outside the repository,
+# so a test that needs a file the package does not carry fails here rather than for a user.
+# The member crates' dependency on maple-tree is pointed at the unpacked maple-tree crate.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+target=${CARGO_TARGET_DIR:-$root/target}
+
+cargo publish --dry-run --workspace --exclude maple-seeds
+cargo package --workspace --exclude maple-seeds --no-verify --quiet
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+for crate in maple-tree maple-mm maple-poll; do
+  tar xzf "$target/package/$crate-0.1.0.crate" -C "$scratch"
+done
+for crate in maple-tree maple-mm maple-poll; do
+  printf -- '-- cargo test on the unpacked %s crate\n' "$crate"
+  (cd "$scratch/$crate-0.1.0" && CARGO_TARGET_DIR="$target" cargo test --release --quiet \
+    --config "patch.crates-io.maple-tree.path=\"$scratch/maple-tree-0.1.0\"" 2>&1 |
+    grep -E '^(test result|error|failures:|    [a-z_:]+$)' || true
+   test "${PIPESTATUS[0]}" -eq 0)
+done
