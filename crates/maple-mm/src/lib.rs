@@ -693,12 +693,16 @@ impl<'a> VmaTree<'a> {
         self.0.iter(guard)
     }
 
-    /// The VMAs overlapping `[first, last]`, in address order.
-    pub fn range<'g>(&self, first: u64, last: u64, guard: &'g Guard) -> Iter<'g, Arc<Vma>>
+    /// The VMAs overlapping the address range `r`, in address order.
+    pub fn range<'g>(
+        &self,
+        r: impl std::ops::RangeBounds<u64>,
+        guard: &'g Guard,
+    ) -> Iter<'g, Arc<Vma>>
     where
         'a: 'g,
     {
-        self.0.range(first, last, guard)
+        self.0.range(r, guard)
     }
 
     /// Number of VMAs stored.
