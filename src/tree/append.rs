@@ -26,8 +26,7 @@ use smallvec::SmallVec;
 
 use crate::entry::Entry;
 
-use super::node::{node_word, Kind, RANGE_SLOTS};
-use super::rebuild::node_slots;
+use super::node::{Kind, RANGE_SLOTS};
 use super::walk::Walker;
 use super::write::{Item, WriteGuard};
 
@@ -70,7 +69,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             // this would move a boundary inside a node whose max a reader may still read as the
             // old one, so RCU mode copies the leaf and its parent instead (`append_fill_cow`).
             let n = leaf.node;
-            n.init_slot(ls.end + 1, entry);
+            n.init_entry(ls.end + 1, entry);
             n.init_pivot(ls.end, first - 1);
             self.share_entry(ls.content);
             let items = [Item::slot(u64::MAX, ls.content)];
@@ -130,9 +129,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             // never sealed), kept so that the publication below never needs the argument.
             return false;
         }
-        let mut items: SmallVec<[Item; RANGE_SLOTS]> = node_slots(leaf.node, leaf.min, leaf.max)
+        let mut items: SmallVec<[Item<'t>; RANGE_SLOTS]> = leaf
+            .node
+            .slots(leaf.min, leaf.max, self.internal)
             .take(ls.end)
-            .map(|(_, hi, word)| Item::slot(hi, word))
+            .map(|(_, hi, s)| Item::slot(hi, s.entry()))
             .collect();
         items.push(Item::slot(first - 1, ls.content));
         items.push(Item::slot(last, entry));
@@ -143,16 +144,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         self.write_items(rest, &rest_items, u64::MAX);
         self.share_entry(ls.content);
         let pair = [
-            Item {
-                hi: last,
-                word: node_word(filled),
-                gap: self.node_max_gap(filled, leaf.min, last),
-            },
-            Item {
-                hi: u64::MAX,
-                word: node_word(rest),
-                gap: self.node_max_gap(rest, last + 1, u64::MAX),
-            },
+            Item::child(last, filled, self.node_max_gap(filled, leaf.min, last)),
+            Item::child(u64::MAX, rest, self.node_max_gap(rest, last + 1, u64::MAX)),
         ];
         self.st.stats.split += 1;
         self.st.stats.append_split += 1;
@@ -161,19 +154,20 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             // The leaf was the root: a new root above both.
             let root = self.alloc_node(self.internal);
             self.write_items(root, &pair, u64::MAX);
-            root.set_parent(None, 0);
-            self.publish_root(node_word(root));
+            self.publish_root(root);
             self.st.height += 1;
             self.st.stats.grow += 1;
         } else {
             let p = path[d - 1];
             debug_assert_eq!(p.max, u64::MAX);
-            let mut pitems: SmallVec<[Item; RANGE_SLOTS]> = node_slots(p.node, p.min, p.max)
+            let mut pitems: SmallVec<[Item<'t>; RANGE_SLOTS]> = p
+                .node
+                .slots(p.min, p.max, self.internal)
                 .enumerate()
                 .take(p.offset)
-                .map(|(i, (_, hi, word))| Item {
+                .map(|(i, (_, hi, slot))| Item {
                     hi,
-                    word,
+                    slot,
                     gap: if self.is_alloc() { p.node.gap(i) } else { 0 },
                 })
                 .collect();
@@ -190,7 +184,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// The leaf of `lw` now ends at `kept_max`; `items` (up to `u64::MAX`) go into a new leaf
     /// appended after it, the parents gaining it by the in-place `+1` append or by truncation.
-    fn append_climb(&mut self, lw: &Walker<'t>, kept_max: u64, items: &[Item]) {
+    fn append_climb(&mut self, lw: &Walker<'t>, kept_max: u64, items: &[Item<'t>]) {
         let leaf = *lw.leaf();
         let new_leaf = self.alloc_node(Kind::Leaf);
         self.write_items(new_leaf, items, u64::MAX);
@@ -216,20 +210,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 // The truncated node was the root: grow a new root above both.
                 let root = self.alloc_node(self.internal);
                 let items = [
-                    Item {
-                        hi: kept_max,
-                        word: node_word(kept_node),
-                        gap: kept_gap,
-                    },
-                    Item {
-                        hi: u64::MAX,
-                        word: node_word(new_node),
-                        gap: new_gap,
-                    },
+                    Item::child(kept_max, kept_node, kept_gap),
+                    Item::child(u64::MAX, new_node, new_gap),
                 ];
                 self.write_items(root, &items, u64::MAX);
-                root.set_parent(None, 0);
-                self.publish_root(node_word(root));
+                self.publish_root(root);
                 self.st.height += 1;
                 self.st.stats.grow += 1;
                 return;
@@ -245,11 +230,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 // `u64::MAX`), and a node whose max shrank never gets it back: no reader holds a
                 // larger max for it, whatever the seals say (a seal found here is a stale one of a
                 // freed node at the same address).
-                pn.init_slot(o + 1, node_word(new_node));
+                pn.init_child(o + 1, new_node);
                 if o + 1 < kind.pivots() {
                     pn.init_pivot(o + 1, u64::MAX);
                 }
-                new_node.set_parent(Some(pn), o + 1);
                 if kind == Kind::ARange {
                     pn.set_gap(o + 1, new_gap);
                     pn.set_gap(o, kept_gap);
@@ -265,16 +249,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             // Full: truncate the parent too; its last child moves into a new node with the new one.
             let s = self.alloc_node(kind);
             let items = [
-                Item {
-                    hi: kept_max,
-                    word: node_word(kept_node),
-                    gap: kept_gap,
-                },
-                Item {
-                    hi: u64::MAX,
-                    word: node_word(new_node),
-                    gap: new_gap,
-                },
+                Item::child(kept_max, kept_node, kept_gap),
+                Item::child(u64::MAX, new_node, new_gap),
             ];
             self.write_items(s, &items, u64::MAX);
             let p_kept_max = pn.pivot(o - 1);

@@ -7,11 +7,10 @@
 
 use crossbeam_epoch::Guard;
 
-use crate::entry::{is_reserved_word, Entry};
+use crate::entry::{Entry, Owned};
 use crate::error::Error;
 
-use super::node::{Kind, NodeRef, Root, RANGE_PIVOTS, RANGE_SLOTS};
-use super::walk::root_node;
+use super::node::{Kind, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
 use super::write::WriteGuard;
 use super::MapleTree;
 
@@ -167,20 +166,18 @@ fn search(n: NodeRef<'_>, nmin: u64, nmax: u64, internal: Kind, q: Query) -> Opt
 
 /// `mas_empty_area` (`rev = false`) and `mas_empty_area_rev` (`rev = true`).
 pub(crate) fn empty_area_at(
-    root: &Root,
-    internal: Kind,
+    root: RootRef<'_>,
     min: u64,
     max: u64,
     size: u64,
     rev: bool,
 ) -> Result<u64, Error> {
-    empty_area_aligned_at(root, internal, min, max, size, 1, rev)
+    empty_area_aligned_at(root, min, max, size, 1, rev)
 }
 
 /// [`empty_area_at`] whose start must be a multiple of `align` (a power of two).
 pub(crate) fn empty_area_aligned_at(
-    root: &Root,
-    internal: Kind,
+    root: RootRef<'_>,
     min: u64,
     max: u64,
     size: u64,
@@ -196,9 +193,9 @@ pub(crate) fn empty_area_aligned_at(
         align,
         rev,
     };
-    let found = match root_node(root, internal) {
+    let found = match root.node() {
         None => fit(0, u64::MAX, min, max, q),
-        Some(r) => search(r, 0, u64::MAX, internal, q),
+        Some(r) => search(r, 0, u64::MAX, root.internal(), q),
     };
     found.ok_or(Error::NoRoom)
 }
@@ -212,8 +209,7 @@ pub(crate) fn empty_area<E: Entry>(
     rev: bool,
     guard: &Guard,
 ) -> Result<u64, Error> {
-    tree.check_guard(guard);
-    empty_area_at(&tree.root, tree.internal, min, max, size, rev)
+    empty_area_at(tree.reader(guard), min, max, size, rev)
 }
 
 /// [`empty_area_aligned_at`] on a tree, under a guard.
@@ -223,9 +219,8 @@ pub(crate) fn empty_area_aligned<E: Entry>(
     rev: bool,
     guard: &Guard,
 ) -> Result<u64, Error> {
-    tree.check_guard(guard);
     let (min, max, size, align) = q;
-    empty_area_aligned_at(&tree.root, tree.internal, min, max, size, align, rev)
+    empty_area_aligned_at(tree.reader(guard), min, max, size, align, rev)
 }
 
 impl<E: Entry> WriteGuard<'_, E> {
@@ -235,7 +230,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     ///
     /// As [`MapleTree::empty_area`].
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, Error> {
-        empty_area_at(self.root, self.internal, min, max, size, false)
+        empty_area_at(self.view(), min, max, size, false)
     }
 
     /// `mas_empty_area_rev` under the writer: the highest fit in `[min, max]`.
@@ -244,7 +239,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     ///
     /// As [`MapleTree::empty_area`].
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, Error> {
-        empty_area_at(self.root, self.internal, min, max, size, true)
+        empty_area_at(self.view(), min, max, size, true)
     }
 
     /// [`MapleTree::empty_area_aligned`] under the writer.
@@ -259,7 +254,7 @@ impl<E: Entry> WriteGuard<'_, E> {
         size: u64,
         align: u64,
     ) -> Result<u64, Error> {
-        empty_area_aligned_at(self.root, self.internal, min, max, size, align, false)
+        empty_area_aligned_at(self.view(), min, max, size, align, false)
     }
 
     /// [`MapleTree::empty_area_rev_aligned`] under the writer.
@@ -274,18 +269,7 @@ impl<E: Entry> WriteGuard<'_, E> {
         size: u64,
         align: u64,
     ) -> Result<u64, Error> {
-        empty_area_aligned_at(self.root, self.internal, min, max, size, align, true)
-    }
-
-    /// Converts an entry, refusing reserved words (a faulty `Entry` implementation).
-    pub(crate) fn entry_word(entry: E) -> Result<usize, Error> {
-        let w = entry.into_word();
-        if is_reserved_word(w) {
-            // SAFETY: `w` came from `into_word` just now; taking it back drops it once.
-            drop(unsafe { E::from_word(w) });
-            return Err(Error::Reserved);
-        }
-        Ok(w)
+        empty_area_aligned_at(self.view(), min, max, size, align, true)
     }
 
     fn alloc_common(
@@ -310,8 +294,8 @@ impl<E: Entry> WriteGuard<'_, E> {
             return Err(Error::NotAllocTree);
         }
         let (min, max, size, align) = q;
-        let start = empty_area_aligned_at(self.root, self.internal, min, max, size, align, rev)?;
-        let w = Self::entry_word(entry)?;
+        let start = empty_area_aligned_at(self.view(), min, max, size, align, rev)?;
+        let w = Owned::new(entry)?.into_raw();
         self.write(start, start + (size - 1), w);
         Ok(start)
     }
@@ -410,7 +394,7 @@ impl<E: Entry> WriteGuard<'_, E> {
         let from = lo.max(*next);
         let mut wrapped_search = false;
         let found = if from <= hi {
-            empty_area_at(self.root, self.internal, from, hi, 1, false).ok()
+            empty_area_at(self.view(), from, hi, 1, false).ok()
         } else {
             None
         };
@@ -419,13 +403,13 @@ impl<E: Entry> WriteGuard<'_, E> {
             None => {
                 if from > lo {
                     wrapped_search = true;
-                    empty_area_at(self.root, self.internal, lo, hi, 1, false)?
+                    empty_area_at(self.view(), lo, hi, 1, false)?
                 } else {
                     return Err(Error::NoRoom);
                 }
             }
         };
-        let w = Self::entry_word(entry)?;
+        let w = Owned::new(entry)?.into_raw();
         self.write(index, index, w);
         *next = index.wrapping_add(1);
         let wrapped = if wrapped_search {

@@ -53,9 +53,9 @@ use std::sync::Arc;
 
 use crossbeam_epoch::{Collector, Guard};
 
-use crate::entry::{Entry, ZERO_WORD};
-use crate::sync::{AtomicUsize, Mutex};
-use node::Kind;
+use crate::entry::Entry;
+use crate::sync::Mutex;
+use node::{Kind, RootRef};
 
 pub use allocator::{Allocator, Placement};
 pub use api::{inclusive, Gaps};
@@ -203,33 +203,29 @@ pub(crate) struct WriterState {
 /// assert_eq!(ranges, [(0x1000, 0x17ff, 1), (0x1800, 0x37ff, 2), (0x3800, 0x3fff, 3)]);
 /// ```
 pub struct MapleTree<E> {
-    /// Root node word (0: empty).
+    /// Root node word (0: empty) and the collector protecting the nodes.
     pub(crate) root: node::Root,
     /// Internal node kind: `ARange` for allocation trees, else `Range`.
     pub(crate) internal: Kind,
     pub(crate) writer: Mutex<WriterState>,
-    collector: Collector,
-    default_collector: bool,
     /// Ranges holding an entry or the zero entry, kept by the writer; read lock-free.
     /// A std atomic even under loom: a statistic no model reasons about.
     pub(crate) len: StdAtomicUsize,
     /// Retired nodes and entries whose deferred free has not run yet.
     pub(crate) pending: Arc<pending::Pending>,
-    /// Frees a whole tree of `E` entries at once (`dup::free_subtree_now::<E>`), set where `E:
+    /// Frees a whole tree of `E` entries at once (`node::Root::free_all::<E>`), set where `E:
     /// Entry` is known so that the struct and its `Drop` need no bound.
     free_all: FreeAll,
-    _entries: PhantomData<E>,
+    /// The tree owns its entries (moved in, dropped on any thread that writes or drops the
+    /// tree, or collects its garbage: `Send`) and hands out shared borrows of them to readers on
+    /// any thread (`Sync`); so the tree is `Send` and `Sync` exactly when `E` is both, which is
+    /// what `Arc<E>` is. Every other field is `Send + Sync`: nodes are only reached through
+    /// atomics and reclaimed through the epoch collector.
+    _entries: PhantomData<Arc<E>>,
 }
 
 /// See [`MapleTree::free_all`].
-type FreeAll = unsafe fn(usize, Kind, &mut HashMap<usize, usize>);
-
-// SAFETY: the tree owns its entries (moved in, dropped on any thread that writes or drops the
-// tree: `Send`) and hands out shared borrows of them to readers on any thread (`Sync`). Nodes are
-// only reached through atomics and reclaimed through the epoch collector.
-unsafe impl<E: Entry + Send + Sync> Send for MapleTree<E> {}
-// SAFETY: as above; all shared state is atomic or behind the writer lock.
-unsafe impl<E: Entry + Send + Sync> Sync for MapleTree<E> {}
+type FreeAll = fn(&mut node::Root, &mut HashMap<usize, usize>);
 
 impl<E: Entry> Default for MapleTree<E> {
     fn default() -> Self {
@@ -255,13 +251,14 @@ impl<E: Entry> MapleTree<E> {
             Some(c) => (c, false),
             None => (crossbeam_epoch::default_collector().clone(), true),
         };
+        let internal = if opts.alloc {
+            Kind::ARange
+        } else {
+            Kind::Range
+        };
         MapleTree {
-            root: node::Root::new(),
-            internal: if opts.alloc {
-                Kind::ARange
-            } else {
-                Kind::Range
-            },
+            root: node::Root::new(internal, collector, default_collector),
+            internal,
             writer: Mutex::new(WriterState {
                 height: 0,
                 multi: HashMap::new(),
@@ -272,11 +269,9 @@ impl<E: Entry> MapleTree<E> {
                 seals: seal::Seals::new(),
                 released: Vec::new(),
             }),
-            collector,
-            default_collector,
             len: StdAtomicUsize::new(0),
             pending: Arc::new(pending::Pending::default()),
-            free_all: dup::free_subtree_now::<E>,
+            free_all: node::Root::free_all::<E>,
             _entries: PhantomData,
         }
     }
@@ -288,32 +283,26 @@ impl<E: Entry> MapleTree<E> {
 
     /// The collector this tree's guards must come from.
     pub fn collector(&self) -> &Collector {
-        &self.collector
+        self.root.collector()
     }
 
     /// Pins a guard of this tree's collector: the explicit-guard read API takes it, and
     /// everything read through it stays valid until it is dropped.
     pub fn pin(&self) -> Guard {
-        if self.default_collector {
-            crossbeam_epoch::pin()
-        } else {
-            self.collector.register().pin()
-        }
+        self.root.pin()
     }
 
-    /// Every explicit-guard read checks, in every profile, that the guard is pinned on this
-    /// tree's collector (as crossbeam-skiplist's `check_guard` does): a guard of another
-    /// collector, or crossbeam's unprotected guard, would not hold back this tree's frees.
+    /// The reader view of the root under `guard`. Every explicit-guard read checks this way,
+    /// in every profile, that the guard is pinned on this tree's collector (as
+    /// crossbeam-skiplist's `check_guard` does): a guard of another collector, or crossbeam's
+    /// unprotected guard, would not hold back this tree's frees.
     ///
     /// # Panics
     ///
     /// On a guard that is not from [`MapleTree::pin`] (or this tree's collector).
     #[inline]
-    pub(crate) fn check_guard(&self, guard: &Guard) {
-        assert!(
-            guard.collector() == Some(&self.collector),
-            "maple tree: the guard is not pinned on this tree's collector"
-        );
+    pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g> {
+        self.root.reader(guard)
     }
 
     /// Number of levels (0 for an empty tree, 1 for a single leaf). Takes the writer lock.
@@ -362,11 +351,9 @@ impl<E: Entry> MapleTree<E> {
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     #[inline]
     pub fn load<'g>(&'g self, index: u64, guard: &'g Guard) -> Option<E::Borrowed<'g>> {
-        self.check_guard(guard);
-        let w = walk::load_word(self, index);
-        // SAFETY: `w` was read under `guard`, which keeps the entry alive for 'g (entries are
-        // released through the same collector).
-        unsafe { borrow_word::<E>(w) }
+        // Read under `guard`, which keeps the entry alive for 'g (entries are released through
+        // the same collector).
+        walk::load_word(self.reader(guard), index).entry::<E>()
     }
 
     /// The range containing `index` and its entry, if any (`mas_walk`, restricted to entries).
@@ -379,10 +366,8 @@ impl<E: Entry> MapleTree<E> {
         index: u64,
         guard: &'g Guard,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        self.check_guard(guard);
-        let (lo, hi, w) = walk::walk_range(self, index)?;
-        // SAFETY: as in `load`.
-        unsafe { borrow_word::<E>(w) }.map(|b| (lo, hi, b))
+        let (lo, hi, w) = walk::walk_range(self.reader(guard), index)?;
+        w.entry::<E>().map(|b| (lo, hi, b))
     }
 
     /// `mt_find`: the first entry whose range contains `*index` or starts in `(*index, max]`;
@@ -398,18 +383,17 @@ impl<E: Entry> MapleTree<E> {
         max: u64,
         guard: &'g Guard,
     ) -> Option<E::Borrowed<'g>> {
-        self.check_guard(guard);
+        let root = self.reader(guard);
         if *index > max {
             return None;
         }
-        let mut w = walk::Walker::new(self);
+        let mut w = walk::Walker::new(root);
         w.walk(*index)?;
         loop {
             if w.lo > max {
                 return None;
             }
-            // SAFETY: as in `load`.
-            if let Some(b) = unsafe { borrow_word::<E>(w.word) } {
+            if let Some(b) = w.word.entry::<E>() {
                 *index = w.hi.wrapping_add(1);
                 return Some(b);
             }
@@ -447,16 +431,14 @@ impl<E: Entry> MapleTree<E> {
         max: u64,
         guard: &'g Guard,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        self.check_guard(guard);
-        let mut w = walk::Walker::new(self);
+        let mut w = walk::Walker::new(self.reader(guard));
         w.walk(index)?;
         loop {
             w.next_slot()?;
             if w.lo > max {
                 return None;
             }
-            // SAFETY: as in `load`.
-            if let Some(b) = unsafe { borrow_word::<E>(w.word) } {
+            if let Some(b) = w.word.entry::<E>() {
                 return Some((w.lo, w.hi, b));
             }
         }
@@ -474,16 +456,14 @@ impl<E: Entry> MapleTree<E> {
         min: u64,
         guard: &'g Guard,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        self.check_guard(guard);
-        let mut w = walk::Walker::new(self);
+        let mut w = walk::Walker::new(self.reader(guard));
         w.walk(index)?;
         loop {
             w.prev_slot()?;
             if w.hi < min {
                 return None;
             }
-            // SAFETY: as in `load`.
-            if let Some(b) = unsafe { borrow_word::<E>(w.word) } {
+            if let Some(b) = w.word.entry::<E>() {
                 return Some((w.lo, w.hi, b));
             }
         }
@@ -496,8 +476,7 @@ impl<E: Entry> MapleTree<E> {
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn iter<'g>(&'g self, guard: &'g Guard) -> Iter<'g, E> {
-        self.check_guard(guard);
-        Iter::new(self, 0, u64::MAX)
+        Iter::new(self.reader(guard), 0, u64::MAX)
     }
 
     /// Iterates over the entries whose ranges intersect `[first, last]` (ranges are reported
@@ -507,8 +486,7 @@ impl<E: Entry> MapleTree<E> {
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn range<'g>(&'g self, first: u64, last: u64, guard: &'g Guard) -> Iter<'g, E> {
-        self.check_guard(guard);
-        Iter::new(self, first, last)
+        Iter::new(self.reader(guard), first, last)
     }
 
     /// A read cursor (`ma_state`) at `index`, in status [`Status::Start`].
@@ -517,8 +495,7 @@ impl<E: Entry> MapleTree<E> {
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn cursor<'g>(&'g self, index: u64, guard: &'g Guard) -> Cursor<'g, E> {
-        self.check_guard(guard);
-        Cursor::new(self, index)
+        Cursor::new(self.reader(guard), index)
     }
 
     // ----- pin-for-you façade ---------------------------------------------------------------------
@@ -529,13 +506,8 @@ impl<E: Entry> MapleTree<E> {
     where
         E: Clone,
     {
-        let _guard = self.pin();
-        let w = walk::load_word(self, index);
-        if w == 0 || w == ZERO_WORD {
-            return None;
-        }
-        // SAFETY: `w` is live under `guard`.
-        Some(unsafe { crate::entry::clone_word::<E>(w) })
+        let guard = self.pin();
+        walk::load_word(self.reader(&guard), index).cloned::<E>()
     }
 
     /// Calls `f` with the entry at `index` (pins internally).
@@ -546,9 +518,8 @@ impl<E: Entry> MapleTree<E> {
 
     /// Whether `index` holds an entry (the zero entry counts as absent, as for `load`).
     pub fn contains(&self, index: u64) -> bool {
-        let _guard = self.pin();
-        let w = walk::load_word(self, index);
-        w != 0 && w != ZERO_WORD
+        let guard = self.pin();
+        walk::load_word(self.reader(&guard), index).is_entry()
     }
 
     /// Number of entries (ranges holding an entry; zero entries not counted). `O(n)`.
@@ -731,39 +702,10 @@ impl<E: Entry + Clone + Send + Sync> MapleTree<E> {
 
 impl<E> Drop for MapleTree<E> {
     fn drop(&mut self) {
-        let root = atomic_take(self.root.word_mut());
         let st = self.writer.get_mut();
-        let internal = self.internal;
-        // SAFETY: `&mut self`: no reader or writer can reach the tree any more; `free_all` is
-        // `free_subtree_now::<E>` for this tree's `E` (set by `with_options`, the only
-        // constructor).
-        unsafe { (self.free_all)(root, internal, &mut st.multi) };
-    }
-}
-
-/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
-#[cfg(not(loom))]
-pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
-    core::mem::take(a.get_mut())
-}
-/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
-#[cfg(loom)]
-pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
-    a.with_mut(core::mem::take)
-}
-
-/// Borrows the entry behind a slot word (`None` for nothing and the zero entry).
-///
-/// # Safety
-///
-/// `w` must have been read from the tree under a guard (or the writer lock) that lives for `'g`.
-#[inline]
-pub(crate) unsafe fn borrow_word<'g, E: Entry + 'g>(w: usize) -> Option<E::Borrowed<'g>> {
-    if w == 0 || w == ZERO_WORD {
-        None
-    } else {
-        // SAFETY: a non-reserved word read under a guard of 'g is a live `E` for 'g (caller).
-        Some(unsafe { E::borrow::<'g>(w) })
+        // `free_all` is `Root::free_all::<E>` for this tree's `E` (set by `with_options`, the
+        // only constructor); `&mut self`: no reader or writer can reach the tree any more.
+        (self.free_all)(&mut self.root, &mut st.multi);
     }
 }
 

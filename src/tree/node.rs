@@ -24,7 +24,7 @@
 //!
 //! Words beyond the end are unspecified: zero in fresh nodes, stale after an append split has
 //! truncated the node (see `append`), and copied as they are into `dup`'s node copies
-//! ([`NodeRef::alloc_copy_leaf`]). Nobody reads them.
+//! ([`WriterRoot::alloc_cloned_leaf`]). Nobody reads them.
 //!
 //! The kind of a node is not stored in it either: a child word carries a leaf tag in bit 0, and
 //! internal nodes are `Range` or `ARange` according to the tree. The parent word holds the parent's
@@ -53,7 +53,7 @@
 //! | P13 | parent word (re-parent) | any | Relaxed | Relaxed | read by the writer and `validate` only |
 //! | P14 | parent word (dead bit) | node retired | Release | Acquire | a reader that sees it restarts from the root |
 //!
-//! `dup`'s node copies ([`NodeRef::alloc_copy_leaf`], [`NodeRef::alloc_copy_internal`]) are
+//! `dup`'s node copies ([`WriterRoot::alloc_cloned_leaf`], [`WriterRoot::alloc_copied_internal`]) are
 //! fresh nodes written before anyone else can reach them — one `memcpy` of the source node and
 //! plain writes through `&mut`, which is rows P2/P4/P7/P12 without even the atomics — and are
 //! published, like every fresh node, by the Release store of P1 (or P3) that exposes them.
@@ -99,11 +99,14 @@
 //! loom, poisoned) only after every guard that could reach them is gone.
 
 use core::marker::PhantomData;
+use core::mem::MaybeUninit;
 use core::ptr::NonNull;
+use std::collections::HashMap;
 
-use crossbeam_epoch::Guard;
+use crossbeam_epoch::{Collector, Guard};
 
-use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::entry::{Entry, ZERO_WORD};
+use crate::sync::{AtomicU64, AtomicUsize, MutexGuard, Ordering};
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("maple-tree stores pointers in u64 words and needs a 64-bit target");
@@ -130,36 +133,104 @@ const OFFSET_SHIFT: u32 = 59;
 const OFFSET_MASK: usize = 0x1f << OFFSET_SHIFT;
 const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 
-/// The tree's root word (row P1) and the count of reader restarts (a reader that meets a dead
-/// node, or a state only a race can produce, walks again from here).
+/// The tree's root word (row P1), the collector whose guards protect its nodes, and the count
+/// of reader restarts (a reader that meets a dead node, or a state only a race can produce,
+/// walks again from here). The root word is loaded and stored in this file only: readers go
+/// through a [`RootRef`] made from a guard of this collector ([`Root::reader`]), the writer
+/// through a [`WriterRoot`] made from the writer lock or `&mut` ([`Root::locked`],
+/// [`Root::exclusive`]).
 pub(crate) struct Root {
     word: AtomicUsize,
     restarts: AtomicU64,
+    internal: Kind,
+    collector: Collector,
+    default_collector: bool,
 }
 
 impl Root {
-    pub(crate) fn new() -> Self {
+    /// An empty root of a tree whose internal nodes are `internal`, protected by `collector`
+    /// (`default_collector`: crossbeam's default one, pinned through its thread-local handle).
+    pub(crate) fn new(internal: Kind, collector: Collector, default_collector: bool) -> Self {
         Root {
             word: AtomicUsize::new(0),
             restarts: AtomicU64::new(0),
+            internal,
+            collector,
+            default_collector,
         }
     }
 
-    /// Loads the root word (readers: Acquire, P1; the writer's own loads: Relaxed).
-    #[inline]
-    pub(crate) fn load(&self, order: Ordering) -> usize {
-        self.word.load(order)
+    /// The collector this tree's guards must come from.
+    pub(crate) fn collector(&self) -> &Collector {
+        &self.collector
     }
 
-    /// Stores the root word (Release to publish a new root, P1).
-    #[inline]
-    pub(crate) fn store(&self, w: usize, order: Ordering) {
-        self.word.store(w, order);
+    /// Pins a guard of this tree's collector.
+    pub(crate) fn pin(&self) -> Guard {
+        if self.default_collector {
+            crossbeam_epoch::pin()
+        } else {
+            self.collector.register().pin()
+        }
     }
 
-    /// The root word under `&mut` (no reader exists).
-    pub(crate) fn word_mut(&mut self) -> &mut AtomicUsize {
-        &mut self.word
+    /// Checks, in every profile, that `guard` is pinned on this tree's collector (as
+    /// crossbeam-skiplist's `check_guard` does): a guard of another collector, or crossbeam's
+    /// unprotected guard, would not hold back this tree's frees.
+    ///
+    /// # Panics
+    ///
+    /// On a guard of another collector (or the unprotected one).
+    #[inline]
+    pub(crate) fn check_guard(&self, guard: &Guard) {
+        assert!(
+            guard.collector() == Some(&self.collector),
+            "maple tree: the guard is not pinned on this tree's collector"
+        );
+    }
+
+    /// A reader's view of the root, for as long as `guard` (checked to be of this tree's
+    /// collector) is pinned: every node reached from it stays allocated for `'g`, since nodes
+    /// are freed only after every guard pinned before their retirement is gone.
+    ///
+    /// # Panics
+    ///
+    /// As [`check_guard`](Self::check_guard).
+    #[inline]
+    pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g> {
+        self.check_guard(guard);
+        RootRef { root: self }
+    }
+
+    /// The writer's view of the root in RCU mode, for the holder of the tree's writer lock
+    /// (`_lock`). See [`WriterRoot`] for what the writer must still guarantee.
+    pub(crate) fn locked<'t, S>(&'t self, _lock: &MutexGuard<'t, S>) -> WriterRoot<'t> {
+        WriterRoot {
+            root: self,
+            exclusive: false,
+        }
+    }
+
+    /// The writer's view of the root in exclusive mode: `&mut` means no reader exists, so
+    /// replaced nodes may be freed at once.
+    pub(crate) fn exclusive(&mut self) -> WriterRoot<'_> {
+        WriterRoot {
+            root: self,
+            exclusive: true,
+        }
+    }
+
+    /// Frees the whole tree, dropping every entry exactly once (words held by several slots
+    /// are counted in `multi`); the root becomes empty. `&mut`: nothing else can reach a node.
+    pub(crate) fn free_all<E: Entry>(&mut self, multi: &mut HashMap<usize, usize>) {
+        let w = atomic_take(&mut self.word);
+        if w == 0 {
+            return;
+        }
+        // SAFETY: a non-zero root word is a node word of this tree, and under `&mut self` no
+        // reader or writer can reach the tree: every node stays allocated until freed here.
+        let n = unsafe { NodeRef::from_word(w, self.internal) };
+        free_node::<E>(n, 0, u64::MAX, self.internal, multi);
     }
 
     /// Counts one reader restart (a statistic: Relaxed).
@@ -171,6 +242,457 @@ impl Root {
     /// Reader restarts so far.
     pub(crate) fn restarts(&self) -> u64 {
         self.restarts.load(Ordering::Relaxed)
+    }
+}
+
+/// Frees the subtree of `n` (covering `[min, max]`) of a tree nobody else can reach (see
+/// [`Root::free_all`]).
+fn free_node<E: Entry>(
+    n: NodeRef<'_>,
+    min: u64,
+    max: u64,
+    internal: Kind,
+    multi: &mut HashMap<usize, usize>,
+) {
+    if !n.is_leaf() {
+        for i in 0..=n.end(max) {
+            let c = n.child(i, internal);
+            free_node::<E>(c, n.slot_min(i, min), n.slot_max(i, max), internal, multi);
+        }
+    } else if core::mem::needs_drop::<E>() {
+        // (Nothing to drop in the slots of e.g. `Value`: no need to find the node's end.)
+        for i in 0..=n.end(max) {
+            let w = n.slot(i);
+            if w == 0 || w == ZERO_WORD {
+                continue;
+            }
+            if let Some(c) = multi.get_mut(&w) {
+                *c -= 1;
+                if *c == 0 {
+                    multi.remove(&w);
+                }
+                continue;
+            }
+            // SAFETY: a leaf word of a tree of `E` that is neither empty nor the zero entry is a
+            // word of `E::into_word` the tree owns (only `WriteGuard<E>` stores leaf words); the
+            // tree is unreachable (`&mut`) and each word referenced by one slot is dropped once.
+            drop(unsafe { E::from_word(w) });
+        }
+    }
+    // SAFETY: nothing can reach `n` any more (`&mut Root`, children freed first) and it is freed
+    // once: the tree is a tree.
+    unsafe { n.free_now() };
+}
+
+/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
+#[cfg(not(loom))]
+pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
+    core::mem::take(a.get_mut())
+}
+/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
+#[cfg(loom)]
+pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
+    a.with_mut(core::mem::take)
+}
+
+/// The root as a reader sees it: a root borrowed for `'g` while a guard of the tree's
+/// collector is pinned for `'g` (made by [`Root::reader`]) or while the writer holds the tree
+/// (made by [`WriterRoot::view`]). Loads only.
+#[derive(Clone, Copy)]
+pub(crate) struct RootRef<'g> {
+    root: &'g Root,
+}
+
+impl<'g> RootRef<'g> {
+    /// The root node, if any (Acquire: pairs with the Release store that published it).
+    #[inline]
+    pub(crate) fn node(self) -> Option<NodeRef<'g>> {
+        // ORDERING: P1 (the reader's load of the root word).
+        let w = self.root.word.load(Ordering::Acquire);
+        if w == 0 {
+            None
+        } else {
+            // SAFETY: a non-zero root word is a node word of this tree; a `RootRef<'g>` exists
+            // only while a guard of the tree's collector (or the writer) protects its nodes for
+            // 'g (see `Root::reader`, `WriterRoot::view`).
+            Some(unsafe { NodeRef::from_word(w, self.root.internal) })
+        }
+    }
+
+    /// Internal node kind of the tree.
+    #[inline]
+    pub(crate) fn internal(self) -> Kind {
+        self.root.internal
+    }
+
+    /// Counts one reader restart.
+    #[cold]
+    pub(crate) fn restarted(self) {
+        self.root.restarted();
+    }
+}
+
+/// The root as the tree's one writer sees it (from the writer lock, [`Root::locked`], or from
+/// `&mut`, [`Root::exclusive`]): writer-private loads, the publication of new roots, node
+/// allocation and retirement.
+///
+/// What the types do not enforce yet (see the module docs, "What is left"): handles made from
+/// a `WriterRoot<'t>` carry the tree borrow's lifetime `'t`, so the writer must not keep one
+/// past the retirement of its node ([`retire`](Self::retire)), and must retire only nodes it
+/// has unlinked, once.
+#[derive(Clone, Copy)]
+pub(crate) struct WriterRoot<'t> {
+    root: &'t Root,
+    exclusive: bool,
+}
+
+impl<'t> WriterRoot<'t> {
+    /// The reader view, for walkers of the writer.
+    #[inline]
+    pub(crate) fn view(self) -> RootRef<'t> {
+        RootRef { root: self.root }
+    }
+
+    /// The collector of the tree.
+    #[inline]
+    pub(crate) fn collector(self) -> &'t Collector {
+        &self.root.collector
+    }
+
+    /// Whether the tree's collector is crossbeam's default one.
+    #[inline]
+    pub(crate) fn is_default_collector(self) -> bool {
+        self.root.default_collector
+    }
+
+    /// Internal node kind of the tree.
+    #[inline]
+    pub(crate) fn internal(self) -> Kind {
+        self.root.internal
+    }
+
+    /// The root node, if any, loaded by the writer (Relaxed: the writer wrote it itself).
+    #[inline]
+    pub(crate) fn node(self) -> Option<NodeRef<'t>> {
+        // ORDERING: P15 (writer-private root load).
+        let w = self.root.word.load(Ordering::Relaxed);
+        if w == 0 {
+            None
+        } else {
+            // SAFETY: a non-zero root word is a node word of this tree, which the writer keeps
+            // allocated until it retires it (see the type's docs).
+            Some(unsafe { NodeRef::from_word(w, self.root.internal) })
+        }
+    }
+
+    /// Publishes `n` (fresh, fully written) as the new root: its parent word is cleared, then
+    /// one Release store of the root word exposes it and everything written into it.
+    #[inline]
+    pub(crate) fn publish(self, n: NodeRef<'t>) {
+        n.set_parent(None, 0);
+        // ORDERING: P1 (and P16 for a tree nobody can see yet, e.g. a `dup` copy).
+        self.root.word.store(node_word(n), Ordering::Release);
+    }
+
+    /// Empties the tree (the root word becomes 0, Release: P1).
+    #[inline]
+    pub(crate) fn publish_empty(self) {
+        // ORDERING: P1 (a reader that loads 0 sees an empty tree; nothing to pair with).
+        self.root.word.store(0, Ordering::Release);
+    }
+
+    /// Allocates a fresh, zeroed, unpublished node, owned by the writer until published.
+    #[inline]
+    pub(crate) fn alloc(self, kind: Kind) -> NodeRef<'t> {
+        NodeRef::leak(kind, Box::new(Node::new()))
+    }
+
+    /// A fresh, unpublished copy of the leaf `src` (implied max `max`) with every entry within
+    /// its end cloned (`dup`'s node copy, see [`NodeRef::copy_leaf_with`]). `src` is a leaf of
+    /// a tree of `E` whose writer the caller is.
+    #[inline]
+    pub(crate) fn alloc_cloned_leaf<E: Entry + Clone>(
+        self,
+        src: NodeRef<'_>,
+        max: u64,
+    ) -> NodeRef<'t> {
+        src.copy_leaf_with(max, |w| {
+            if w == 0 || w == ZERO_WORD {
+                w
+            } else {
+                // SAFETY: `w` is a live entry word of a tree of `E` (a leaf slot within the end:
+                // only `WriteGuard<E>` stores leaf words), kept alive by that tree's writer lock
+                // for the duration of the copy; `clone_word` leaves the source's value alone.
+                unsafe { crate::entry::clone_word::<E>(w) }.into_word()
+            }
+        })
+    }
+
+    /// A fresh, unpublished copy of the internal node `src` (implied max `max`) whose child `i`
+    /// (with max `hi`) is replaced by `child(i, hi)`, re-parented to the copy (see
+    /// [`NodeRef::copy_internal_with`]).
+    #[inline]
+    pub(crate) fn alloc_copied_internal(
+        self,
+        src: NodeRef<'_>,
+        max: u64,
+        mut child: impl FnMut(usize, u64) -> NodeRef<'t>,
+    ) -> NodeRef<'t> {
+        let (n, end) = src.copy_internal_with(max, |i, hi| node_word(child(i, hi)));
+        for i in 0..=end {
+            n.child(i, self.root.internal).set_parent(Some(n), i);
+        }
+        n
+    }
+
+    /// Retires a node the writer has unlinked (see the type's docs): marks it dead (readers that
+    /// meet it restart) and frees it at once in exclusive mode (`guard` unused), after a grace
+    /// period of `guard` (a pinned guard of this tree's collector, checked) otherwise; `freed` runs after the free.
+    ///
+    /// # Panics
+    ///
+    /// In RCU mode, if `guard` is not pinned on this tree's collector.
+    pub(crate) fn retire(
+        self,
+        n: NodeRef<'t>,
+        guard: Option<&Guard>,
+        freed: impl FnOnce() + 'static,
+    ) {
+        n.mark_dead();
+        if self.exclusive {
+            // SAFETY: exclusive mode (`&mut` tree): no reader exists; the node is unlinked and
+            // retired once (the writer's contract, see the type's docs).
+            unsafe { n.free_now() };
+            freed();
+            return;
+        }
+        let guard = guard.expect("RCU mode retires on a pinned guard");
+        self.root.check_guard(guard);
+        // SAFETY: the node is unlinked (the writer's contract), so only guards pinned before
+        // this call can still reach it, and `guard` belongs to the tree's collector (checked).
+        unsafe { n.retire_on(guard, freed) };
+    }
+
+    /// Drops, after a grace period of `guard` (a pinned guard of this tree's collector,
+    /// checked), the entry behind `w`, a word the tree owned and that no slot references any
+    /// more (the writer's contract, see the type's docs); `dropped` runs first. A panic in the
+    /// entry's `Drop` is contained there (the drop runs on whichever thread collects).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector, or in exclusive mode (use
+    /// [`drop_entry_now`](Self::drop_entry_now)).
+    pub(crate) fn defer_drop_entry<E: Entry>(
+        self,
+        w: usize,
+        guard: &Guard,
+        dropped: impl FnOnce() + 'static,
+    ) {
+        assert!(!self.exclusive);
+        self.root.check_guard(guard);
+        debug_assert!(w != 0 && w != ZERO_WORD);
+        let run = move || {
+            dropped();
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // SAFETY: `w` is an entry word of this tree of `E` that no slot references any
+                // more (the writer's contract), taken back once, after every guard that could
+                // still read it is gone.
+                drop(unsafe { E::from_word(w) });
+            }));
+        };
+        // SAFETY: the closure only drops an entry no reader can reach once it runs (above);
+        // crossbeam runs it after every guard pinned now is gone.
+        unsafe { guard.defer_unchecked(run) };
+    }
+
+    /// Exclusive mode: drops the entry behind `w` now (a word the tree owned that no slot
+    /// references any more, the writer's contract).
+    ///
+    /// # Panics
+    ///
+    /// In RCU mode (readers may still read the entry).
+    pub(crate) fn drop_entry_now<E: Entry>(self, w: usize) {
+        assert!(self.exclusive);
+        debug_assert!(w != 0 && w != ZERO_WORD);
+        // SAFETY: no reader exists (`&mut` tree); `w` is an entry word of this tree of `E` no slot
+        // references any more, taken back once (the writer's contract).
+        drop(unsafe { E::from_word(w) });
+    }
+
+    /// Exclusive mode: hands back `count` values of the entry word `w`, which no slot
+    /// references any more (the writer's contract; `count` values of it were stored by
+    /// `into_word` and none taken back); for types without drop glue, one more copy.
+    ///
+    /// # Panics
+    ///
+    /// In RCU mode.
+    pub(crate) fn take_entries<E: Entry>(self, w: usize, count: usize) -> Option<E> {
+        assert!(self.exclusive);
+        let mut first = None;
+        for _ in 0..count.max(usize::from(!core::mem::needs_drop::<E>())) {
+            // SAFETY: as above; for types without drop glue `from_word` may be called again for
+            // a word another slot still holds (the `Entry` contract).
+            let e = unsafe { E::from_word(w) };
+            if first.is_none() {
+                first = Some(e);
+            } else {
+                drop(e);
+            }
+        }
+        first
+    }
+}
+
+/// A leaf slot word loaded under the protection of `'g` (a guard of the tree's collector, or
+/// the writer): 0 (nothing), the zero entry, or an entry word of the tree. Only the node
+/// layer's leaf loads make one, so borrowing its entry for `'g` needs no `unsafe` above.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Loaded<'g> {
+    w: usize,
+    _g: PhantomData<&'g Node>,
+}
+
+impl<'g> Loaded<'g> {
+    /// Nothing (an empty slot).
+    pub(crate) const NONE: Self = Loaded {
+        w: 0,
+        _g: PhantomData,
+    };
+
+    #[inline]
+    fn new(w: usize) -> Self {
+        Loaded { w, _g: PhantomData }
+    }
+
+    /// The raw word (for comparisons and the writer's bookkeeping).
+    #[inline]
+    pub(crate) fn raw(self) -> usize {
+        self.w
+    }
+
+    /// Whether the slot holds an entry (not nothing, not the zero entry).
+    #[inline]
+    pub(crate) fn is_entry(self) -> bool {
+        self.w != 0 && self.w != ZERO_WORD
+    }
+
+    /// Borrows the entry for `'g` (`None` for nothing and the zero entry). `E` must be the
+    /// tree's entry type (see the module docs, "What is left").
+    #[inline]
+    pub(crate) fn entry<E: Entry + 'g>(self) -> Option<E::Borrowed<'g>> {
+        if self.is_entry() {
+            // SAFETY: a leaf word that is an entry is a word of `E::into_word` of the tree
+            // (only `WriteGuard<E>` stores leaf words), loaded under a protection of 'g, which
+            // keeps the entry alive for 'g (entries are released through the same collector).
+            Some(unsafe { E::borrow::<'g>(self.w) })
+        } else {
+            None
+        }
+    }
+
+    /// A clone of the entry (`None` for nothing and the zero entry).
+    #[inline]
+    pub(crate) fn cloned<E: Entry + Clone + 'g>(self) -> Option<E> {
+        if self.is_entry() {
+            // SAFETY: as in `entry`: a live entry word of the tree for 'g.
+            Some(unsafe { crate::entry::clone_word::<E>(self.w) })
+        } else {
+            None
+        }
+    }
+}
+
+/// A fixed-capacity stack of `N` `Copy` values of which a prefix (`init`) is initialised:
+/// creating one costs nothing (the walkers' root-to-leaf levels, written root first).
+pub(crate) struct Levels<T: Copy, const N: usize> {
+    items: [MaybeUninit<T>; N],
+    init: usize,
+}
+
+impl<T: Copy, const N: usize> Levels<T, N> {
+    /// Nothing initialised.
+    #[inline]
+    pub(crate) const fn new() -> Self {
+        Levels {
+            items: [const { MaybeUninit::uninit() }; N],
+            init: 0,
+        }
+    }
+
+    /// Writes level `d`, which must be initialised already or the next one (`d <= init`).
+    #[inline]
+    pub(crate) fn set(&mut self, d: usize, v: T) {
+        assert!(d <= self.init, "levels are written root first");
+        self.items[d] = MaybeUninit::new(v);
+        if d == self.init {
+            self.init = d + 1;
+        }
+    }
+
+    /// Level `d` (`d < init`).
+    #[inline]
+    pub(crate) fn get(&self, d: usize) -> &T {
+        assert!(d < self.init);
+        // SAFETY: levels below `init` have been written by `set`.
+        unsafe { self.items[d].assume_init_ref() }
+    }
+
+    /// Level `d` (`d < init`), mutably.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, d: usize) -> &mut T {
+        assert!(d < self.init);
+        // SAFETY: as in `get`.
+        unsafe { self.items[d].assume_init_mut() }
+    }
+
+    /// The first `len <= init` levels.
+    #[inline]
+    pub(crate) fn prefix(&self, len: usize) -> &[T] {
+        assert!(len <= self.init);
+        // SAFETY: the first `len <= init` levels are initialised, and `MaybeUninit<T>` has the
+        // layout of `T`.
+        unsafe { core::slice::from_raw_parts(self.items.as_ptr().cast::<T>(), len) }
+    }
+}
+
+/// What a slot of a node holds, as the writer builds nodes: an entry word (leaves: 0 is
+/// nothing) or a child node (internal nodes). Internal slots are written only from handles
+/// (`Slot::Child`), which is what makes decoding them sound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot<'g> {
+    /// An entry word of a leaf (0: nothing).
+    Entry(usize),
+    /// A child of an internal node.
+    Child(NodeRef<'g>),
+}
+
+impl<'g> Slot<'g> {
+    /// The entry word (0 for a child, which is never NULL).
+    #[inline]
+    pub(crate) fn entry(self) -> usize {
+        match self {
+            Slot::Entry(w) => w,
+            Slot::Child(_) => usize::MAX,
+        }
+    }
+
+    /// Whether this is an empty leaf slot.
+    #[inline]
+    pub(crate) fn is_null(self) -> bool {
+        self == Slot::Entry(0)
+    }
+
+    /// The child.
+    ///
+    /// # Panics
+    ///
+    /// On an entry (a leaf slot where a child was expected: a bug of the writer).
+    #[inline]
+    pub(crate) fn child(self) -> NodeRef<'g> {
+        match self {
+            Slot::Child(n) => n,
+            Slot::Entry(_) => panic!("maple tree: an entry where a child was expected"),
+        }
     }
 }
 
@@ -377,7 +899,7 @@ impl<'g> NodeRef<'g> {
     /// the guard of lifetime `'g` was pinned (or the writer lock held), so that the node stays
     /// allocated for `'g`; `internal` must be the internal kind of that tree.
     #[inline]
-    pub(crate) unsafe fn from_word(word: usize, internal: Kind) -> Self {
+    unsafe fn from_word(word: usize, internal: Kind) -> Self {
         let kind = if word & LEAF_TAG != 0 {
             Kind::Leaf
         } else {
@@ -386,16 +908,6 @@ impl<'g> NodeRef<'g> {
         let ptr = core::ptr::with_exposed_provenance_mut::<Node>(word & !LEAF_TAG);
         // SAFETY: node words are never zero (checked by the caller's contract: non-zero word).
         let ptr = unsafe { NonNull::new_unchecked(ptr) };
-        NodeRef {
-            ptr,
-            kind,
-            _guard: PhantomData,
-        }
-    }
-
-    /// Allocates a fresh, zeroed, unpublished node. It is owned by the writer until published.
-    pub(crate) fn alloc(kind: Kind) -> Self {
-        let ptr = NonNull::from(Box::leak(Box::new(Node::new())));
         NodeRef {
             ptr,
             kind,
@@ -414,40 +926,36 @@ impl<'g> NodeRef<'g> {
     /// `src` must not change during the copy: the caller holds the writer lock of its tree (or
     /// owns it).
     #[inline]
-    pub(crate) fn alloc_copy_leaf(
-        src: NodeRef<'_>,
-        max: u64,
-        mut entry: impl FnMut(usize) -> usize,
-    ) -> Self {
-        debug_assert!(src.is_leaf());
-        let mut b = src.copy_box();
+    fn copy_leaf_with<'n>(self, max: u64, mut entry: impl FnMut(usize) -> usize) -> NodeRef<'n> {
+        debug_assert!(self.is_leaf());
+        let mut b = self.copy_box();
         let end = b.end_mut(RANGE_PIVOTS, max);
         b.update_words(RANGE_PIVOTS..=RANGE_PIVOTS + end, |_, w| {
             entry(w as usize) as u64
         });
-        Self::leak(Kind::Leaf, b)
+        NodeRef::leak(Kind::Leaf, b)
     }
 
-    /// As [`alloc_copy_leaf`](Self::alloc_copy_leaf), for an internal node (rows P2/P7/P12):
-    /// each child word within the end is replaced by `child(i, word, hi)`, `hi` being the
+    /// As [`copy_leaf_with`](Self::copy_leaf_with), for an internal node (rows P2/P7/P12):
+    /// each child word within the end is replaced by the word `child(i, hi)` returns, `hi` being the
     /// child's max (its pivot, or `max` for the last). Gaps are copied. Returns the copy and the
     /// node's end.
     #[inline]
-    pub(crate) fn alloc_copy_internal(
-        src: NodeRef<'_>,
+    fn copy_internal_with<'n>(
+        self,
         max: u64,
-        mut child: impl FnMut(usize, usize, u64) -> usize,
-    ) -> (Self, usize) {
-        debug_assert!(!src.is_leaf());
-        let kind = src.kind;
+        mut child: impl FnMut(usize, u64) -> usize,
+    ) -> (NodeRef<'n>, usize) {
+        debug_assert!(!self.is_leaf());
+        let kind = self.kind;
         let base = kind.slot_base();
-        let mut b = src.copy_box();
+        let mut b = self.copy_box();
         let end = b.end_mut(kind.pivots(), max);
         for i in 0..=end {
             let hi = if i < end { b.update(i, |p| p) } else { max };
-            b.update(base + i, |w| child(i, w as usize, hi) as u64);
+            b.update(base + i, |_| child(i, hi) as u64);
         }
-        (Self::leak(kind, b), end)
+        (NodeRef::leak(kind, b), end)
     }
 
     /// A fresh, unpublished, boxed copy of this node's data words, parent word zero.
@@ -483,7 +991,7 @@ impl<'g> NodeRef<'g> {
 
     /// Publishes nothing: turns an unpublished box into a handle owned by the writer.
     #[inline]
-    fn leak(kind: Kind, b: Box<Node>) -> Self {
+    fn leak<'n>(kind: Kind, b: Box<Node>) -> NodeRef<'n> {
         NodeRef {
             ptr: NonNull::from(Box::leak(b)),
             kind,
@@ -497,7 +1005,7 @@ impl<'g> NodeRef<'g> {
     ///
     /// No reader or other handle may reach the node any more: either it was never published, or
     /// the tree is exclusively borrowed (`&mut`) / being dropped.
-    pub(crate) unsafe fn free_now(self) {
+    unsafe fn free_now(self) {
         // SAFETY: the node came from `Box::leak` in `alloc`, and the caller guarantees it is
         // unreachable, so reconstituting and dropping the box is the unique free.
         drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
@@ -510,7 +1018,7 @@ impl<'g> NodeRef<'g> {
     ///
     /// The node must already be unreachable for guards pinned from now on (unlinked from the live
     /// tree), and must not be retired twice. `guard` must belong to the tree's collector.
-    pub(crate) unsafe fn retire(self, guard: &Guard, freed: impl FnOnce() + 'static) {
+    unsafe fn retire_on(self, guard: &Guard, freed: impl FnOnce() + 'static) {
         #[cfg(loom)]
         if crate::loom_knobs::free_at_once() {
             // Deliberately wrong (a loom mutant): poison now. The memory is leaked rather than
@@ -537,7 +1045,7 @@ impl<'g> NodeRef<'g> {
 
     #[inline]
     fn node(&self) -> &'g Node {
-        // SAFETY: a NodeRef is only created by `alloc` (owned by the writer) or `from_word` under a
+        // SAFETY: a NodeRef is only created by `leak` (a fresh node, owned by the writer) or `from_word` under a
         // guard/lock of lifetime 'g, so the node is allocated for 'g; all fields are atomics, so a
         // shared reference is sound while others read and the one writer writes.
         let n = unsafe { self.ptr.as_ref() };
@@ -614,10 +1122,29 @@ impl<'g> NodeRef<'g> {
         self.node().words[RANGE_PIVOTS + i].load(Ordering::Acquire) as usize
     }
 
-    /// The pivots of this node, for scans without per-element bounds checks (Acquire loads).
+    /// Finds the slot of this node (covering `[min, max]`) that contains `index`: `(offset, lo,
+    /// hi)`. One scan of the pivots without per-element bounds checks, each loaded once with the
+    /// reader's ordering (Acquire; the loom knob's under loom), as [`pivot`](Self::pivot).
     #[inline]
-    pub(crate) fn pivot_words(&self) -> &'g [AtomicU64] {
-        &self.node().words[..self.kind.pivots()]
+    pub(crate) fn find_slot(&self, index: u64, min: u64, max: u64) -> (usize, u64, u64) {
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::reader_pivot_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Acquire;
+        let pivots = &self.node().words[..self.kind.pivots()];
+        let mut lo = min;
+        for (i, p) in pivots.iter().enumerate() {
+            // ORDERING: P9 (a pivot, loaded before the slot it exposes).
+            let piv = p.load(ord);
+            if piv >= max {
+                return (i, lo, max);
+            }
+            if piv >= index {
+                return (i, lo, piv);
+            }
+            lo = piv + 1;
+        }
+        (pivots.len(), lo, max)
     }
 
     // ----- slots ------------------------------------------------------------------------------
@@ -629,22 +1156,102 @@ impl<'g> NodeRef<'g> {
         self.node().words[self.kind.slot_base() + i].load(Ordering::Acquire) as usize
     }
 
+    /// Reader load of leaf slot `i` (Acquire, as [`slot`](Self::slot)), typed so that its entry
+    /// can be borrowed for `'g`.
+    #[inline]
+    pub(crate) fn leaf_word(&self, i: usize) -> Loaded<'g> {
+        debug_assert!(self.is_leaf());
+        Loaded::new(self.slot(i))
+    }
+
+    /// [`leaf_word`](Self::leaf_word) without the kind dispatch (as [`range_slot`](Self::range_slot)).
+    #[inline]
+    pub(crate) fn range_word(&self, i: usize) -> Loaded<'g> {
+        debug_assert!(self.is_leaf());
+        Loaded::new(self.range_slot(i))
+    }
+
     /// Writer store of a slot on a fresh node or beyond the published end (Relaxed).
     #[inline]
-    pub(crate) fn init_slot(&self, i: usize, w: usize) {
+    fn init_word(&self, i: usize, w: usize) {
         debug_assert!(i < self.kind.slots());
+        // ORDERING: P2/P4/P6 (published later by the Release store that exposes it).
         self.node().words[self.kind.slot_base() + i].store(w as u64, Ordering::Relaxed);
     }
 
     /// Writer store of a slot that readers can already reach (Release).
     #[inline]
-    pub(crate) fn publish_slot(&self, i: usize, w: usize) {
+    fn publish_word(&self, i: usize, w: usize) {
         debug_assert!(i < self.kind.slots());
         #[cfg(loom)]
         let ord = crate::loom_knobs::slot_publish_ordering();
         #[cfg(not(loom))]
         let ord = Ordering::Release;
+        // ORDERING: P3/P5 (pairs with the readers' Acquire slot load).
         self.node().words[self.kind.slot_base() + i].store(w as u64, ord);
+    }
+
+    /// Writer store of the entry word `w` (0: nothing) into leaf slot `i` of a fresh node or
+    /// beyond the published end (Relaxed, rows P4/P6).
+    ///
+    /// # Panics
+    ///
+    /// If this is not a leaf (internal slots hold only children).
+    #[inline]
+    pub(crate) fn init_entry(&self, i: usize, w: usize) {
+        assert!(
+            self.is_leaf(),
+            "maple tree: an entry stored into an internal node"
+        );
+        self.init_word(i, w);
+    }
+
+    /// Writer store of the entry word `w` into a leaf slot readers can already reach (Release,
+    /// row P5: the exact fit).
+    ///
+    /// # Panics
+    ///
+    /// If this is not a leaf.
+    #[inline]
+    pub(crate) fn publish_entry(&self, i: usize, w: usize) {
+        assert!(
+            self.is_leaf(),
+            "maple tree: an entry stored into an internal node"
+        );
+        self.publish_word(i, w);
+    }
+
+    /// Writer store of child `c` into slot `i` of a fresh internal node or beyond its published
+    /// end (Relaxed, rows P2/P6), recording this node as `c`'s parent (P13).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf.
+    #[inline]
+    pub(crate) fn init_child(&self, i: usize, c: NodeRef<'_>) {
+        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
+        c.set_parent(Some(*self), i);
+        self.init_word(i, node_word(c));
+    }
+
+    /// Replaces child `i` of an internal node readers can already reach by `c` (fresh, fully
+    /// written): `c`'s parent word first (P13), then one Release store of the slot (P3).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf.
+    #[inline]
+    pub(crate) fn publish_child(&self, i: usize, c: NodeRef<'_>) {
+        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
+        c.set_parent(Some(*self), i);
+        self.publish_word(i, node_word(c));
+    }
+
+    /// Writer store of an empty slot beyond the end of a fresh node (Relaxed): zero words,
+    /// which no reader follows.
+    #[inline]
+    pub(crate) fn clear_slot(&self, i: usize) {
+        self.init_word(i, 0);
     }
 
     // ----- gaps (allocation-tree internal nodes) -----------------------------------------------
@@ -676,6 +1283,8 @@ impl<'g> NodeRef<'g> {
             }
             None => 0,
         };
+        // ORDERING: P13 (the writer's own bookkeeping; readers never load it but for the dead
+        // bit, P14, which this store never sets: a node is re-parented only while live).
         self.node().parent.store(w, Ordering::Relaxed);
     }
 
@@ -688,7 +1297,7 @@ impl<'g> NodeRef<'g> {
 
     /// Marks a replaced node dead (Release), so readers that meet it restart.
     #[inline]
-    pub(crate) fn mark_dead(&self) {
+    fn mark_dead(&self) {
         self.node().parent.fetch_or(DEAD, Ordering::Release);
     }
 
@@ -730,6 +1339,40 @@ impl<'g> NodeRef<'g> {
         } else {
             max
         }
+    }
+
+    /// Lower bound of slot `i` in a node whose min is `min`: `min` for slot 0, else the previous
+    /// pivot plus one.
+    #[inline]
+    pub(crate) fn slot_min(&self, i: usize, min: u64) -> u64 {
+        if i == 0 {
+            min
+        } else {
+            self.pivot(i - 1).wrapping_add(1)
+        }
+    }
+
+    /// The slots of this node (covering `[min, max]`) as `(lo, hi, slot)`, within its end:
+    /// entry words of a leaf, children of an internal node (`internal`: the tree's kind).
+    pub(crate) fn slots(
+        self,
+        min: u64,
+        max: u64,
+        internal: Kind,
+    ) -> impl Iterator<Item = (u64, u64, Slot<'g>)> {
+        let end = self.end(max);
+        let mut lo = min;
+        (0..=end).map(move |i| {
+            let hi = self.slot_max(i, max);
+            let s = if self.is_leaf() {
+                Slot::Entry(self.slot(i))
+            } else {
+                Slot::Child(self.child(i, internal))
+            };
+            let r = (lo, hi, s);
+            lo = hi.wrapping_add(1);
+            r
+        })
     }
 
     /// Child `i` of an internal node, `None` if the slot is empty — a state no reader can meet

@@ -24,7 +24,7 @@ use smallvec::SmallVec;
 
 use crate::entry::Entry;
 
-use super::node::{node_word, Kind, NodeRef};
+use super::node::{Kind, NodeRef};
 use super::walk::{Level, Walker};
 use super::write::{Item, Items, WriteGuard};
 
@@ -97,29 +97,13 @@ pub(crate) struct Rebuilt {
     pub(crate) last: u64,
 }
 
-/// Slots of `n` (covering `[min, max]`) as `(lo, hi, word)`.
-pub(crate) fn node_slots(
-    n: NodeRef<'_>,
-    min: u64,
-    max: u64,
-) -> impl Iterator<Item = (u64, u64, usize)> + '_ {
-    let end = n.end(max);
-    let mut lo = min;
-    (0..=end).map(move |i| {
-        let hi = n.slot_max(i, max);
-        let r = (lo, hi, n.slot(i));
-        lo = hi.wrapping_add(1);
-        r
-    })
-}
-
 impl<'t, E: Entry> WriteGuard<'t, E> {
     /// The generic write: see the module docs. `lpath`/`rpath` lead to the leaves holding `first`
     /// and `last`.
-    pub(crate) fn rebuild<'g>(
+    pub(crate) fn rebuild(
         &mut self,
-        lpath: Path<'g>,
-        rpath: Path<'g>,
+        lpath: Path<'t>,
+        rpath: Path<'t>,
         first: u64,
         last: u64,
         entry: usize,
@@ -128,8 +112,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let height = lpath.levels.len();
         let leaf_level = height - 1;
         let spanning = lpath.levels[leaf_level].node != rpath.levels[leaf_level].node;
-        let mut paths: SmallVec<[Path<'g>; 4]> = smallvec::smallvec![lpath, rpath];
-        let mut retired: Retired<'g> = Retired::new();
+        let mut paths: SmallVec<[Path<'t>; 4]> = smallvec::smallvec![lpath, rpath];
+        let mut retired: Retired<'t> = Retired::new();
         let mut pulled = false;
         let mut split = false;
         let mut result = Rebuilt { first, last };
@@ -141,13 +125,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             let consumed = consumed_at(&paths, leaf_level);
             let mut placed = false;
             for lvl in &consumed {
-                for (lo, hi, w) in node_slots(lvl.node, lvl.min, lvl.max) {
+                for (lo, hi, s) in lvl.node.slots(lvl.min, lvl.max, internal) {
+                    let w = s.entry();
                     if hi < first || lo > last {
-                        items.push(Item {
-                            hi,
-                            word: w,
-                            gap: 0,
-                        });
+                        items.push(Item::slot(hi, w));
                         continue;
                     }
                     let left = lo < first;
@@ -161,11 +142,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                         placed = true;
                     }
                     if right {
-                        items.push(Item {
-                            hi,
-                            word: w,
-                            gap: 0,
-                        });
+                        items.push(Item::slot(hi, w));
                     }
                     match (left, right) {
                         (true, true) => self.share_entry(w),
@@ -180,7 +157,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let mut run_max = paths_max(&paths, leaf_level);
         loop {
             coalesce_nulls(&mut items, &mut entry_pos);
-            let needs_null_fix = items.last().word == 0 && run_max != u64::MAX;
+            let needs_null_fix = items.last().is_null() && run_max != u64::MAX;
             let underfull =
                 items.len() < Kind::Leaf.min_end() + 1 && run_max != u64::MAX && height > 1;
             if !(needs_null_fix || underfull) {
@@ -191,10 +168,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 .right_neighbour(internal)
                 .expect("run_max < MAX implies a right neighbour");
             let lvl = *nb.levels.last().unwrap();
-            for (_, hi, w) in node_slots(lvl.node, lvl.min, lvl.max) {
+            for (_, hi, s) in lvl.node.slots(lvl.min, lvl.max, internal) {
                 items.push(Item {
                     hi,
-                    word: w,
+                    slot: s,
                     gap: 0,
                 });
             }
@@ -220,8 +197,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             // An internal root with a single child collapses.
             if is_root && kind != Kind::Leaf && items.len() == 1 {
                 retired.extend(consumed.iter().map(|l| l.node));
-                // SAFETY-free: item words of internal levels are node words.
-                let mut top = self.node_from_item(items.get(0).word);
+                let mut top = items.get(0).slot.child();
                 let mut top_max = u64::MAX;
                 let mut shrink = level + 1;
                 while !top.is_leaf() && top.end(top_max) == 0 {
@@ -230,8 +206,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                     top_max = u64::MAX;
                     shrink += 1;
                 }
-                top.set_parent(None, 0);
-                self.publish_root(node_word(top));
+                self.publish_root(top);
                 self.st.height -= shrink;
                 self.st.stats.shrink += 1;
                 break;
@@ -247,13 +222,14 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                     retired.push(x.node);
                     n
                 };
-                let ancestors: Levels<'g> = if is_root {
+                let ancestors: Levels<'t> = if is_root {
                     Levels::new()
                 } else {
                     path_to(&paths, level - 1)
                 };
                 let g = self.node_max_gap(new, x.min, x.max);
                 if self.exclusive {
+                    // Rewritten in place: still linked where it was.
                     if let Some(parent) = ancestors.last() {
                         new.set_parent(Some(parent.node), parent.offset);
                     } else {
@@ -287,11 +263,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 let n = self.alloc_node(kind);
                 self.write_items(n, &items.as_slice()[a..b], hi);
                 let g = self.node_max_gap(n, lo, hi);
-                new_items.push(Item {
-                    hi,
-                    word: node_word(n),
-                    gap: g,
-                });
+                new_items.push(Item::child(hi, n, g));
                 lo = hi.wrapping_add(1);
             }
             retired.extend(consumed.iter().map(|l| l.node));
@@ -300,8 +272,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 let root_kind = internal;
                 let r = self.alloc_node(root_kind);
                 self.write_items(r, new_items.as_slice(), u64::MAX);
-                r.set_parent(None, 0);
-                self.publish_root(node_word(r));
+                self.publish_root(r);
                 self.st.height += 1;
                 self.st.stats.grow += 1;
                 break;
@@ -312,11 +283,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             let mut pitems = Items::new();
             let mut placed = false;
             for pl in &pconsumed {
-                for (i, (clo, chi, w)) in node_slots(pl.node, pl.min, pl.max).enumerate() {
+                for (i, (clo, chi, s)) in pl.node.slots(pl.min, pl.max, internal).enumerate() {
                     if chi < run_min {
                         pitems.push(Item {
                             hi: chi,
-                            word: w,
+                            slot: s,
                             gap: self.child_gap(pl.node, i),
                         });
                     } else if clo > run_max {
@@ -327,7 +298,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                         }
                         pitems.push(Item {
                             hi: chi,
-                            word: w,
+                            slot: s,
                             gap: self.child_gap(pl.node, i),
                         });
                     } else {
@@ -336,7 +307,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                             pitems.extend(new_items.as_slice());
                             placed = true;
                         }
-                        let child = self.node_from_item(w);
+                        let child = s.child();
                         if !consumed.iter().any(|c| c.node == child) {
                             debug_assert!(
                                 clo >= first && chi <= last,
@@ -358,10 +329,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 let hi_path = rightmost_path(&paths, level);
                 let nb = hi_path.right_neighbour(internal).expect("right neighbour");
                 let lvl = *nb.levels.last().unwrap();
-                for (i, (_, hi, w)) in node_slots(lvl.node, lvl.min, lvl.max).enumerate() {
+                for (i, (_, hi, s)) in lvl.node.slots(lvl.min, lvl.max, internal).enumerate() {
                     items.push(Item {
                         hi,
-                        word: w,
+                        slot: s,
                         gap: self.child_gap(lvl.node, i),
                     });
                 }
@@ -449,13 +420,13 @@ fn path_to<'g>(paths: &[Path<'g>], level: usize) -> Levels<'g> {
 }
 
 /// Merges adjacent NULL items (keeping the later bound), tracking where the entry item went.
-fn coalesce_nulls(items: &mut Items, entry_pos: &mut usize) {
+fn coalesce_nulls(items: &mut Items<'_>, entry_pos: &mut usize) {
     let mut out = 0usize;
     let n = items.len();
     let mut i = 0;
     while i < n {
         let it = items.get(i);
-        if out > 0 && it.word == 0 && items.get(out - 1).word == 0 {
+        if out > 0 && it.is_null() && items.get(out - 1).is_null() {
             items.set(out - 1, it);
             if i == *entry_pos {
                 *entry_pos = out - 1;
@@ -477,11 +448,17 @@ fn coalesce_nulls(items: &mut Items, entry_pos: &mut usize) {
 /// edge and the write lands at its end (in-order appends), parts are packed full from the left,
 /// as the kernel's bulk mode did; otherwise they are balanced. If moving a boundary off a NULL
 /// would overfill a part, one more part is used.
-fn partition(items: &Items, kind: Kind, right_edge: bool, entry_pos: usize, leaf: bool) -> Parts {
+fn partition(
+    items: &Items<'_>,
+    kind: Kind,
+    right_edge: bool,
+    entry_pos: usize,
+    leaf: bool,
+) -> Parts {
     let n = items.len();
     let cap = kind.slots();
     let min = kind.min_end() + 1;
-    let null_at = |b: usize| leaf && items.get(b - 1).word == 0;
+    let null_at = |b: usize| leaf && items.get(b - 1).is_null();
     let valid = |bounds: &[usize]| {
         bounds.windows(2).enumerate().all(|(j, w)| {
             let len = w[1] - w[0];

@@ -21,50 +21,70 @@ use core::marker::PhantomData;
 use crossbeam_epoch::{Collector, Guard};
 use smallvec::SmallVec;
 
-use crate::entry::{Entry, ZERO_WORD};
+use crate::entry::{Entry, Owned, ZERO_WORD};
 use crate::error::Error;
-use crate::sync::{MutexGuard, Ordering};
+use crate::sync::MutexGuard;
 use core::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 use std::sync::Arc;
 
 use super::pending::Pending;
 
 use super::append::LastSlot;
-use super::node::{node_word, Kind, NodeRef, Root, RANGE_PIVOTS, RANGE_SLOTS};
-use super::rebuild::{node_slots, Path, Retired};
+use super::node::{Kind, Loaded, NodeRef, Slot, WriterRoot, RANGE_PIVOTS, RANGE_SLOTS};
+use super::rebuild::{Path, Retired};
 use super::walk::{Level, Walker};
 use super::{MapleTree, WriterState};
 
 /// One slot of a level being rebuilt: its upper bound, its word (entry or child node) and, for
 /// children of allocation trees, the child's largest gap.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Item {
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Item<'g> {
     pub(crate) hi: u64,
-    pub(crate) word: usize,
+    pub(crate) slot: Slot<'g>,
     pub(crate) gap: u64,
 }
 
-impl Item {
-    /// A leaf slot (leaves keep no gaps per slot).
+impl<'g> Item<'g> {
+    /// A leaf slot holding the entry word `word` (leaves keep no gaps per slot).
     #[inline]
     pub(crate) const fn slot(hi: u64, word: usize) -> Self {
-        Item { hi, word, gap: 0 }
+        Item {
+            hi,
+            slot: Slot::Entry(word),
+            gap: 0,
+        }
+    }
+
+    /// An internal slot holding `child`, whose largest gap is `gap`.
+    #[inline]
+    pub(crate) const fn child(hi: u64, child: NodeRef<'g>, gap: u64) -> Self {
+        Item {
+            hi,
+            slot: Slot::Child(child),
+            gap,
+        }
+    }
+
+    /// An empty leaf slot.
+    #[inline]
+    pub(crate) fn is_null(&self) -> bool {
+        self.slot.is_null()
     }
 }
 
 /// The items of a level being rebuilt.
 #[derive(Clone, Default)]
-pub(crate) struct Items(SmallVec<[Item; 48]>);
+pub(crate) struct Items<'g>(SmallVec<[Item<'g>; 48]>);
 
-impl Items {
+impl<'g> Items<'g> {
     pub(crate) fn new() -> Self {
         Items(SmallVec::new())
     }
     #[inline]
-    pub(crate) fn push(&mut self, it: Item) {
+    pub(crate) fn push(&mut self, it: Item<'g>) {
         self.0.push(it);
     }
-    pub(crate) fn extend(&mut self, other: &[Item]) {
+    pub(crate) fn extend(&mut self, other: &[Item<'g>]) {
         self.0.extend_from_slice(other);
     }
     #[inline]
@@ -72,20 +92,20 @@ impl Items {
         self.0.len()
     }
     #[inline]
-    pub(crate) fn get(&self, i: usize) -> Item {
+    pub(crate) fn get(&self, i: usize) -> Item<'g> {
         self.0[i]
     }
     #[inline]
-    pub(crate) fn set(&mut self, i: usize, it: Item) {
+    pub(crate) fn set(&mut self, i: usize, it: Item<'g>) {
         self.0[i] = it;
     }
-    pub(crate) fn last(&self) -> Item {
+    pub(crate) fn last(&self) -> Item<'g> {
         self.0[self.0.len() - 1]
     }
     pub(crate) fn truncate(&mut self, n: usize) {
         self.0.truncate(n);
     }
-    pub(crate) fn as_slice(&self) -> &[Item] {
+    pub(crate) fn as_slice(&self) -> &[Item<'g>] {
         &self.0
     }
 }
@@ -113,11 +133,6 @@ impl core::ops::DerefMut for StateRef<'_> {
     }
 }
 
-pub(crate) enum GuardRef {
-    Pinned(Guard),
-    Unprotected(&'static Guard),
-}
-
 /// The writer: holds the tree's lock (RCU mode, from [`MapleTree::lock`]) or its exclusive
 /// borrow ([`MapleTree::exclusive`]). Every write method of the tree lives here; reads through it
 /// see the writer's own changes at once.
@@ -135,13 +150,13 @@ pub(crate) enum GuardRef {
 /// tree.validate().unwrap();
 /// ```
 pub struct WriteGuard<'t, E> {
-    pub(crate) root: &'t Root,
+    pub(crate) root: WriterRoot<'t>,
     pub(crate) internal: Kind,
     pub(crate) st: StateRef<'t>,
-    guard: GuardRef,
+    /// RCU mode: the pinned guard replaced nodes and entries are deferred on (none in exclusive
+    /// mode, which frees at once).
+    guard: Option<Guard>,
     pub(crate) exclusive: bool,
-    pub(crate) collector: &'t Collector,
-    pub(crate) default_collector: bool,
     /// The tree's count of ranges holding an entry (see [`MapleTree::len`]).
     pub(crate) len: &'t StdAtomicUsize,
     /// The tree's pending-frees counters.
@@ -157,15 +172,14 @@ enum Leafed {
 
 impl<'t, E: Entry> WriteGuard<'t, E> {
     pub(crate) fn new_rcu(tree: &'t MapleTree<E>) -> Self {
-        let st = StateRef::Locked(tree.writer.lock());
+        let lock = tree.writer.lock();
+        let root = tree.root.locked(&lock);
         WriteGuard {
-            root: &tree.root,
+            root,
             internal: tree.internal,
-            st,
-            guard: GuardRef::Pinned(tree.pin()),
+            st: StateRef::Locked(lock),
+            guard: Some(tree.pin()),
             exclusive: false,
-            collector: &tree.collector,
-            default_collector: tree.default_collector,
             len: &tree.len,
             pending: &tree.pending,
             _e: PhantomData,
@@ -177,8 +191,6 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             root,
             internal,
             writer,
-            collector,
-            default_collector,
             len,
             pending,
             ..
@@ -187,33 +199,24 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         // `&mut` tree: no reader exists, none can hold a value an earlier store replaced.
         st.seals.clear();
         WriteGuard {
-            root,
+            root: root.exclusive(),
             internal: *internal,
             st: StateRef::Exclusive(st),
-            // SAFETY: `&mut MapleTree` means no other thread can reach the tree, so running
-            // deferred frees immediately (what the unprotected guard does) is sound.
-            guard: GuardRef::Unprotected(unsafe { crossbeam_epoch::unprotected() }),
+            guard: None,
             exclusive: true,
-            collector,
-            default_collector: *default_collector,
             len,
             pending,
             _e: PhantomData,
         }
     }
 
-    /// The epoch guard this writer defers frees on: a pinned guard of the tree's collector in
-    /// RCU mode, crossbeam's unprotected guard in exclusive mode (frees run at once). Never
-    /// handed out: the unprotected guard protects nothing.
-    pub(crate) fn guard(&self) -> &Guard {
-        match &self.guard {
-            GuardRef::Pinned(g) => g,
-            GuardRef::Unprotected(g) => g,
-        }
+    /// The pinned guard of the tree's collector this writer defers frees on (RCU mode only).
+    fn rcu_guard(&self) -> &Guard {
+        self.guard.as_ref().expect("RCU mode holds a pinned guard")
     }
 
     pub(crate) fn walker(&self) -> Walker<'t> {
-        Walker::from_parts(self.root, self.internal)
+        Walker::new(self.root.view())
     }
 
     /// Whether the tree is an allocation tree.
@@ -223,29 +226,15 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     // ----- primitives ---------------------------------------------------------------------------
 
-    pub(crate) fn alloc_node<'g>(&mut self, kind: Kind) -> NodeRef<'g> {
+    /// A fresh, unpublished node (counted).
+    pub(crate) fn alloc_node(&mut self, kind: Kind) -> NodeRef<'t> {
         self.st.stats.nodes_allocated += 1;
-        NodeRef::alloc(kind)
+        self.root.alloc(kind)
     }
 
-    pub(crate) fn node_from_item<'g>(&self, w: usize) -> NodeRef<'g> {
-        debug_assert!(w != 0);
-        // SAFETY: internal-level items hold node words of the live tree (or of fresh nodes this
-        // writer built); the writer lock keeps them allocated until the writer retires them.
-        unsafe { NodeRef::from_word(w, self.internal) }
-    }
-
-    pub(crate) fn publish_root(&self, w: usize) {
-        self.root.store(w, Ordering::Release);
-    }
-
-    /// The seals and the guard together (the seals schedule their lift on the guard).
-    fn seals(&mut self) -> (&mut super::seal::Seals, &Guard) {
-        let g = match &self.guard {
-            GuardRef::Pinned(g) => g,
-            GuardRef::Unprotected(g) => *g,
-        };
-        (&mut self.st.seals, g)
+    /// Publishes `n` (fresh, fully written) as the new root (row P1).
+    pub(crate) fn publish_root(&self, n: NodeRef<'t>) {
+        self.root.publish(n);
     }
 
     /// Records, in RCU mode, that `pivot[offset]` of `n` was lowered in place (see `seal`).
@@ -279,13 +268,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// unless a lowered pivot seals that slot: then the parent is copied with `new` in it and
     /// replaces the parent the same way, one level up (the root word is never sealed). Copied
     /// parents are retired.
-    pub(crate) fn replace_child<'g>(
+    pub(crate) fn replace_child(
         &mut self,
-        ancestors: &[Level<'g>],
-        mut new: NodeRef<'g>,
+        ancestors: &[Level<'t>],
+        mut new: NodeRef<'t>,
         mut new_gap: u64,
     ) {
-        let mut copied: SmallVec<[NodeRef<'g>; 4]> = SmallVec::new();
+        let mut copied: SmallVec<[NodeRef<'t>; 4]> = SmallVec::new();
         let mut d = ancestors.len();
         let in_parent = loop {
             let Some(up) = d.checked_sub(1) else {
@@ -294,23 +283,20 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             let p = ancestors[up];
             let last = p.node.slot_max(p.offset, p.max) == p.max;
             if self.may_repoint(p.node, p.offset, last) {
-                new.set_parent(Some(p.node), p.offset);
-                p.node.publish_slot(p.offset, node_word(new));
+                p.node.publish_child(p.offset, new);
                 self.propagate_gap(&ancestors[..d], new_gap);
                 break true;
             }
-            let items: SmallVec<[Item; RANGE_SLOTS]> = node_slots(p.node, p.min, p.max)
+            let items: SmallVec<[Item<'t>; RANGE_SLOTS]> = p
+                .node
+                .slots(p.min, p.max, self.internal)
                 .enumerate()
-                .map(|(i, (_, hi, w))| {
+                .map(|(i, (_, hi, s))| {
                     if i == p.offset {
-                        Item {
-                            hi,
-                            word: node_word(new),
-                            gap: new_gap,
-                        }
+                        Item::child(hi, new, new_gap)
                     } else {
                         let gap = if self.is_alloc() { p.node.gap(i) } else { 0 };
-                        Item { hi, word: w, gap }
+                        Item { hi, slot: s, gap }
                     }
                 })
                 .collect();
@@ -323,8 +309,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             d = up;
         };
         if !in_parent {
-            new.set_parent(None, 0);
-            self.publish_root(node_word(new));
+            self.publish_root(new);
         }
         // Unlinked now; readers that reached them see them unchanged.
         for n in copied {
@@ -333,20 +318,19 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Replaced node: dead for readers, freed after a grace period (at once in exclusive mode).
-    pub(crate) fn retire_node(&mut self, n: NodeRef<'_>) {
+    ///
+    /// Callers retire a node only after unlinking it (a new pointer published in its place, or
+    /// its whole subtree unlinked), and each node exactly once (see [`WriterRoot`]).
+    pub(crate) fn retire_node(&mut self, n: NodeRef<'t>) {
         self.st.stats.nodes_freed += 1;
-        n.mark_dead();
-        if self.exclusive {
-            // SAFETY: callers retire a node only after unlinking it (a new pointer published in
-            // its place, or its whole subtree unlinked), and each node exactly once; in exclusive
-            // mode the guard is the unprotected one, which frees at once.
-            unsafe { n.retire(self.guard(), || {}) };
-            return;
+        match &self.guard {
+            None => self.root.retire(n, None, || {}),
+            Some(g) => {
+                self.pending.add_node();
+                let pending = Arc::clone(self.pending);
+                self.root.retire(n, Some(g), move || pending.sub_node());
+            }
         }
-        self.pending.add_node();
-        let pending = Arc::clone(self.pending);
-        // SAFETY: as above; the guard belongs to this tree's collector.
-        unsafe { n.retire(self.guard(), move || pending.sub_node()) };
     }
 
     /// A slot stopped referencing `w`: drop the entry unless another slot shares it.
@@ -373,19 +357,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
         let pending = Arc::clone(self.pending);
         pending.add_entry();
-        // SAFETY: `w` is a live entry word that no slot references any more (shared words were
-        // handled above). In RCU mode the drop waits for every guard that could still read it.
-        unsafe {
-            self.guard().defer_unchecked(move || {
-                pending.sub_entry();
-                // The drop runs after the grace period, on whichever thread collects, long after
-                // the write returned: a panic in the entry's `Drop` is contained here, so that
-                // the collector's other deferred frees still run.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    drop(E::from_word(w));
-                }));
-            });
-        }
+        // `w` is a live entry word that no slot references any more (shared words were handled
+        // above). The drop waits for every guard that could still read it, and runs on whichever
+        // thread collects, long after the write returned: a panic in the entry's `Drop` is
+        // contained there, so that the collector's other deferred frees still run.
+        self.root
+            .defer_drop_entry::<E>(w, self.rcu_guard(), move || pending.sub_entry());
     }
 
     /// Exclusive mode: drops the entries the completed write released. If one entry's `Drop`
@@ -400,21 +377,21 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     #[cold]
     fn drop_released_slow(&mut self) {
-        struct DropRest<'a, E: Entry>(&'a mut Vec<usize>, PhantomData<E>);
-        impl<E: Entry> Drop for DropRest<'_, E> {
+        // Each word was pushed once by `release_entry`, when the last slot referencing it went,
+        // and is popped once; no reader exists (`&mut` tree).
+        struct DropRest<'a, 't, E: Entry>(&'a mut Vec<usize>, WriterRoot<'t>, PhantomData<E>);
+        impl<E: Entry> Drop for DropRest<'_, '_, E> {
             fn drop(&mut self) {
                 while let Some(w) = self.0.pop() {
-                    // SAFETY: each word was pushed once by `release_entry`, when the last slot
-                    // referencing it went, and is popped once; no reader exists (`&mut` tree).
-                    drop(unsafe { E::from_word(w) });
+                    self.1.drop_entry_now::<E>(w);
                 }
             }
         }
         // If a drop below panics, `rest` is dropped while unwinding and drops the others.
-        let rest = DropRest::<E>(&mut self.st.released, PhantomData);
+        let root = self.root;
+        let rest = DropRest::<E>(&mut self.st.released, root, PhantomData);
         while let Some(w) = rest.0.pop() {
-            // SAFETY: as in `DropRest::drop`.
-            drop(unsafe { E::from_word(w) });
+            rest.1.drop_entry_now::<E>(w);
         }
     }
 
@@ -433,7 +410,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// Writes `items` into node `n` covering `[min, max]`: slots, pivots (with `pivot[end] =
     /// max` when there is room), zeroes beyond, gaps, and re-parents children.
     #[allow(clippy::needless_range_loop)] // `j` indexes the node's slots, past `items` too
-    pub(crate) fn write_items(&self, n: NodeRef<'_>, items: &[Item], max: u64) {
+    pub(crate) fn write_items(&self, n: NodeRef<'_>, items: &[Item<'_>], max: u64) {
         let kind = n.kind();
         let p = kind.pivots();
         let len = items.len();
@@ -445,19 +422,18 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         for j in 0..kind.slots() {
             if j < len {
                 let it = items[j];
-                n.init_slot(j, it.word);
+                match it.slot {
+                    Slot::Entry(w) => n.init_entry(j, w),
+                    Slot::Child(c) => n.init_child(j, c),
+                }
                 if j < p {
                     n.init_pivot(j, it.hi);
                 }
-                if kind != Kind::Leaf {
-                    let c = self.node_from_item(it.word);
-                    c.set_parent(Some(n), j);
-                    if kind == Kind::ARange {
-                        n.set_gap(j, it.gap);
-                    }
+                if kind == Kind::ARange {
+                    n.set_gap(j, it.gap);
                 }
             } else {
-                n.init_slot(j, 0);
+                n.clear_slot(j);
                 if j < p {
                     n.init_pivot(j, 0);
                 }
@@ -529,19 +505,17 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Removes a whole subtree (covering `[min, max]`) lying inside a write: its entries are
     /// released, its nodes retired.
-    pub(crate) fn remove_subtree<'g>(
+    pub(crate) fn remove_subtree(
         &mut self,
-        n: NodeRef<'g>,
+        n: NodeRef<'t>,
         min: u64,
         max: u64,
-        retired: &mut Retired<'g>,
+        retired: &mut Retired<'t>,
     ) {
-        for (lo, hi, w) in node_slots(n, min, max) {
-            if n.is_leaf() {
-                self.release_entry(w);
-            } else {
-                let c = self.node_from_item(w);
-                self.remove_subtree(c, lo, hi, retired);
+        for (lo, hi, s) in n.slots(min, max, self.internal) {
+            match s {
+                Slot::Entry(w) => self.release_entry(w),
+                Slot::Child(c) => self.remove_subtree(c, lo, hi, retired),
             }
         }
         retired.push(n);
@@ -553,11 +527,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// store reports the widened NULL range). `first <= last` is the caller's job.
     pub(crate) fn write(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
         let mut w = self.walker();
-        // SAFETY: the saved path is emptied at the start of every write (`write_from`, `clear`)
-        // and saved again only at the end of an in-place append, which changes no node's place
-        // or limits; so a non-empty one still describes the live tree, whose nodes the writer
-        // lock (or `&mut`) keeps allocated.
-        let walked = unsafe { w.restore(&self.st.saved, first) };
+        // The saved path is emptied at the start of every write (`write_from`, `clear`) and
+        // saved again only at the end of an in-place append, which changes no node's place or
+        // limits; so a non-empty one still describes the live tree (`restore` checks every node
+        // of it against the tree's own words anyway).
+        let walked = w.restore(&self.st.saved, first);
         self.write_from(&mut w, walked, first, last, entry)
     }
 
@@ -609,29 +583,26 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     ) -> (u64, u64) {
         debug_assert!(first <= last);
         self.st.saved.clear();
-        if !self.exclusive {
-            let (seals, g) = self.seals();
-            seals.schedule(g);
+        if let Some(g) = &self.guard {
+            self.st.seals.schedule(g);
         }
-        let root = self.root.load(Ordering::Relaxed);
-        if root == 0 {
+        let Some(old) = self.root.node() else {
             if entry == 0 {
                 return (0, u64::MAX);
             }
             self.new_leaf_root(first, last, entry);
             return (first, last);
-        }
+        };
         // A whole-space store is a new root (K§3.4 step 5), unless one slot already covers the
         // whole space: then it is an exact fit (step 4 comes first).
         if first == 0
             && last == u64::MAX
             && !(lw.walk(0).is_some() && lw.lo == 0 && lw.hi == u64::MAX)
         {
-            let old = self.node_from_item(root);
             let mut retired = Retired::new();
             self.remove_subtree(old, 0, u64::MAX, &mut retired);
             if entry == 0 {
-                self.publish_root(0);
+                self.root.publish_empty();
                 self.st.height = 0;
                 self.st.stats.new_root += 1;
             } else {
@@ -671,7 +642,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             && self.st.append
             && lw.hi == leaf_max
             && last <= leaf_max
-            && self.append_in_place(lw, lw.lo, lw.word, first, last, entry)
+            && self.append_in_place(lw, lw.lo, lw.word.raw(), first, last, entry)
         {
             return (first, last);
         }
@@ -717,10 +688,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             self.st.stats.sealed_repoint += 1;
             return false; // the leaf store copies the leaf instead
         }
-        let old = lw.word;
+        let old = lw.word.raw();
         if old != entry {
-            leaf.node.publish_slot(leaf.offset, entry);
-            lw.word = entry;
+            leaf.node.publish_entry(leaf.offset, entry);
+            lw.word = leaf.node.leaf_word(leaf.offset);
             self.release_entry(old);
             self.after_leaf_change(lw, old == 0);
         } else {
@@ -741,8 +712,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
         let n = self.alloc_node(Kind::Leaf);
         self.write_items(n, items.as_slice(), u64::MAX);
-        n.set_parent(None, 0);
-        self.publish_root(node_word(n));
+        self.publish_root(n);
         self.st.height = 1;
         self.st.stats.new_root += 1;
     }
@@ -814,7 +784,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         {
             let old = ws[off];
             if old != entry {
-                n.publish_slot(off, entry);
+                n.publish_entry(off, entry);
                 self.release_entry(old);
                 self.after_leaf_change(lw, (old == 0) != (entry == 0));
             } else if entry != 0 {
@@ -854,12 +824,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             if off_end == off + 1 {
                 if r_min == first {
                     let old = ws[off];
-                    n.init_slot(off, entry);
+                    n.init_entry(off, entry);
                     n.init_pivot(off, last);
                     self.release_entry(old);
                 } else {
                     let old = ws[off + 1];
-                    n.init_slot(off + 1, entry);
+                    n.init_entry(off + 1, entry);
                     n.init_pivot(off, first - 1);
                     self.release_entry(old);
                 }
@@ -869,7 +839,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             }
             if off_end == off + 2 {
                 let old = ws[off + 1];
-                n.init_slot(off + 1, entry);
+                n.init_entry(off + 1, entry);
                 n.init_pivot(off, first - 1);
                 n.init_pivot(off + 1, last);
                 self.release_entry(old);
@@ -879,9 +849,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             }
         }
         // Node store: the leaf rebuilt as one node (fresh in RCU mode, in place otherwise).
-        let mut items = [Item::default(); RANGE_SLOTS];
+        let mut items: [Item<'t>; RANGE_SLOTS] = [Item::slot(0, 0); RANGE_SLOTS];
         let mut len = 0;
-        let mut push = |it: Item| {
+        let mut push = |it: Item<'t>| {
             items[len] = it;
             len += 1;
         };
@@ -940,12 +910,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 return false;
             }
             // Three-way append: [content][entry][content]; the old end pivot lowered last.
-            n.init_slot(end + 2, content);
+            n.init_entry(end + 2, content);
             if end + 2 < p {
                 n.init_pivot(end + 2, max);
             }
             n.init_pivot(end + 1, last);
-            n.init_slot(end + 1, entry);
+            n.init_entry(end + 1, entry);
             n.publish_pivot(end, first - 1);
             self.seal_lowered(n, end);
             self.share_entry(content);
@@ -955,7 +925,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 return false;
             }
             // +1 at the end: [content][entry].
-            n.init_slot(end + 1, entry);
+            n.init_entry(end + 1, entry);
             if end + 1 < p {
                 n.init_pivot(end + 1, max);
             }
@@ -967,12 +937,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 return false;
             }
             // +1 at the start: [entry][content]; a visible boundary moves, so exclusive only.
-            n.init_slot(end + 1, content);
+            n.init_entry(end + 1, content);
             if end + 1 < p {
                 n.init_pivot(end + 1, max);
             }
             n.init_pivot(end, last);
-            n.init_slot(end, entry);
+            n.init_entry(end, entry);
             self.st.stats.append_start += 1;
         } else {
             return false;
@@ -1073,7 +1043,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         if first > last {
             return Err(Error::InvalidRange);
         }
-        let w = Self::entry_word(entry)?;
+        let w = Owned::new(entry)?.into_raw();
         self.write(first, last, w);
         Ok(())
     }
@@ -1104,7 +1074,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         if self.is_occupied(first, last) {
             return Err(Error::Occupied);
         }
-        let w = Self::entry_word(entry)?;
+        let w = Owned::new(entry)?.into_raw();
         self.write(first, last, w);
         Ok(())
     }
@@ -1125,7 +1095,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             return false;
         }
         loop {
-            if w.word != 0 {
+            if w.word != Loaded::NONE {
                 return true;
             }
             if w.hi >= last {
@@ -1141,7 +1111,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     pub fn erase(&mut self, index: u64) -> Option<(u64, u64)> {
         let mut w = self.walker();
         w.walk(index)?;
-        if w.word == 0 {
+        if w.word == Loaded::NONE {
             return None;
         }
         let (lo, hi) = (w.lo, w.hi);
@@ -1165,14 +1135,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// Empties the tree (`mtree_destroy`), keeping its options.
     pub fn clear(&mut self) {
         self.st.saved.clear();
-        let root = self.root.load(Ordering::Relaxed);
-        if root == 0 {
+        let Some(n) = self.root.node() else {
             return;
-        }
+        };
         let mut retired = Retired::new();
-        let n = self.node_from_item(root);
         self.remove_subtree(n, 0, u64::MAX, &mut retired);
-        self.publish_root(0);
+        self.root.publish_empty();
         self.st.height = 0;
         for n in retired {
             self.retire_node(n);
@@ -1187,19 +1155,24 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// The entry at `index`, read under the writer.
     pub fn load(&self, index: u64) -> Option<E::Borrowed<'_>> {
-        let w = super::walk::load_word_at(self.root, self.internal, index);
-        // SAFETY: the writer is the only mutator and `&self` keeps it from writing while the
-        // borrow lives; the guard it holds covers RCU-deferred frees.
-        unsafe { super::borrow_word::<E>(w) }
+        // The writer is the only mutator and `&self` keeps it from writing while the borrow
+        // lives; the guard it holds covers RCU-deferred frees.
+        super::walk::load_word(self.view(), index).entry::<E>()
     }
 
     /// Iterates under the writer (see [`MapleTree::iter`]).
     pub fn iter(&self) -> super::Iter<'_, E> {
-        super::Iter::from_parts(self.root, self.internal, 0, u64::MAX)
+        super::Iter::new(self.view(), 0, u64::MAX)
+    }
+
+    /// The reader view of the root, for reads under the writer borrowed from `&self` (the
+    /// writer cannot write while they live).
+    pub(crate) fn view(&self) -> super::node::RootRef<'_> {
+        self.root.view()
     }
 
     /// The tree's collector.
     pub(crate) fn collector(&self) -> &Collector {
-        self.collector
+        self.root.collector()
     }
 }
