@@ -138,25 +138,23 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         items.push(Item::slot(first - 1, ls.content));
         items.push(Item::slot(last, entry));
         let filled = self.alloc_node(Kind::Leaf);
-        self.write_items(filled, &items, last);
+        self.write_items(filled.node(), &items, last);
         let rest = self.alloc_node(Kind::Leaf);
         let rest_items = [Item::slot(u64::MAX, ls.content)];
-        self.write_items(rest, &rest_items, u64::MAX);
+        self.write_items(rest.node(), &rest_items, u64::MAX);
         self.share_entry(ls.content);
+        let filled_gap = self.node_max_gap(filled.node(), leaf.min, last);
+        let rest_gap = self.node_max_gap(rest.node(), last + 1, u64::MAX);
         let pair = [
-            Item::child(last, filled, self.node_max_gap(filled, leaf.min, last)),
-            Item::child(u64::MAX, rest, self.node_max_gap(rest, last + 1, u64::MAX)),
+            Item::fresh(last, filled, filled_gap),
+            Item::fresh(u64::MAX, rest, rest_gap),
         ];
         self.st.stats.split += 1;
         self.st.stats.append_split += 1;
         self.st.stats.append_fill += 1;
         if d == 0 {
             // The leaf was the root: a new root above both.
-            let root = self.alloc_node(self.internal);
-            self.write_items(root, &pair, u64::MAX);
-            self.publish_root(root);
-            self.st.height += 1;
-            self.st.stats.grow += 1;
+            self.grow_root(&pair);
         } else {
             let p = path[d - 1];
             debug_assert_eq!(p.max, u64::MAX);
@@ -173,8 +171,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 .collect();
             pitems.extend(pair);
             let parent = self.alloc_node(p.node.kind());
-            self.write_items(parent, &pitems, p.max);
-            let g = self.node_max_gap(parent, p.min, p.max);
+            self.write_items(parent.node(), &pitems, p.max);
+            let g = self.node_max_gap(parent.node(), p.min, p.max);
             self.replace_child(&path[..d - 1], parent, g);
             self.retire_node(p.node);
         }
@@ -187,8 +185,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     fn append_climb(&mut self, lw: &Walker<'t>, kept_max: u64, items: &[Item<'t>]) {
         let leaf = *lw.leaf();
         let new_leaf = self.alloc_node(Kind::Leaf);
-        self.write_items(new_leaf, items, u64::MAX);
-        let mut new_gap = self.node_max_gap(new_leaf, kept_max + 1, u64::MAX);
+        self.write_items(new_leaf.node(), items, u64::MAX);
+        let mut new_gap = self.node_max_gap(new_leaf.node(), kept_max + 1, u64::MAX);
         let mut kept_gap = if self.is_alloc() {
             super::gap::leaf_max_gap(leaf.node, leaf.min, kept_max)
         } else {
@@ -208,15 +206,10 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         loop {
             if d == 0 {
                 // The truncated node was the root: grow a new root above both.
-                let root = self.alloc_node(self.internal);
-                let items = [
+                self.grow_root(&[
                     Item::child(kept_max, kept_node, kept_gap),
-                    Item::child(u64::MAX, new_node, new_gap),
-                ];
-                self.write_items(root, &items, u64::MAX);
-                self.publish_root(root);
-                self.st.height += 1;
-                self.st.stats.grow += 1;
+                    Item::fresh(u64::MAX, new_node, new_gap),
+                ]);
                 return;
             }
             d -= 1;
@@ -230,15 +223,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 // `u64::MAX`), and a node whose max shrank never gets it back: no reader holds a
                 // larger max for it, whatever the seals say (a seal found here is a stale one of a
                 // freed node at the same address).
-                pn.init_child(o + 1, new_node);
-                if o + 1 < kind.pivots() {
-                    pn.init_pivot(o + 1, u64::MAX);
-                }
-                if kind == Kind::ARange {
-                    pn.set_gap(o + 1, new_gap);
-                    pn.set_gap(o, kept_gap);
-                }
-                pn.publish_pivot(o, kept_max);
+                pn.append_child(o, u64::MAX, kept_max, kept_gap, new_node, new_gap);
                 self.seal_lowered(pn, o);
                 if kind == Kind::ARange {
                     let g = (0..=o + 1).map(|i| pn.gap(i)).max().unwrap_or(0);
@@ -250,9 +235,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             let s = self.alloc_node(kind);
             let items = [
                 Item::child(kept_max, kept_node, kept_gap),
-                Item::child(u64::MAX, new_node, new_gap),
+                Item::fresh(u64::MAX, new_node, new_gap),
             ];
-            self.write_items(s, &items, u64::MAX);
+            self.write_items(s.node(), &items, u64::MAX);
             let p_kept_max = pn.pivot(o - 1);
             if kind == Kind::ARange {
                 kept_gap = (0..o).map(|i| pn.gap(i)).max().unwrap_or(0);

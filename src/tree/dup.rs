@@ -2,7 +2,7 @@
 
 use crate::entry::Entry;
 
-use super::node::{Kind, NodeRef, WriterRoot};
+use super::node::{Fresh, Kind, NodeRef, WriterRoot};
 use super::write::WriteGuard;
 use super::{MapleTree, Options};
 
@@ -44,7 +44,7 @@ fn copy_node<'t, E: Entry + Clone>(
     src: NodeRef<'_>,
     max: u64,
     count: &mut u64,
-) -> NodeRef<'t> {
+) -> Fresh<'t> {
     *count += 1;
     if src.is_leaf() {
         return dst.alloc_cloned_leaf::<E>(src, max);

@@ -1,9 +1,10 @@
 //! Gaps: the largest NULL range per subtree (allocation trees track it in internal nodes), the
-//! searches `empty_area`/`empty_area_rev` with the kernel's window rules (K§2.3), and allocation.
+//! searches `empty_area`/`empty_area_rev` with the kernel's window rules (`mas_empty_area` and
+//! `mas_empty_area_rev` in lib/maple_tree.c), and allocation.
 //!
 //! A gap's size is the number of indices it covers, saturating at `u64::MAX` (the whole space has
 //! `2^64` indices). Saturation is why a search with `max = u64::MAX` still finds gaps in the
-//! leftmost subtree, unlike the 6.12 kernel (SPEC §1.1 quirk 3).
+//! leftmost subtree, unlike the 6.12 kernel's `mas_empty_area`.
 
 use crossbeam_epoch::Guard;
 

@@ -671,7 +671,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
         self.lock().alloc_cyclic(entry, lo, hi, next)
     }
 
-    /// Checks every structural invariant (K§5 plus height, parent links, gaps, "no non-rightmost
+    /// Checks every structural invariant (those of the kernel's `mt_validate`, plus height, parent links, gaps, "no non-rightmost
     /// leaf ends empty" and entry ownership). Takes the writer lock.
     ///
     /// # Errors

@@ -1,7 +1,7 @@
 //! Raw nodes: layout, allocation, and the publication primitives. All of the tree's `unsafe`
 //! pointer work lives here; everything above this module goes through [`NodeRef`].
 //!
-//! # Layout (as the kernel's, K§1.2)
+//! # Layout (as the kernel's `struct maple_node`, include/linux/maple_tree.h)
 //!
 //! Every node is 256 bytes: a parent word and 31 data words. The kernel aligns nodes to 256 bytes
 //! only to keep tags in the low pointer bits; here a node needs just the allocator's natural
@@ -20,7 +20,8 @@
 //! parent's pivots; `[0, u64::MAX]` for the root). **The node end is never stored**: it is the
 //! first `i` whose pivot is `>= max`, or the pivot count if there is none. Writers keep
 //! `pivot[end] == max` whenever `end` is below the pivot count. This is what makes the in-place
-//! appends safe for readers (SPEC §1.3): the kernel's race came from a separately stored end.
+//! appends safe for readers: the kernel's race came from the end stored separately in the node's
+//! metadata (`ma_meta_end`).
 //!
 //! Words beyond the end are unspecified: zero in fresh nodes, stale after an append split has
 //! truncated the node (see `append`), and copied as they are into `dup`'s node copies
@@ -52,6 +53,13 @@
 //! | P12 | gap | any | Relaxed | Relaxed | gaps are search hints; leaves are re-checked |
 //! | P13 | parent word (re-parent) | any | Relaxed | Relaxed | read by the writer and `validate` only |
 //! | P14 | parent word (dead bit) | node retired | Release | Acquire | a reader that sees it restarts from the root |
+//! | P15 | tree root word | — | — | Relaxed (the **writer's own** loads, [`WriterRoot::node`]) | nothing: the writer is the only one that stores it, so it reads its own last store |
+//! | P16 | tree root word of a tree nobody can see yet (`dup`'s copy, built under `&mut`) | copy published | Release (as P1) | — | nothing needed: the tree reaches other threads only by being moved or shared afterwards, which synchronises by itself; the store is P1's code path |
+//! | P17 | parent word (re-parent, P13) next to the dead bit (P14) | re-parent | Relaxed | Acquire (`is_dead`) | a node is re-parented only while live, never after its `fetch_or` (P14); the `fetch_or` is a read-modify-write, so it reads the last re-parenting and keeps those bits; a reader's Acquire load that returns a Relaxed re-parenting reads "not dead", which is true |
+//! | P18 | seal lift generation (`seal`) | deferred closure, a grace period after the sealing stores | Release | Acquire (the writer, before trusting a lifted seal) | the closure runs after every guard pinned at the sealing stores is gone (crossbeam's epoch fences order it after them) |
+//!
+//! Every Release, Acquire and read-modify-write site of `src/tree` names its row in an
+//! `// ORDERING: Pn` comment.
 //!
 //! `dup`'s node copies ([`WriterRoot::alloc_cloned_leaf`], [`WriterRoot::alloc_copied_internal`]) are
 //! fresh nodes written before anyone else can reach them — one `memcpy` of the source node and
@@ -385,10 +393,22 @@ impl<'t> WriterRoot<'t> {
         }
     }
 
-    /// Publishes `n` (fresh, fully written) as the new root: its parent word is cleared, then
-    /// one Release store of the root word exposes it and everything written into it.
+    /// Publishes `n` (fully written) as the new root: its parent word is cleared, then one
+    /// Release store of the root word exposes it and everything written into it.
     #[inline]
-    pub(crate) fn publish(self, n: NodeRef<'t>) {
+    pub(crate) fn publish(self, n: Fresh<'t>) {
+        self.store_root(n.0);
+    }
+
+    /// Makes the live node `n` (a child of the root being collapsed away) the root, by the same
+    /// store as [`publish`](Self::publish).
+    #[inline]
+    pub(crate) fn promote(self, n: NodeRef<'t>) {
+        self.store_root(n);
+    }
+
+    #[inline]
+    fn store_root(self, n: NodeRef<'t>) {
         n.set_parent(None, 0);
         // ORDERING: P1 (and P16 for a tree nobody can see yet, e.g. a `dup` copy).
         self.root.word.store(node_word(n), Ordering::Release);
@@ -403,8 +423,8 @@ impl<'t> WriterRoot<'t> {
 
     /// Allocates a fresh, zeroed, unpublished node, owned by the writer until published.
     #[inline]
-    pub(crate) fn alloc(self, kind: Kind) -> NodeRef<'t> {
-        NodeRef::leak(kind, Box::new(Node::new()))
+    pub(crate) fn alloc(self, kind: Kind) -> Fresh<'t> {
+        Fresh(NodeRef::leak(kind, Box::new(Node::new())))
     }
 
     /// A fresh, unpublished copy of the leaf `src` (implied max `max`) with every entry within
@@ -415,8 +435,8 @@ impl<'t> WriterRoot<'t> {
         self,
         src: NodeRef<'_>,
         max: u64,
-    ) -> NodeRef<'t> {
-        src.copy_leaf_with(max, |w| {
+    ) -> Fresh<'t> {
+        Fresh(src.copy_leaf_with(max, |w| {
             if w == 0 || w == ZERO_WORD {
                 w
             } else {
@@ -425,7 +445,7 @@ impl<'t> WriterRoot<'t> {
                 // for the duration of the copy; `clone_word` leaves the source's value alone.
                 unsafe { crate::entry::clone_word::<E>(w) }.into_word()
             }
-        })
+        }))
     }
 
     /// A fresh, unpublished copy of the internal node `src` (implied max `max`) whose child `i`
@@ -436,13 +456,13 @@ impl<'t> WriterRoot<'t> {
         self,
         src: NodeRef<'_>,
         max: u64,
-        mut child: impl FnMut(usize, u64) -> NodeRef<'t>,
-    ) -> NodeRef<'t> {
-        let (n, end) = src.copy_internal_with(max, |i, hi| node_word(child(i, hi)));
+        mut child: impl FnMut(usize, u64) -> Fresh<'t>,
+    ) -> Fresh<'t> {
+        let (n, end) = src.copy_internal_with(max, |i, hi| node_word(child(i, hi).0));
         for i in 0..=end {
             n.child(i, self.root.internal).set_parent(Some(n), i);
         }
-        n
+        Fresh(n)
     }
 
     /// Retires a node the writer has unlinked (see the type's docs): marks it dead (readers that
@@ -540,6 +560,31 @@ impl<'t> WriterRoot<'t> {
             }
         }
         first
+    }
+}
+
+/// A fresh node: allocated by [`WriterRoot::alloc`] (or copied by `dup`), reachable by no
+/// reader. The writer fills it with Relaxed stores (rows P2/P4/P7, through [`Fresh::node`]); it
+/// becomes reachable only by being consumed by one of the publishing operations —
+/// [`WriterRoot::publish`] (the root, P1), [`NodeRef::publish_child`] (a slot of a live node,
+/// P3), [`NodeRef::append_child`] (beyond a live node's end, then its lowered pivot, P6/P9) —
+/// or by being stored into another fresh node ([`Fresh::into_child`]), which is published
+/// later. Not `Copy`: it is published once.
+#[must_use = "a fresh node is leaked unless it is published"]
+pub(crate) struct Fresh<'t>(NodeRef<'t>);
+
+impl<'t> Fresh<'t> {
+    /// The node, for filling it (and reading it back) before it is published.
+    #[inline]
+    pub(crate) fn node(&self) -> NodeRef<'t> {
+        self.0
+    }
+
+    /// Hands the node over to a fresh parent being built (its slot is written with the other
+    /// items of that parent and published with it).
+    #[inline]
+    pub(crate) fn into_child(self) -> NodeRef<'t> {
+        self.0
     }
 }
 
@@ -1081,6 +1126,8 @@ impl<'g> NodeRef<'g> {
         let ord = crate::loom_knobs::reader_pivot_ordering();
         #[cfg(not(loom))]
         let ord = Ordering::Acquire;
+        // ORDERING: P9 (a pivot is loaded before the slots and pivots it exposes; P7/P8 are
+        // Relaxed stores published by the pointer or the pivot that exposes them).
         self.node().words[i].load(ord)
     }
 
@@ -1089,6 +1136,7 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn init_pivot(&self, i: usize, v: u64) {
         debug_assert!(i < self.kind.pivots());
+        // ORDERING: P7/P8 (published later by a Release store, P1/P3/P9).
         self.node().words[i].store(v, Ordering::Relaxed);
     }
 
@@ -1100,6 +1148,7 @@ impl<'g> NodeRef<'g> {
         let ord = crate::loom_knobs::publish_ordering();
         #[cfg(not(loom))]
         let ord = Ordering::Release;
+        // ORDERING: P9 (the single publishing store of an in-place append).
         self.node().words[i].store(v, ord);
     }
 
@@ -1112,6 +1161,7 @@ impl<'g> NodeRef<'g> {
         let ord = crate::loom_knobs::reader_pivot_ordering();
         #[cfg(not(loom))]
         let ord = Ordering::Acquire;
+        // ORDERING: P9 (as `pivot`).
         self.node().words[i].load(ord)
     }
 
@@ -1119,6 +1169,7 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn range_slot(&self, i: usize) -> usize {
         debug_assert!(self.kind != Kind::ARange && i < RANGE_SLOTS);
+        // ORDERING: P3/P5/P6 (as `slot`).
         self.node().words[RANGE_PIVOTS + i].load(Ordering::Acquire) as usize
     }
 
@@ -1153,6 +1204,8 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn slot(&self, i: usize) -> usize {
         debug_assert!(i < self.kind.slots());
+        // ORDERING: P3/P5 (pairs with the in-place Release store of a child or an entry; P6 is
+        // exposed by the pivot loaded before, P9).
         self.node().words[self.kind.slot_base() + i].load(Ordering::Acquire) as usize
     }
 
@@ -1241,10 +1294,45 @@ impl<'g> NodeRef<'g> {
     ///
     /// If this is a leaf.
     #[inline]
-    pub(crate) fn publish_child(&self, i: usize, c: NodeRef<'_>) {
+    pub(crate) fn publish_child(&self, i: usize, c: Fresh<'_>) {
         assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
+        let c = c.0;
         c.set_parent(Some(*self), i);
         self.publish_word(i, node_word(c));
+    }
+
+    /// The in-place `+1` append of a child to an internal node readers can reach, whose last
+    /// child is `end` and whose max is `max`: the fresh child `c` (covering up to `max`, largest
+    /// gap `c_gap`) goes into slot `end + 1` with its pivot and gap, the gap of child `end` becomes
+    /// `end_gap`, all Relaxed (rows P6/P8/P12); then pivot `end` is lowered to `end_max`, the one
+    /// Release store that publishes it all (P9).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf or has no free slot.
+    pub(crate) fn append_child(
+        &self,
+        end: usize,
+        max: u64,
+        end_max: u64,
+        end_gap: u64,
+        c: Fresh<'_>,
+        c_gap: u64,
+    ) {
+        let kind = self.kind;
+        assert!(
+            end + 1 < kind.slots(),
+            "maple tree: no room to append a child"
+        );
+        self.init_child(end + 1, c.0);
+        if end + 1 < kind.pivots() {
+            self.init_pivot(end + 1, max);
+        }
+        if kind == Kind::ARange {
+            self.set_gap(end + 1, c_gap);
+            self.set_gap(end, end_gap);
+        }
+        self.publish_pivot(end, end_max);
     }
 
     /// Writer store of an empty slot beyond the end of a fresh node (Relaxed): zero words,
@@ -1260,6 +1348,7 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn gap(&self, i: usize) -> u64 {
         debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
+        // ORDERING: P12.
         self.node().words[ARANGE_GAPS + i].load(Ordering::Relaxed)
     }
 
@@ -1267,6 +1356,7 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn set_gap(&self, i: usize, v: u64) {
         debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
+        // ORDERING: P12.
         self.node().words[ARANGE_GAPS + i].store(v, Ordering::Relaxed);
     }
 
@@ -1283,14 +1373,15 @@ impl<'g> NodeRef<'g> {
             }
             None => 0,
         };
-        // ORDERING: P13 (the writer's own bookkeeping; readers never load it but for the dead
-        // bit, P14, which this store never sets: a node is re-parented only while live).
+        // ORDERING: P13/P17 (the writer's own bookkeeping; readers load the word only for the
+        // dead bit, P14, which this store never clears: a node is re-parented only while live).
         self.node().parent.store(w, Ordering::Relaxed);
     }
 
     /// The recorded parent address (0 for the root) and offset.
     #[inline]
     pub(crate) fn parent_info(&self) -> (usize, usize) {
+        // ORDERING: P13 (the writer's and `validate`'s own bookkeeping).
         let w = self.node().parent.load(Ordering::Relaxed);
         (w & ADDR_MASK, (w & OFFSET_MASK) >> OFFSET_SHIFT)
     }
@@ -1298,12 +1389,14 @@ impl<'g> NodeRef<'g> {
     /// Marks a replaced node dead (Release), so readers that meet it restart.
     #[inline]
     fn mark_dead(&self) {
+        // ORDERING: P14 (and P17: the read-modify-write keeps the last re-parenting's bits).
         self.node().parent.fetch_or(DEAD, Ordering::Release);
     }
 
     /// Whether the node was replaced (Acquire).
     #[inline]
     pub(crate) fn is_dead(&self) -> bool {
+        // ORDERING: P14 (P17: a Relaxed re-parenting read here reads "not dead").
         self.node().parent.load(Ordering::Acquire) & DEAD != 0
     }
 

@@ -206,30 +206,23 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                     top_max = u64::MAX;
                     shrink += 1;
                 }
-                self.publish_root(top);
+                self.root.promote(top);
                 self.st.height -= shrink;
                 self.st.stats.shrink += 1;
                 break;
             }
             if single && items.len() <= kind.slots() {
                 let x = consumed[0];
-                let new = if self.exclusive {
-                    self.write_items(x.node, items.as_slice(), x.max);
-                    x.node
-                } else {
-                    let n = self.alloc_node(kind);
-                    self.write_items(n, items.as_slice(), x.max);
-                    retired.push(x.node);
-                    n
-                };
                 let ancestors: Levels<'t> = if is_root {
                     Levels::new()
                 } else {
                     path_to(&paths, level - 1)
                 };
-                let g = self.node_max_gap(new, x.min, x.max);
                 if self.exclusive {
                     // Rewritten in place: still linked where it was.
+                    let new = x.node;
+                    self.write_items(new, items.as_slice(), x.max);
+                    let g = self.node_max_gap(new, x.min, x.max);
                     if let Some(parent) = ancestors.last() {
                         new.set_parent(Some(parent.node), parent.offset);
                     } else {
@@ -237,8 +230,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                     }
                     self.propagate_gap(&ancestors, g);
                 } else {
+                    let n = self.alloc_node(kind);
+                    self.write_items(n.node(), items.as_slice(), x.max);
+                    retired.push(x.node);
+                    let g = self.node_max_gap(n.node(), x.min, x.max);
                     // One Release store of the parent's slot (or a copy of a sealed parent).
-                    self.replace_child(&ancestors, new, g);
+                    self.replace_child(&ancestors, n, g);
                 }
                 if level == leaf_level && !spanning && !pulled && !split {
                     self.st.stats.node_store += 1;
@@ -261,20 +258,15 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             for &(a, b) in &parts {
                 let hi = items.get(b - 1).hi;
                 let n = self.alloc_node(kind);
-                self.write_items(n, &items.as_slice()[a..b], hi);
-                let g = self.node_max_gap(n, lo, hi);
-                new_items.push(Item::child(hi, n, g));
+                self.write_items(n.node(), &items.as_slice()[a..b], hi);
+                let g = self.node_max_gap(n.node(), lo, hi);
+                new_items.push(Item::fresh(hi, n, g));
                 lo = hi.wrapping_add(1);
             }
             retired.extend(consumed.iter().map(|l| l.node));
             if is_root {
                 // Grow: a new root above the parts.
-                let root_kind = internal;
-                let r = self.alloc_node(root_kind);
-                self.write_items(r, new_items.as_slice(), u64::MAX);
-                self.publish_root(r);
-                self.st.height += 1;
-                self.st.stats.grow += 1;
+                self.grow_root(new_items.as_slice());
                 break;
             }
             // Items of the parent level.

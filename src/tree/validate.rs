@@ -1,5 +1,5 @@
-//! `mt_validate`: every invariant of K§5, plus height, parent links, gap values, "no
-//! non-rightmost leaf ends in NULL", and entry ownership. One checker, used by unit, property,
+//! `mt_validate`: every invariant the kernel's `mt_validate` checks, plus height, parent links,
+//! gap values, "no non-rightmost leaf ends in NULL", and entry ownership. One checker, used by unit, property,
 //! fuzz, loom and stress tests.
 
 use std::collections::HashMap;

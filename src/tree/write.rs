@@ -1,7 +1,7 @@
 //! The writer: the write guard, store classification and the in-place fast paths.
 //!
 //! A store first walks to the leaf holding `first`. If the write stays inside that leaf it is
-//! classified as the kernel does (K§3.4) and, where the mode allows, done in place:
+//! classified as the kernel's `mas_wr_store_type` does and, where the mode allows, done in place:
 //!
 //! | path | exclusive (`&mut`) | RCU (`&self` + lock) | why it is safe under readers |
 //! |---|---|---|---|
@@ -30,7 +30,7 @@ use std::sync::Arc;
 use super::pending::Pending;
 
 use super::append::LastSlot;
-use super::node::{Kind, Loaded, NodeRef, Slot, WriterRoot, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::{Fresh, Kind, Loaded, NodeRef, Slot, WriterRoot, RANGE_PIVOTS, RANGE_SLOTS};
 use super::rebuild::{Path, Retired};
 use super::walk::{Level, Walker};
 use super::{MapleTree, WriterState};
@@ -53,6 +53,13 @@ impl<'g> Item<'g> {
             slot: Slot::Entry(word),
             gap: 0,
         }
+    }
+
+    /// An internal slot holding the fresh node `child` (handed over to the fresh parent these
+    /// items are written into), whose largest gap is `gap`.
+    #[inline]
+    pub(crate) fn fresh(hi: u64, child: Fresh<'g>, gap: u64) -> Self {
+        Self::child(hi, child.into_child(), gap)
     }
 
     /// An internal slot holding `child`, whose largest gap is `gap`.
@@ -227,14 +234,24 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     // ----- primitives ---------------------------------------------------------------------------
 
     /// A fresh, unpublished node (counted).
-    pub(crate) fn alloc_node(&mut self, kind: Kind) -> NodeRef<'t> {
+    pub(crate) fn alloc_node(&mut self, kind: Kind) -> Fresh<'t> {
         self.st.stats.nodes_allocated += 1;
         self.root.alloc(kind)
     }
 
     /// Publishes `n` (fresh, fully written) as the new root (row P1).
-    pub(crate) fn publish_root(&self, n: NodeRef<'t>) {
+    pub(crate) fn publish_root(&self, n: Fresh<'t>) {
         self.root.publish(n);
+    }
+
+    /// Grows the tree by one level: a fresh root over `items` (two or three nodes of the old top
+    /// level, `u64::MAX` last), published by one store of the root word.
+    pub(crate) fn grow_root(&mut self, items: &[Item<'t>]) {
+        let root = self.alloc_node(self.internal);
+        self.write_items(root.node(), items, u64::MAX);
+        self.publish_root(root);
+        self.st.height += 1;
+        self.st.stats.grow += 1;
     }
 
     /// Records, in RCU mode, that `pivot[offset]` of `n` was lowered in place (see `seal`).
@@ -271,45 +288,45 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     pub(crate) fn replace_child(
         &mut self,
         ancestors: &[Level<'t>],
-        mut new: NodeRef<'t>,
+        mut new: Fresh<'t>,
         mut new_gap: u64,
     ) {
         let mut copied: SmallVec<[NodeRef<'t>; 4]> = SmallVec::new();
         let mut d = ancestors.len();
-        let in_parent = loop {
+        loop {
             let Some(up) = d.checked_sub(1) else {
-                break false;
+                self.publish_root(new);
+                break;
             };
             let p = ancestors[up];
             let last = p.node.slot_max(p.offset, p.max) == p.max;
             if self.may_repoint(p.node, p.offset, last) {
                 p.node.publish_child(p.offset, new);
                 self.propagate_gap(&ancestors[..d], new_gap);
-                break true;
+                break;
             }
-            let items: SmallVec<[Item<'t>; RANGE_SLOTS]> = p
-                .node
-                .slots(p.min, p.max, self.internal)
-                .enumerate()
-                .map(|(i, (_, hi, s))| {
-                    if i == p.offset {
-                        Item::child(hi, new, new_gap)
-                    } else {
-                        let gap = if self.is_alloc() { p.node.gap(i) } else { 0 };
-                        Item { hi, slot: s, gap }
-                    }
-                })
-                .collect();
+            let mut items: SmallVec<[Item<'t>; RANGE_SLOTS]> = SmallVec::new();
+            let mut child = Some(new);
+            for (i, (_, hi, s)) in p.node.slots(p.min, p.max, self.internal).enumerate() {
+                if i == p.offset {
+                    let n = child.take().expect("one slot holds the replaced child");
+                    items.push(Item::fresh(hi, n, new_gap));
+                } else {
+                    let gap = if self.is_alloc() { p.node.gap(i) } else { 0 };
+                    items.push(Item { hi, slot: s, gap });
+                }
+            }
+            assert!(
+                child.is_none(),
+                "maple tree: the replaced child's slot is past the end"
+            );
             let copy = self.alloc_node(p.node.kind());
-            self.write_items(copy, &items, p.max);
-            new_gap = self.node_max_gap(copy, p.min, p.max);
+            self.write_items(copy.node(), &items, p.max);
+            new_gap = self.node_max_gap(copy.node(), p.min, p.max);
             self.st.stats.sealed_copy += 1;
             copied.push(p.node);
             new = copy;
             d = up;
-        };
-        if !in_parent {
-            self.publish_root(new);
         }
         // Unlinked now; readers that reached them see them unchanged.
         for n in copied {
@@ -593,7 +610,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             self.new_leaf_root(first, last, entry);
             return (first, last);
         };
-        // A whole-space store is a new root (K§3.4 step 5), unless one slot already covers the
+        // A whole-space store is a new root (`wr_new_root`), unless one slot already covers the
         // whole space: then it is an exact fit (step 4 comes first).
         if first == 0
             && last == u64::MAX
@@ -615,7 +632,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
         let (a, b) = self.write_in_tree(lw, walked, first, last, entry);
         if entry == 0 && a == 0 && b == u64::MAX {
-            // Nothing is left: the single NULL leaf goes, the tree becomes empty (K§1.4).
+            // Nothing is left: the single NULL leaf goes, the tree becomes empty (as
+            // `mas_new_root` of a NULL does).
             self.clear();
         }
         (a, b)
@@ -669,7 +687,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         (r.first, r.last)
     }
 
-    /// The exact fit without the leaf image (K§3.4 step 4): `[first, last]` is exactly the
+    /// The exact fit without the leaf image (`wr_exact_fit`): `[first, last]` is exactly the
     /// walker's slot and `entry` is not NULL (a NULL store may widen over empty neighbours, so it
     /// takes the general path). One Release store of the slot; the walker stays valid and now
     /// reports `entry`. `false`, with nothing done, when the store is not an exact fit.
@@ -711,7 +729,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             items.push(Item::slot(u64::MAX, 0));
         }
         let n = self.alloc_node(Kind::Leaf);
-        self.write_items(n, items.as_slice(), u64::MAX);
+        self.write_items(n.node(), items.as_slice(), u64::MAX);
         self.publish_root(n);
         self.st.height = 1;
         self.st.stats.new_root += 1;
@@ -752,7 +770,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             off_end += 1;
         }
         if entry == 0 {
-            // NULL widening within the leaf (K§3.3).
+            // NULL widening within the leaf (`mas_wr_extend_null`).
             if ws[off] == 0 {
                 first = los[off];
             } else if first == los[off] && off > 0 && ws[off - 1] == 0 {
@@ -966,8 +984,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             return;
         }
         let n = self.alloc_node(Kind::Leaf);
-        self.write_items(n, items, leaf.max);
-        let g = self.node_max_gap(n, leaf.min, leaf.max);
+        self.write_items(n.node(), items, leaf.max);
+        let g = self.node_max_gap(n.node(), leaf.min, leaf.max);
         self.replace_child(&lw.path()[..lw.depth - 1], n, g);
         self.retire_node(leaf.node);
     }
