@@ -150,6 +150,9 @@ const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 pub(crate) struct Root {
     word: AtomicUsize,
     restarts: AtomicU64,
+    /// Nodes retired so far (the writer's own counter: Relaxed): a [`SavedNodes`] is trusted
+    /// only while it has not changed.
+    retired: AtomicU64,
     internal: Kind,
     collector: Collector,
     default_collector: bool,
@@ -162,6 +165,7 @@ impl Root {
         Root {
             word: AtomicUsize::new(0),
             restarts: AtomicU64::new(0),
+            retired: AtomicU64::new(0),
             internal,
             collector,
             default_collector,
@@ -207,7 +211,10 @@ impl Root {
     #[inline]
     pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g> {
         self.check_guard(guard);
-        RootRef { root: self }
+        RootRef {
+            root: self,
+            internal: self.internal,
+        }
     }
 
     /// The writer's view of the root in RCU mode, for the holder of the tree's writer lock
@@ -309,6 +316,8 @@ pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
 #[derive(Clone, Copy)]
 pub(crate) struct RootRef<'g> {
     root: &'g Root,
+    /// `root.internal`, kept by value (read once, not after every Acquire load).
+    internal: Kind,
 }
 
 impl<'g> RootRef<'g> {
@@ -323,14 +332,14 @@ impl<'g> RootRef<'g> {
             // SAFETY: a non-zero root word is a node word of this tree; a `RootRef<'g>` exists
             // only while a guard of the tree's collector (or the writer) protects its nodes for
             // 'g (see `Root::reader`, `WriterRoot::view`).
-            Some(unsafe { NodeRef::from_word(w, self.root.internal) })
+            Some(unsafe { NodeRef::from_word(w, self.internal) })
         }
     }
 
     /// Internal node kind of the tree.
     #[inline]
     pub(crate) fn internal(self) -> Kind {
-        self.root.internal
+        self.internal
     }
 
     /// Counts one reader restart.
@@ -358,7 +367,10 @@ impl<'t> WriterRoot<'t> {
     /// The reader view, for walkers of the writer.
     #[inline]
     pub(crate) fn view(self) -> RootRef<'t> {
-        RootRef { root: self.root }
+        RootRef {
+            root: self.root,
+            internal: self.root.internal,
+        }
     }
 
     /// The collector of the tree.
@@ -479,6 +491,11 @@ impl<'t> WriterRoot<'t> {
         freed: impl FnOnce() + 'static,
     ) {
         n.mark_dead();
+        // ORDERING: P15-like writer-private counter (only the writer reads or writes it).
+        let r = self.root.retired.load(Ordering::Relaxed);
+        self.root
+            .retired
+            .store(r.wrapping_add(1), Ordering::Relaxed);
         if self.exclusive {
             // SAFETY: exclusive mode (`&mut` tree): no reader exists; the node is unlinked and
             // retired once (the writer's contract, see the type's docs).
@@ -588,6 +605,99 @@ impl<'t> Fresh<'t> {
     }
 }
 
+/// Nodes of a path the writer keeps between writes (see `walk::SavedPath`), root first, with
+/// what makes them safe to use again: the tree they belong to and its count of retired nodes at
+/// the time they were saved. Made only by [`WriterRoot::save_nodes`], read only by
+/// [`WriterRoot::saved_nodes`], which hands them back only if no node has been retired since
+/// (so none of them can have been freed).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SavedNodes<const N: usize> {
+    root: usize,
+    retired: u64,
+    len: usize,
+    words: [usize; N],
+}
+
+impl<const N: usize> Default for SavedNodes<N> {
+    fn default() -> Self {
+        SavedNodes {
+            root: 0,
+            retired: 0,
+            len: 0,
+            words: [0; N],
+        }
+    }
+}
+
+impl<const N: usize> SavedNodes<N> {
+    /// Forgets the nodes.
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Number of nodes saved.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl<'t> WriterRoot<'t> {
+    /// Saves `nodes` (live nodes of this tree, root first) into `to`; nothing (an empty save)
+    /// if there are more than `N` or one of them has been retired already.
+    #[inline]
+    pub(crate) fn save_nodes<const N: usize>(
+        self,
+        nodes: impl ExactSizeIterator<Item = NodeRef<'t>>,
+        to: &mut SavedNodes<N>,
+    ) {
+        to.len = 0;
+        if nodes.len() > N {
+            return;
+        }
+        let mut len = 0;
+        for n in nodes {
+            if n.is_dead() {
+                return;
+            }
+            to.words[len] = node_word(n);
+            len += 1;
+        }
+        to.root = core::ptr::from_ref(self.root).addr();
+        // ORDERING: writer-private counter (see `Root::retired`).
+        to.retired = self.root.retired.load(Ordering::Relaxed);
+        to.len = len;
+    }
+
+    /// The nodes of `s`, if it was saved from this tree and no node has been retired since:
+    /// then every one of them is still allocated (nodes are freed only after their retirement).
+    /// Whether they are still linked where they were is the caller's business.
+    #[inline]
+    pub(crate) fn saved_nodes<'s, const N: usize>(
+        self,
+        s: &'s SavedNodes<N>,
+    ) -> Option<impl Iterator<Item = NodeRef<'t>> + 's>
+    where
+        't: 's,
+    {
+        // ORDERING: writer-private counter (see `Root::retired`).
+        if s.len == 0
+            || s.root != core::ptr::from_ref(self.root).addr()
+            || s.retired != self.root.retired.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        let internal = self.root.internal;
+        Some(s.words[..s.len].iter().map(move |&w| {
+            // SAFETY: `w` was encoded by `save_nodes` from a live, not retired node of this tree
+            // (the same root), and no node of the tree has been retired since: it is still
+            // allocated, and stays so until the writer retires it.
+            unsafe { NodeRef::from_word(w, internal) }
+        }))
+    }
+}
+
 /// A leaf slot word loaded under the protection of `'g` (a guard of the tree's collector, or
 /// the writer): 0 (nothing), the zero entry, or an entry word of the tree. Only the node
 /// layer's leaf loads make one, so borrowing its entry for `'g` needs no `unsafe` above.
@@ -667,11 +777,11 @@ impl<T: Copy, const N: usize> Levels<T, N> {
     /// Writes level `d`, which must be initialised already or the next one (`d <= init`).
     #[inline]
     pub(crate) fn set(&mut self, d: usize, v: T) {
-        assert!(d <= self.init, "levels are written root first");
-        self.items[d] = MaybeUninit::new(v);
-        if d == self.init {
+        if d >= self.init {
+            assert!(d == self.init, "levels are written root first");
             self.init = d + 1;
         }
+        self.items[d] = MaybeUninit::new(v);
     }
 
     /// Level `d` (`d < init`).

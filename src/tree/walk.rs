@@ -3,7 +3,7 @@
 //! scan is the value used as the slot's bound), so a concurrent in-place append can never make a
 //! walk report a range that does not contain the index it was looking for.
 
-use super::node::{node_word, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS};
+use super::node::{Levels, Loaded, NodeRef, RootRef, SavedNodes, WriterRoot, RANGE_PIVOTS};
 
 /// Deepest tree the walkers can follow. The kernel allows 31 levels; here every level above the
 /// leaves has a full node left of the right spine (splits fill the left node), so a tree of
@@ -63,18 +63,19 @@ const SAVED_DEPTH: usize = 8;
 /// A writer's path to the leaf of its last in-place append, kept between writes (in the tree's
 /// writer state, so across write guards) so that the next in-order append restarts from that
 /// leaf instead of walking from the root — the role a kept `ma_state` plays for the kernel's
-/// in-order builds. Only node words and limits: it borrows nothing.
+/// in-order builds. The nodes are kept by the node layer ([`SavedNodes`], which hands them back
+/// only while no node has been retired since), the limits and offsets here.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SavedPath {
-    len: usize,
-    /// `(node word, min, max, offset)` per level, root first.
-    levels: [(usize, u64, u64, usize); SAVED_DEPTH],
+    nodes: SavedNodes<SAVED_DEPTH>,
+    /// `(min, max, offset)` per level, root first.
+    levels: [(u64, u64, usize); SAVED_DEPTH],
 }
 
 impl SavedPath {
     /// Forgets the path.
     pub(crate) fn clear(&mut self) {
-        self.len = 0;
+        self.nodes.clear();
     }
 }
 
@@ -142,15 +143,16 @@ impl<'g> Walker<'g> {
 
     /// Saves the current path into `to`, for [`restore`](Self::restore) by a later write; an
     /// empty path when not positioned or deeper than a saved path holds.
-    pub(crate) fn save(&self, to: &mut SavedPath) {
+    pub(crate) fn save(&self, writer: WriterRoot<'g>, to: &mut SavedPath) {
         if self.depth == 0 || self.depth > SAVED_DEPTH {
-            to.len = 0;
+            to.nodes.clear();
             return;
         }
-        for (d, l) in self.path().iter().enumerate() {
-            to.levels[d] = (node_word(l.node), l.min, l.max, l.offset);
+        let path = self.path();
+        for (d, l) in path.iter().enumerate() {
+            to.levels[d] = (l.min, l.max, l.offset);
         }
-        to.len = self.depth;
+        writer.save_nodes(path.iter().map(|l| l.node), &mut to.nodes);
     }
 
     /// Positions at the slot containing `index` through a saved path instead of a walk, if
@@ -159,28 +161,21 @@ impl<'g> Walker<'g> {
     ///
     /// `p` should have been saved from a walker of this tree, with the tree's structure
     /// unchanged since (the writer drops its saved path at the start of every write that can
-    /// change it). Nothing relies on that for soundness: the nodes are loaded again from the
-    /// root down the saved offsets (no pivot scan), and a node that is not the saved one makes
-    /// this return `false`.
-    pub(crate) fn restore(&mut self, p: &SavedPath, index: u64) -> bool {
-        if p.len == 0 {
+    /// change it). Soundness does not rest on that: the node layer hands the saved nodes back
+    /// only if no node of the tree has been retired since they were saved ([`SavedNodes`]).
+    pub(crate) fn restore(&mut self, writer: WriterRoot<'g>, p: &SavedPath, index: u64) -> bool {
+        let len = p.nodes.len();
+        if len == 0 {
             return false;
         }
-        let (_, min, max, off) = p.levels[p.len - 1];
+        let (min, max, off) = p.levels[len - 1];
         if index < min || index > max {
             return false;
         }
-        let mut parent: Option<NodeRef<'g>> = None;
-        let mut poff = 0;
-        for (d, &(w, lmin, lmax, loff)) in p.levels[..p.len].iter().enumerate() {
-            let node = match parent {
-                None => self.root(),
-                Some(n) if !n.is_leaf() => n.try_child(poff, self.internal()),
-                Some(_) => None,
-            };
-            let Some(node) = node.filter(|n| node_word(*n) == w) else {
-                return false;
-            };
+        let Some(nodes) = writer.saved_nodes(&p.nodes) else {
+            return false;
+        };
+        for (d, (node, &(lmin, lmax, loff))) in nodes.zip(&p.levels[..len]).enumerate() {
             self.set(
                 d,
                 Level {
@@ -190,10 +185,8 @@ impl<'g> Walker<'g> {
                     offset: loff,
                 },
             );
-            parent = Some(node);
-            poff = loff;
         }
-        let leaf = self.at(p.len - 1).node;
+        let leaf = self.at(len - 1).node;
         if !leaf.is_leaf() {
             return false;
         }
@@ -207,8 +200,8 @@ impl<'g> Walker<'g> {
         loop {
             let hi = leaf.slot_max(i, max);
             if hi >= index {
-                self.at_mut(p.len - 1).offset = i;
-                self.depth = p.len;
+                self.at_mut(len - 1).offset = i;
+                self.depth = len;
                 self.lo = lo;
                 self.hi = hi;
                 self.word = leaf.leaf_word(i);

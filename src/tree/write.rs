@@ -548,7 +548,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         // saved again only at the end of an in-place append, which changes no node's place or
         // limits; so a non-empty one still describes the live tree (`restore` checks every node
         // of it against the tree's own words anyway).
-        let walked = w.restore(&self.st.saved, first);
+        let walked = w.restore(self.root, &self.st.saved, first);
         self.write_from(&mut w, walked, first, last, entry)
     }
 
@@ -967,7 +967,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
         self.after_append(lw, r_min, content, first, last, entry);
         // Same nodes, same limits: the next in-order append can start from this leaf.
-        lw.save(&mut self.st.saved);
+        lw.save(self.root, &mut self.st.saved);
         true
     }
 
