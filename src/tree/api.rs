@@ -602,7 +602,7 @@ impl<E: Entry> MapleTree<E> {
         align: u64,
     ) -> Result<u64, Error> {
         let guard = self.pin();
-        super::gap::empty_area_aligned(self, (min, max, size, align), false, &guard)
+        super::gap::empty_area_aligned_at(self.reader(&guard), min, max, size, align, false)
     }
 
     /// The highest aligned fit (see [`empty_area_aligned`](Self::empty_area_aligned)):
@@ -619,7 +619,7 @@ impl<E: Entry> MapleTree<E> {
         align: u64,
     ) -> Result<u64, Error> {
         let guard = self.pin();
-        super::gap::empty_area_aligned(self, (min, max, size, align), true, &guard)
+        super::gap::empty_area_aligned_at(self.reader(&guard), min, max, size, align, true)
     }
 }
 

@@ -30,18 +30,28 @@
 //! tree.validate().unwrap();
 //! ```
 
+mod alloc;
 mod allocator;
 mod api;
 mod append;
+mod append_split;
+mod big_node;
 mod cursor;
 mod dump;
 mod dup;
+mod exact_fit;
 mod gap;
 mod iter;
 pub(crate) mod node;
+mod node_store;
+mod path;
 mod pending;
 mod rebuild;
 mod seal;
+mod slot_store;
+mod spanning;
+mod state;
+mod store;
 mod validate;
 mod walk;
 mod write;
@@ -56,70 +66,16 @@ use crossbeam_epoch::{Collector, Guard};
 use crate::entry::Entry;
 use crate::sync::Mutex;
 use node::{Kind, RootRef};
+use state::{StateRef, WriterState};
 
 pub use allocator::{Allocator, Placement};
 pub use api::{inclusive, Gaps};
 pub use cursor::{Cursor, CursorMut, Status};
 pub use iter::Iter;
 pub use pending::PendingFrees;
+pub use state::Stats;
 pub use validate::ValidateError;
 pub use write::WriteGuard;
-
-/// Which write path a store took, counted per tree (see [`MapleTree::stats`]). Names follow the
-/// kernel's `enum store_type` and `mas_wr_append` cases.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Stats {
-    /// One slot replaced in place (`wr_exact_fit`).
-    pub exact_fit: u64,
-    /// Two slots changed in place, one boundary moved (`wr_slot_store`, exclusive mode only).
-    pub slot_store: u64,
-    /// Three slots changed in place, two boundaries moved (exclusive mode only).
-    pub slot_store3: u64,
-    /// `+1` append at the end of the last range (in place, also under concurrent readers).
-    pub append_end: u64,
-    /// `+1` append at the start of the last range (in place in exclusive mode only).
-    pub append_start: u64,
-    /// Three-way append: a range strictly inside the last range (in place, also under readers).
-    pub append_three_way: u64,
-    /// The leaf rebuilt as one node (`wr_node_store`): a new node swapped in, or in place.
-    pub node_store: u64,
-    /// Parents copied because a pivot lowered in place within the current grace period sealed
-    /// re-pointing their child in place (see the publication protocol in `node`).
-    pub sealed_copy: u64,
-    /// Writes that would have appended in place into a node whose range shrank within the
-    /// current grace period (after an append split), done by copy-on-write instead.
-    pub sealed_extend: u64,
-    /// Exact fits into a slot whose bound was lowered in place within the current grace period,
-    /// done by copy-on-write instead.
-    pub sealed_repoint: u64,
-    /// A node split (`wr_split_store`), counted per write.
-    pub split: u64,
-    /// Splits of the full rightmost leaf by truncation during in-order appends (no copy-on-write;
-    /// see the `append` module). Also counted in `split`.
-    pub append_split: u64,
-    /// Of those, splits where the full leaf kept the new entry as its sixteenth slot and only the
-    /// rest of the old last range moved on (in place without readers, by copy-on-write of the
-    /// leaf and its parent under them): in-order builds then fill leaves completely.
-    pub append_fill: u64,
-    /// The root split, growing the tree by one level.
-    pub grow: u64,
-    /// A node fell below minimum occupancy and was merged/redistributed (`wr_rebalance`).
-    pub rebalance: u64,
-    /// A write that crossed leaves (`wr_spanning_store`).
-    pub spanning_store: u64,
-    /// The height shrank.
-    pub shrink: u64,
-    /// A whole-space write or the first write into an empty tree (`wr_new_root`/`wr_store_root`).
-    pub new_root: u64,
-    /// Nodes allocated.
-    pub nodes_allocated: u64,
-    /// Times a lock-free reader walked again from the root because it met a node the writer had
-    /// replaced (or a state only such a race produces). Filled in by [`MapleTree::stats`].
-    pub reader_restarts: u64,
-    /// Nodes freed or retired.
-    pub nodes_freed: u64,
-}
 
 /// Options fixed when a tree is created.
 ///
@@ -159,26 +115,6 @@ impl Options {
         self.collector = Some(collector);
         self
     }
-}
-
-/// Writer-private bookkeeping: only the holder of the writer lock (or `&mut`) touches it.
-pub(crate) struct WriterState {
-    /// Levels of the tree (0 = empty).
-    pub(crate) height: usize,
-    /// Entry words held by more than one slot (a range split around a new entry), and how many.
-    pub(crate) multi: HashMap<usize, usize>,
-    pub(crate) stats: Stats,
-    /// `MT_FLAGS_ALLOC_WRAPPED`.
-    pub(crate) cyclic_wrapped: bool,
-    /// The seed-001 switch: in-place appends (on by default).
-    pub(crate) append: bool,
-    /// The path of the last in-place append, if no write changed the structure since (empty
-    /// otherwise: every write empties it first; see `WriteGuard::write`).
-    pub(crate) saved: walk::SavedPath,
-    /// What in-place stores left sealed for readers that read before them (see `seal`).
-    pub(crate) seals: seal::Seals,
-    /// Exclusive mode: entry words a write released, dropped once it is complete.
-    pub(crate) released: Vec<usize>,
 }
 
 /// An RCU-safe maple tree mapping non-overlapping inclusive ranges of `u64` to entries.
@@ -259,16 +195,7 @@ impl<E: Entry> MapleTree<E> {
         MapleTree {
             root: node::Root::new(internal, collector, default_collector),
             internal,
-            writer: Mutex::new(WriterState {
-                height: 0,
-                multi: HashMap::new(),
-                stats: Stats::default(),
-                cyclic_wrapped: false,
-                append: true,
-                saved: walk::SavedPath::default(),
-                seals: seal::Seals::new(),
-                released: Vec::new(),
-            }),
+            writer: Mutex::new(WriterState::new()),
             len: StdAtomicUsize::new(0),
             pending: Arc::new(pending::Pending::default()),
             free_all: node::Root::free_all::<E>,
@@ -333,13 +260,37 @@ impl<E: Entry> MapleTree<E> {
     /// [`WriteGuard::dump`]); the tree's own writing methods and its `height`, `stats`,
     /// `validate` and `dump` take the lock again and would wait for ever.
     pub fn lock(&self) -> WriteGuard<'_, E> {
-        WriteGuard::new_rcu(self)
+        let lock = self.writer.lock();
+        let root = self.root.locked(&lock);
+        WriteGuard::from_parts(
+            root,
+            StateRef::Locked(lock),
+            Some(self.pin()),
+            &self.len,
+            &self.pending,
+        )
     }
 
     /// Exclusive-mode writes: no reader can exist, so nodes are rewritten in place and anything
     /// removed is freed at once (the kernel's non-RCU mode).
     pub fn exclusive(&mut self) -> WriteGuard<'_, E> {
-        WriteGuard::new_exclusive(self)
+        let MapleTree {
+            root,
+            writer,
+            len,
+            pending,
+            ..
+        } = self;
+        let st = writer.get_mut();
+        // `&mut` tree: no reader exists, none can hold a value an earlier store replaced.
+        st.seals.clear();
+        WriteGuard::from_parts(
+            root.exclusive(),
+            StateRef::Exclusive(st),
+            None,
+            len,
+            pending,
+        )
     }
 
     // ----- explicit-guard reads ----------------------------------------------------------------
@@ -604,7 +555,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// `size` indices lies inside the window.
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
-        gap::empty_area(self, min, max, size, false, &guard)
+        gap::empty_area_at(self.reader(&guard), min, max, size, false)
     }
 
     /// `mas_empty_area_rev`: the highest start of a free range of `size` indices inside
@@ -615,7 +566,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// As [`empty_area`](Self::empty_area).
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
-        gap::empty_area(self, min, max, size, true, &guard)
+        gap::empty_area_at(self.reader(&guard), min, max, size, true)
     }
 
     /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` inside
@@ -697,6 +648,35 @@ impl<E: Entry + Clone + Send + Sync> MapleTree<E> {
     /// replacement entries over the same ranges afterwards is always an exact fit.
     pub fn dup(&self) -> Self {
         self.lock().dup()
+    }
+}
+
+impl<E: Entry + Clone> WriteGuard<'_, E> {
+    /// A structural copy of the tree (`__mt_dup`): every node copied with the same pivots, gaps
+    /// and shape, every entry cloned, so replacing each entry afterwards over the same range is an
+    /// exact fit. The copy uses the same options and collector.
+    pub fn dup(&self) -> MapleTree<E> {
+        let mut opts = Options::new().alloc(self.internal == Kind::ARange);
+        if !self.root.is_default_collector() {
+            opts = opts.collector(self.collector().clone());
+        }
+        let mut new = MapleTree::with_options(opts);
+        let Some(src) = self.root.node() else {
+            return new;
+        };
+        let mut count = 0u64;
+        {
+            // The copy is built and published under `&mut new`: nobody can see it yet.
+            let dst = new.root.exclusive();
+            let copy = dup::copy_node::<E>(dst, src, u64::MAX, &mut count);
+            dst.publish(copy);
+        }
+        *new.len.get_mut() = self.len();
+        let st = new.writer.get_mut();
+        st.height = self.st.height;
+        st.append = self.st.append;
+        st.stats.nodes_allocated = count;
+        new
     }
 }
 

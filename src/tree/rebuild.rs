@@ -24,72 +24,14 @@ use smallvec::SmallVec;
 
 use crate::entry::Entry;
 
+use super::big_node::{Item, Items};
 use super::node::{Kind, NodeRef};
-use super::walk::{Level, Walker};
-use super::write::{Item, Items, WriteGuard};
-
-/// A root-to-node path (index = depth).
-#[derive(Clone)]
-pub(crate) struct Path<'g> {
-    pub(crate) levels: Levels<'g>,
-}
-
-/// Root-to-node levels of a path (inline up to eight levels).
-pub(crate) type Levels<'g> = SmallVec<[Level<'g>; 8]>;
-
-/// Nodes a write unlinked, retired at its end.
-pub(crate) type Retired<'g> = SmallVec<[NodeRef<'g>; 8]>;
+use super::path::{Levels, Path, Retired};
+use super::walk::Level;
+use super::write::WriteGuard;
 
 /// Item ranges `(start, end)` of the nodes a level is partitioned into.
 type Parts = SmallVec<[(usize, usize); 8]>;
-
-impl<'g> Path<'g> {
-    pub(crate) fn from_walker(w: &Walker<'g>) -> Self {
-        Path {
-            levels: Levels::from_slice(w.path()),
-        }
-    }
-
-    /// The path to the next node at the level of this path's last node, if any.
-    fn right_neighbour(&self, internal: Kind) -> Option<Path<'g>> {
-        let k = self.levels.len() - 1;
-        if self.levels[k].max == u64::MAX {
-            return None;
-        }
-        // Climb to the deepest ancestor with a child after ours.
-        let mut a = k;
-        loop {
-            if a == 0 {
-                return None;
-            }
-            a -= 1;
-            if self.levels[a + 1].max < self.levels[a].max {
-                break;
-            }
-        }
-        let mut levels = Levels::from_slice(&self.levels[..=a]);
-        let parent = levels[a];
-        let off = parent.offset + 1;
-        levels[a].offset = off;
-        let mut min = self.levels[a + 1].max + 1;
-        let mut max = parent.node.slot_max(off, parent.max);
-        let mut n = parent.node.child(off, internal);
-        while levels.len() <= k {
-            levels.push(Level {
-                node: n,
-                min,
-                max,
-                offset: 0,
-            });
-            if levels.len() <= k {
-                max = n.slot_max(0, max);
-                n = n.child(0, internal);
-                let _ = &mut min;
-            }
-        }
-        Some(Path { levels })
-    }
-}
 
 /// What `rebuild` reports: the final range of the written entry (NULL writes widen).
 pub(crate) struct Rebuilt {
