@@ -144,7 +144,7 @@ impl Checker {
 }
 
 impl<E: Entry> WriteGuard<'_, E> {
-    /// Checks every invariant (see [`MapleTree::validate`](super::MapleTree::validate)).
+    /// Checks every invariant (see [`MapleTree::validate`](crate::MapleTree::validate)).
     ///
     /// # Errors
     ///

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use super::pending::Pending;
 
 use super::big_node::Item;
+use super::iter::Iter;
 use super::node::{Fresh, Kind, NodeRef, Slot, WriterRoot, RANGE_SLOTS};
 use super::path::Retired;
 use super::state::StateRef;
@@ -449,8 +450,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Iterates under the writer (see [`MapleTree::iter`](crate::MapleTree::iter)).
-    pub fn iter(&self) -> super::Iter<'_, E> {
-        super::Iter::new(self.view(), 0, u64::MAX)
+    pub fn iter(&self) -> Iter<'_, E> {
+        Iter::new(self.view(), 0, u64::MAX)
     }
 
     /// The reader view of the root, for reads under the writer borrowed from `&self` (the
