@@ -1,15 +1,22 @@
 //! The maple tree: an RCU-safe B-tree of non-overlapping inclusive `u64` ranges.
 //!
-//! Module map (from the unsafe bottom to the safe top):
-//! - `node`: raw 256-byte nodes, the publication protocol, all pointer `unsafe`;
-//! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators and
-//!   cursors);
-//! - `write`: the writer: store classification and the in-place fast paths (exact fit, slot
-//!   store, the appends), NULL coalescing, entry ownership;
-//! - `rebuild`: split, rebalance and spanning store as one level-by-level algorithm (no unsafe);
-//! - `gap`: gap tracking, `empty_area`/`empty_area_rev`, allocation;
-//! - `iter`, `cursor`: iteration and the kernel's `ma_state`;
-//! - `dup`, `validate`, `dump`.
+//! Module map, from the bottom (each module imports only modules listed above it; the only
+//! `unsafe` of the tree is in `node`, and of the crate besides in `entry`, checked by
+//! `scripts/check-unsafe.sh`):
+//! - `node`: raw 256-byte nodes, the root, the publication protocol and its typed handles
+//!   (`RootRef`, `WriterRoot`, `NodeRef`, `Fresh`, `Loaded`, `Slot`, `SavedNodes`);
+//! - `pending`, `seal`: counters of retired memory; the seals that force copy-on-write;
+//! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators,
+//!   cursors and the writer); `gap`: gap sizes and `empty_area` searches;
+//! - `big_node`, `path`, `state`: the item buffer and leaf image of a write, its paths, the
+//!   writer's private state;
+//! - `write`: the write guard and the primitives every write path shares;
+//! - the write paths, one per module: `exact_fit`, `append`, `slot_store`, `node_store`,
+//!   `append_split`, `rebuild` (with `split` and `rebalance`), `spanning`; and `store`, which
+//!   classifies a store and sends it down one of them;
+//! - `alloc` (the writer's allocations), `iter`, `cursor` (the kernel's `ma_state`), `dup`,
+//!   `validate`, `dump`;
+//! - the façade: this module and `api`; `allocator` is built on the façade.
 //!
 //! The crate-level documentation is the guide (the tree, cursors, gap search and allocation,
 //! concurrency). In one example: several writes under one acquisition of the writer lock, read

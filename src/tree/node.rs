@@ -1,5 +1,31 @@
 //! Raw nodes: layout, allocation, and the publication primitives. All of the tree's `unsafe`
-//! pointer work lives here; everything above this module goes through [`NodeRef`].
+//! lives here; everything above this module goes through the typed handles:
+//!
+//! - [`RootRef`]: the root as a reader sees it, made from a guard checked against the tree's
+//!   collector ([`Root::reader`]), or from the writer ([`WriterRoot::view`]); loads only.
+//! - [`WriterRoot`]: the root as the one writer sees it (from the writer lock or `&mut`):
+//!   writer-private loads, publication of a new root, allocation, retirement, entry drops.
+//! - [`NodeRef`]: a node reachable for `'g`; [`Fresh`]: a node nobody can reach yet, published
+//!   only by being consumed ([`WriterRoot::publish`], [`NodeRef::publish_child`],
+//!   [`NodeRef::append_child`], or a slot of a fresh parent).
+//! - [`Slot`]: what the writer stores: internal slots take only node handles, leaves only entry
+//!   words; [`Loaded`]: a leaf word a node load returned, whose entry can be borrowed for `'g`.
+//! - [`SavedNodes`]: the writer's saved path, trusted only while no node has been retired.
+//!
+//! ## What is left (not enforced by the types yet)
+//!
+//! - **Writer handles** carry the tree borrow's lifetime `'t` ([`WriterRoot`]), not the write
+//!   guard's: the writer must not keep a handle past the retirement of its node, and must
+//!   retire only nodes it has unlinked, once ([`WriterRoot::retire`] takes a [`NodeRef`], not
+//!   an `Unlinked` handle). Reader and writer handles are one type: a [`NodeRef`] reached by a
+//!   reader could call the writer's stores (crate-internal code does not).
+//! - **Entry words** are not typed by the tree's entry type `E`: [`Loaded::entry`],
+//!   [`WriterRoot::defer_drop_entry`], [`WriterRoot::drop_entry_now`] and
+//!   [`WriterRoot::take_entries`] rely on the invariant that the leaves of a `MapleTree<E>`
+//!   hold only words of `E::into_word` (only `WriteGuard<E>` stores leaf words) and on the
+//!   writer's bookkeeping releasing each word once.
+//! - **The write mode** (RCU or exclusive) is a runtime flag of [`WriterRoot`] and of the write
+//!   guard, not a type parameter.
 //!
 //! # Layout (as the kernel's `struct maple_node`, include/linux/maple_tree.h)
 //!
