@@ -7,7 +7,7 @@
 use crate::entry::Entry;
 
 use super::node::{Kind, RANGE_SLOTS};
-use super::walk::Walker;
+use super::walk::{Level, Walker};
 use super::write::WriteGuard;
 
 impl<'t, E: Entry> WriteGuard<'t, E> {
@@ -24,14 +24,35 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         entry: usize,
     ) -> bool {
         let leaf = *lw.leaf();
-        let (n, end, max) = (leaf.node, leaf.offset, leaf.max);
-        let p = Kind::Leaf.pivots();
-        if !self.may_extend(n) {
+        if !self.may_extend(leaf.node) {
             // The leaf shrank in place (append split) within the current grace period: a reader
             // may still read it up to its old max, beyond the end. The leaf store copies it
             // instead (and counts `sealed_extend`).
             return false;
         }
+        if !self.append_stores(leaf, r_min, content, first, last, entry) {
+            return false;
+        }
+        self.after_append(lw, r_min, content, first, last, entry);
+        // Same nodes, same limits: the next in-order append can start from this leaf.
+        lw.save(self.root, &mut self.st.saved);
+        true
+    }
+    /// The stores of the appends into the last slot `leaf.offset` of `leaf` (see the module
+    /// docs): Relaxed stores beyond the end, then the old end pivot lowered by one Release store
+    /// (the `+1` at the start, exclusive only, moves a visible boundary instead). `false`, with
+    /// nothing done, when none applies.
+    fn append_stores(
+        &mut self,
+        leaf: Level<'t>,
+        r_min: u64,
+        content: usize,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> bool {
+        let (n, end, max) = (leaf.node, leaf.offset, leaf.max);
+        let p = Kind::Leaf.pivots();
         if r_min < first && last < max {
             if end + 2 >= RANGE_SLOTS {
                 return false;
@@ -74,11 +95,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         } else {
             return false;
         }
-        self.after_append(lw, r_min, content, first, last, entry);
-        // Same nodes, same limits: the next in-order append can start from this leaf.
-        lw.save(self.root, &mut self.st.saved);
         true
     }
+
     /// Gap maintenance after an in-place append that split the leaf's last slot `[r_min, max]`
     /// (holding `content`) around `[first, last]`: only a NULL slot's pieces can change the leaf's
     /// largest gap, and the same span bound as in [`propagate_gap`](Self::propagate_gap) usually
