@@ -27,8 +27,8 @@ use smallvec::SmallVec;
 use crate::entry::Entry;
 
 use super::big_node::Item;
-use super::node::{Kind, RANGE_SLOTS};
-use super::walk::Walker;
+use super::node::{Fresh, Kind, RANGE_SLOTS};
+use super::walk::{Level, Walker};
 use super::write::WriteGuard;
 
 /// The last slot of the full leaf, as the leaf store saw it.
@@ -157,28 +157,36 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             // The leaf was the root: a new root above both.
             self.grow_root(&pair);
         } else {
-            let p = path[d - 1];
-            debug_assert_eq!(p.max, u64::MAX);
-            let mut pitems: SmallVec<[Item<'t>; RANGE_SLOTS]> = p
-                .node
-                .slots(p.min, p.max, self.internal)
-                .enumerate()
-                .take(p.offset)
-                .map(|(i, (_, hi, slot))| Item {
-                    hi,
-                    slot,
-                    gap: if self.is_alloc() { p.node.gap(i) } else { 0 },
-                })
-                .collect();
-            pitems.extend(pair);
-            let parent = self.alloc_node(p.node.kind());
-            self.write_items(parent.node(), &pitems, p.max);
-            let g = self.node_max_gap(parent.node(), p.min, p.max);
-            self.replace_child(&path[..d - 1], parent, g);
-            self.retire_node(p.node);
+            self.replace_parent_with_pair(&path[..d], pair);
         }
         self.retire_node(leaf.node);
         true
+    }
+
+    /// A copy of the last node of `path` (on the right edge) whose last child is replaced by the
+    /// two children of `pair`, published in its place (one store of the grandparent's slot, or
+    /// of the root); the old node is retired.
+    fn replace_parent_with_pair(&mut self, path: &[Level<'t>], pair: [Item<'t>; 2]) {
+        let d = path.len() - 1;
+        let p = path[d];
+        debug_assert_eq!(p.max, u64::MAX);
+        let mut pitems: SmallVec<[Item<'t>; RANGE_SLOTS]> = p
+            .node
+            .slots(p.min, p.max, self.internal)
+            .enumerate()
+            .take(p.offset)
+            .map(|(i, (_, hi, slot))| Item {
+                hi,
+                slot,
+                gap: if self.is_alloc() { p.node.gap(i) } else { 0 },
+            })
+            .collect();
+        pitems.extend(pair);
+        let parent = self.alloc_node(p.node.kind());
+        self.write_items(parent.node(), &pitems, p.max);
+        let g = self.node_max_gap(parent.node(), p.min, p.max);
+        self.replace_child(&path[..d], parent, g);
+        self.retire_node(p.node);
     }
 
     /// The leaf of `lw` now ends at `kept_max`; `items` (up to `u64::MAX`) go into a new leaf
@@ -220,16 +228,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             let o = p.offset;
             debug_assert_eq!(pn.end(p.max), o, "the rightmost child is the last one");
             if o + 1 < kind.slots() {
-                // Room: the in-place +1 append on the parent. It is on the right edge (its max is
-                // `u64::MAX`), and a node whose max shrank never gets it back: no reader holds a
-                // larger max for it, whatever the seals say (a seal found here is a stale one of a
-                // freed node at the same address).
-                pn.append_child(o, u64::MAX, kept_max, kept_gap, new_node, new_gap);
-                self.seal_lowered(pn, o);
-                if kind == Kind::ARange {
-                    let g = (0..=o + 1).map(|i| pn.gap(i)).max().unwrap_or(0);
-                    self.propagate_gap(&path[..d], g);
-                }
+                self.append_to_parent(&path[..=d], kept_max, kept_gap, new_node, new_gap);
                 return;
             }
             // Full: truncate the parent too; its last child moves into a new node with the new one.
@@ -249,6 +248,28 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             kept_node = pn;
             kept_max = p_kept_max;
             new_node = s;
+        }
+    }
+
+    /// Room in the last node of `path` (on the right edge): the in-place `+1` append of `new`
+    /// after its last child, whose max becomes `kept_max`. A node whose max shrank never gets it
+    /// back: no reader holds a larger max for it, whatever the seals say (a seal found here is a
+    /// stale one of a freed node at the same address).
+    fn append_to_parent(
+        &mut self,
+        path: &[Level<'t>],
+        kept_max: u64,
+        kept_gap: u64,
+        new: Fresh<'t>,
+        new_gap: u64,
+    ) {
+        let d = path.len() - 1;
+        let (pn, o) = (path[d].node, path[d].offset);
+        pn.append_child(o, u64::MAX, kept_max, kept_gap, new, new_gap);
+        self.seal_lowered(pn, o);
+        if pn.kind() == Kind::ARange {
+            let g = (0..=o + 1).map(|i| pn.gap(i)).max().unwrap_or(0);
+            self.propagate_gap(&path[..d], g);
         }
     }
 }

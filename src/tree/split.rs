@@ -67,44 +67,14 @@ pub(crate) fn partition(
     let to_parts =
         |bounds: &[usize]| -> Parts { bounds.windows(2).map(|w| (w[0], w[1])).collect() };
     if right_edge && entry_pos + 2 >= n {
-        let mut bounds: SmallVec<[usize; 8]> = smallvec::smallvec![0];
-        let mut b = 0;
-        while n - b > cap {
-            let mut nb = b + cap;
-            if null_at(nb) {
-                nb -= 1;
-            }
-            bounds.push(nb);
-            b = nb;
-        }
-        bounds.push(n);
+        let bounds = packed_bounds(n, cap, null_at);
         if valid(&bounds) {
             return to_parts(&bounds);
         }
     }
     let mut k = n.div_ceil(cap);
     loop {
-        let base = n / k;
-        let extra = n % k;
-        let mut bounds: SmallVec<[usize; 8]> = smallvec::smallvec![0];
-        let mut b = 0;
-        for j in 0..k - 1 {
-            b += base + usize::from(j < extra);
-            bounds.push(b);
-        }
-        bounds.push(n);
-        // Move boundaries off NULLs: right if the right part can spare one, else left.
-        for j in 1..k {
-            if null_at(bounds[j]) {
-                let left = bounds[j] - bounds[j - 1];
-                let right = bounds[j + 1] - bounds[j];
-                if left < cap && right > min {
-                    bounds[j] += 1;
-                } else {
-                    bounds[j] -= 1;
-                }
-            }
-        }
+        let bounds = balanced_bounds(n, k, cap, min, null_at);
         if valid(&bounds) {
             return to_parts(&bounds);
         }
@@ -112,3 +82,54 @@ pub(crate) fn partition(
         assert!(k <= n, "maple tree: cannot partition {n} items");
     }
 }
+
+/// Part boundaries of `n` items packed full from the left (`cap` per part), a boundary that
+/// would end a part on a NULL moved one left (the kernel's bulk/rightmost packing).
+fn packed_bounds(n: usize, cap: usize, null_at: impl Fn(usize) -> bool) -> Bounds {
+    let mut bounds: Bounds = smallvec::smallvec![0];
+    let mut b = 0;
+    while n - b > cap {
+        let mut nb = b + cap;
+        if null_at(nb) {
+            nb -= 1;
+        }
+        bounds.push(nb);
+        b = nb;
+    }
+    bounds.push(n);
+    bounds
+}
+
+/// Part boundaries of `n` items in `k` balanced parts, boundaries moved off NULLs: right if the
+/// right part can spare one, else left.
+fn balanced_bounds(
+    n: usize,
+    k: usize,
+    cap: usize,
+    min: usize,
+    null_at: impl Fn(usize) -> bool,
+) -> Bounds {
+    let (base, extra) = (n / k, n % k);
+    let mut bounds: Bounds = smallvec::smallvec![0];
+    let mut b = 0;
+    for j in 0..k - 1 {
+        b += base + usize::from(j < extra);
+        bounds.push(b);
+    }
+    bounds.push(n);
+    for j in 1..k {
+        if null_at(bounds[j]) {
+            let left = bounds[j] - bounds[j - 1];
+            let right = bounds[j + 1] - bounds[j];
+            if left < cap && right > min {
+                bounds[j] += 1;
+            } else {
+                bounds[j] -= 1;
+            }
+        }
+    }
+    bounds
+}
+
+/// Boundaries `0 = b0 < b1 < ... < n` of the parts of a level.
+type Bounds = SmallVec<[usize; 8]>;
