@@ -7,14 +7,14 @@
 //!   (`RootRef`, `WriterRoot`, `NodeRef`, `Fresh`, `Loaded`, `Slot`, `SavedNodes`);
 //! - `pending`, `seal`: counters of retired memory; the seals that force copy-on-write;
 //! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators,
-//!   cursors and the writer); `gap`: gap sizes and `empty_area` searches;
+//!   cursors and the writer); `iter`: iteration; `gap`: gap sizes and `empty_area` searches;
 //! - `big_node`, `path`, `state`: the item buffer and leaf image of a write, its paths, the
 //!   writer's private state;
 //! - `write`: the write guard and the primitives every write path shares;
 //! - the write paths, one per module: `exact_fit`, `append`, `slot_store`, `node_store`,
 //!   `append_split`, `rebuild` (with `split` and `rebalance`), `spanning`; and `store`, which
 //!   classifies a store and sends it down one of them;
-//! - `alloc` (the writer's allocations), `iter`, `cursor` (the kernel's `ma_state`), `dup`,
+//! - `alloc` (the writer's allocations), `cursor` (the kernel's `ma_state`), `dup`,
 //!   `validate`, `dump`;
 //! - the façade: this module and `api`; `allocator` is built on the façade.
 //!
