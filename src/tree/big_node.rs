@@ -108,36 +108,45 @@ pub(crate) struct LeafWrite {
     pub(crate) r_min: u64,
     pub(crate) end_piv: u64,
     pub(crate) new_end: usize,
+    /// A NULL write whose widened range reaches the max of a leaf that is not the rightmost one:
+    /// the leaf would end in NULL, so a rebuild merges it with the next (the fields after
+    /// `first`/`last` are then not computed).
+    pub(crate) ends_in_null: bool,
 }
 
 impl LeafWrite {
-    /// Reads the leaf of `leaf` (whose slot `leaf.offset` holds `first`) and classifies the
-    /// write; a NULL write is widened over empty neighbours (`mas_wr_extend_null`). `Err` with
-    /// the widened range when the leaf would end in NULL (a rebuild merges it with the next).
-    pub(crate) fn new(
-        leaf: Level<'_>,
-        first: u64,
-        last: u64,
-        entry: usize,
-    ) -> Result<Self, (u64, u64)> {
-        let n = leaf.node;
-        let (min, max) = (leaf.min, leaf.max);
-        let end = n.end(max);
-        let mut l = LeafWrite {
+    /// An empty image, for [`read`](Self::read).
+    #[inline]
+    pub(crate) fn empty() -> Self {
+        LeafWrite {
             los: [0; RANGE_SLOTS],
             his: [0; RANGE_SLOTS],
             ws: [0; RANGE_SLOTS],
-            end,
-            max,
-            off: leaf.offset,
-            off_end: leaf.offset,
-            first,
-            last,
-            entry,
+            end: 0,
+            max: 0,
+            off: 0,
+            off_end: 0,
+            first: 0,
+            last: 0,
+            entry: 0,
             r_min: 0,
             end_piv: 0,
             new_end: 0,
-        };
+            ends_in_null: false,
+        }
+    }
+
+    /// Reads the leaf of `leaf` (whose slot `leaf.offset` holds `first`) and classifies the
+    /// write into `self`; a NULL write is widened over empty neighbours (`mas_wr_extend_null`).
+    /// Filled in place: it is 400 bytes, and returning it by value cost a `memcpy` per store.
+    #[inline]
+    pub(crate) fn read(&mut self, leaf: Level<'_>, first: u64, last: u64, entry: usize) {
+        let n = leaf.node;
+        let (min, max) = (leaf.min, leaf.max);
+        let end = n.end(max);
+        let l = self;
+        (l.end, l.max, l.off, l.off_end) = (end, max, leaf.offset, leaf.offset);
+        (l.first, l.last, l.entry, l.ends_in_null) = (first, last, entry, false);
         let mut lo = min;
         for i in 0..=end {
             let hi = if i < RANGE_PIVOTS {
@@ -154,19 +163,20 @@ impl LeafWrite {
             l.off_end += 1;
         }
         if entry == 0 && !l.widen_null() {
-            return Err((l.first, l.last));
+            l.ends_in_null = true;
+        } else {
+            l.r_min = l.los[l.off];
+            l.end_piv = l.his[l.off_end];
+            l.new_end = end + 2
+                - (l.off_end - l.off)
+                - usize::from(l.r_min == l.first)
+                - usize::from(l.end_piv == l.last);
         }
-        l.r_min = l.los[l.off];
-        l.end_piv = l.his[l.off_end];
-        l.new_end = end + 2
-            - (l.off_end - l.off)
-            - usize::from(l.r_min == l.first)
-            - usize::from(l.end_piv == l.last);
-        Ok(l)
     }
 
     /// NULL widening within the leaf (`mas_wr_extend_null`); `false` if the leaf would end in
     /// NULL without being the rightmost one.
+    #[inline]
     fn widen_null(&mut self) -> bool {
         let (off, off_end, ws) = (self.off, self.off_end, &self.ws);
         if ws[off] == 0 {

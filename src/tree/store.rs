@@ -173,10 +173,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// rebalance) with the NULL-widened range.
     fn leaf_store(&mut self, lw: &Walker<'t>, first: u64, last: u64, entry: usize) -> Leafed {
         let leaf = *lw.leaf();
-        let l = match LeafWrite::new(leaf, first, last, entry) {
-            Ok(l) => l,
-            Err((a, b)) => return Leafed::Rebuild(a, b),
-        };
+        let mut l = LeafWrite::empty();
+        l.read(leaf, first, last, entry);
+        if l.ends_in_null {
+            return Leafed::Rebuild(l.first, l.last);
+        }
         let (first, last, end) = (l.first, l.last, l.end);
         // Exact fit (in place unless a lowered pivot seals the slot: then a node store).
         if self.exact_fit_in_leaf(lw, &l) {
