@@ -16,6 +16,9 @@ cargo fmt --all --check
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
+step "unsafe only in src/tree/node.rs and src/entry.rs"
+scripts/check-unsafe.sh
+
 step "cargo doc --no-deps (no warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 

@@ -84,6 +84,51 @@ pub(crate) unsafe fn clone_word<E: Entry + Clone>(word: usize) -> E {
     E::clone(&view)
 }
 
+/// An entry converted into its word but not stored yet: dropping it drops the entry;
+/// [`into_raw`](Self::into_raw) hands the word to the tree, which owns it from then on. Made only
+/// by [`Owned::new`], so its word is never a reserved one.
+pub(crate) struct Owned<E: Entry> {
+    word: usize,
+    _e: core::marker::PhantomData<E>,
+}
+
+impl<E: Entry> Owned<E> {
+    /// Converts `entry`, refusing a reserved word (a faulty [`Entry`] implementation): the entry
+    /// is dropped then.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Reserved`](crate::Error::Reserved) for a reserved word.
+    #[inline]
+    pub(crate) fn new(entry: E) -> Result<Self, crate::Error> {
+        let word = entry.into_word();
+        let owned = Owned {
+            word,
+            _e: core::marker::PhantomData,
+        };
+        if is_reserved_word(word) {
+            drop(owned);
+            return Err(crate::Error::Reserved);
+        }
+        Ok(owned)
+    }
+
+    /// The word, handed over to the tree (which takes it back with `from_word` exactly once,
+    /// when it releases it).
+    #[inline]
+    pub(crate) fn into_raw(self) -> usize {
+        ManuallyDrop::new(self).word
+    }
+}
+
+impl<E: Entry> Drop for Owned<E> {
+    fn drop(&mut self) {
+        // SAFETY: `word` came from `into_word` (in `new`) and was not handed over (`into_raw`
+        // forgets `self`), so this is the one `from_word` of it.
+        drop(unsafe { E::from_word(self.word) });
+    }
+}
+
 /// A small integer stored directly in the word (the kernel's `xa_mk_value`): `(v << 1) | 1`.
 ///
 /// Values up to `2^63 - 1` fit. Storing values needs no allocation and dropping them does nothing.

@@ -7,12 +7,12 @@ use core::ops::{Bound, RangeBounds, RangeInclusive};
 
 use crossbeam_epoch::Guard;
 
-use crate::entry::{Entry, ZERO_WORD};
+use crate::entry::Entry;
 use crate::error::Error;
 
 use super::cursor::{Cursor, CursorMut};
 use super::iter::Iter;
-use super::node::{Kind, Root};
+use super::node::{Loaded, RootRef};
 use super::pending::PendingFrees;
 use super::walk::Walker;
 use super::write::WriteGuard;
@@ -147,9 +147,9 @@ impl<E: Entry> MapleTree<E> {
         r: impl RangeBounds<u64>,
         guard: &'g Guard,
     ) -> Result<Gaps<'g>, Error> {
-        self.check_guard(guard);
+        let root = self.reader(guard);
         let (first, last) = inclusive(r)?;
-        Ok(Gaps::new(&self.root, self.internal, first, last))
+        Ok(Gaps::new(root, first, last))
     }
 
     /// Memory retired by RCU-mode writes and not freed yet: nodes replaced and entries released
@@ -267,7 +267,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     pub(crate) fn walker_range(&self, index: u64) -> Option<(u64, u64)> {
         let mut wk = self.walker();
         wk.walk(index)?;
-        (wk.word != 0 && wk.word != ZERO_WORD).then_some((wk.lo, wk.hi))
+        wk.word.is_entry().then_some((wk.lo, wk.hi))
     }
 
     /// Exclusive mode only: erases the range containing `index` and hands its entry back.
@@ -275,19 +275,19 @@ impl<E: Entry> WriteGuard<'_, E> {
         assert!(self.exclusive, "maple tree: take needs exclusive mode");
         let mut wk = self.walker();
         wk.walk(index)?;
-        let word = wk.word;
-        if word == 0 || word == ZERO_WORD {
+        if !wk.word.is_entry() {
             return None;
         }
+        let word = wk.word.raw();
         let (lo, hi) = (wk.lo, wk.hi);
         if !core::mem::needs_drop::<E>() {
             // No drop glue: the tree does not track shared words, and handing out one more
             // copy of the word is what the `Entry` contract allows for such types.
             self.write_from(&mut wk, true, lo, hi, 0);
-            // SAFETY: `word` is an entry word of this tree that no slot references any more;
-            // for types without drop glue `from_word` may be called again for a word another
-            // slot still holds (the `Entry` contract).
-            return Some((lo..=hi, unsafe { E::from_word(word) }));
+            // `word` is an entry word of this tree that no slot references any more; for types
+            // without drop glue it may be taken back again while another slot still holds it
+            // (the `Entry` contract).
+            return self.root.take_entries::<E>(word, 0).map(|e| (lo..=hi, e));
         }
         // Every range holding the word (more than one if a store split it), and how many of
         // them own a value (the rest are recorded in `multi`).
@@ -299,7 +299,7 @@ impl<E: Entry> WriteGuard<'_, E> {
             let mut it = self.walker();
             if it.walk(0).is_some() {
                 loop {
-                    if it.word == word {
+                    if it.word.raw() == word {
                         v.push((it.lo, it.hi));
                     }
                     if it.next_slot().is_none() {
@@ -317,18 +317,10 @@ impl<E: Entry> WriteGuard<'_, E> {
         }
         // Each removal consumed one of the extra counts: `shared` are left, all gone now.
         self.st.multi.remove(&word);
-        let mut first = None;
-        for _ in 0..owned {
-            // SAFETY: `owned` values of this word were put in the tree by `into_word` and none
-            // was taken back (releases above only decremented `multi`); no slot references the
-            // word any more and no reader exists (exclusive mode), so each is taken back once.
-            let e = unsafe { E::from_word(word) };
-            if first.is_none() {
-                first = Some(e);
-            } else {
-                drop(e);
-            }
-        }
+        // `owned` values of this word were put in the tree by `into_word` and none was taken
+        // back (releases above only decremented `multi`); no slot references the word any more
+        // and no reader exists (exclusive mode), so each is taken back once.
+        let first = self.root.take_entries::<E>(word, owned);
         first.map(|e| (lo..=hi, e))
     }
 }
@@ -347,10 +339,10 @@ pub struct Gaps<'g> {
 }
 
 impl<'g> Gaps<'g> {
-    fn new(root: &'g Root, internal: Kind, first: u64, last: u64) -> Self {
+    fn new(root: RootRef<'g>, first: u64, last: u64) -> Self {
         Gaps {
-            front: Walker::from_parts(root, internal),
-            back: Walker::from_parts(root, internal),
+            front: Walker::new(root),
+            back: Walker::new(root),
             front_started: false,
             back_started: false,
             front_pos: first,
@@ -383,7 +375,7 @@ impl Iterator for Gaps<'_> {
             return None;
         }
         // Skip occupied slots and, after a walker restart, ranges already passed.
-        while self.front.word != 0 || self.front.hi < self.front_pos {
+        while self.front.word != Loaded::NONE || self.front.hi < self.front_pos {
             if self.front.next_slot().is_none() {
                 self.done = true;
                 return None;
@@ -418,7 +410,7 @@ impl DoubleEndedIterator for Gaps<'_> {
             self.done = true;
             return None;
         }
-        while self.back.word != 0 || self.back.lo > self.back_pos {
+        while self.back.word != Loaded::NONE || self.back.lo > self.back_pos {
             if self.back.prev_slot().is_none() {
                 self.done = true;
                 return None;
@@ -586,7 +578,7 @@ impl<E: Entry> MapleTree<E> {
         align: u64,
     ) -> Result<u64, Error> {
         let guard = self.pin();
-        super::gap::empty_area_aligned(self, (min, max, size, align), false, &guard)
+        super::gap::empty_area_aligned_at(self.reader(&guard), min, max, size, align, false)
     }
 
     /// The highest aligned fit (see [`empty_area_aligned`](Self::empty_area_aligned)):
@@ -603,7 +595,7 @@ impl<E: Entry> MapleTree<E> {
         align: u64,
     ) -> Result<u64, Error> {
         let guard = self.pin();
-        super::gap::empty_area_aligned(self, (min, max, size, align), true, &guard)
+        super::gap::empty_area_aligned_at(self.reader(&guard), min, max, size, align, true)
     }
 }
 

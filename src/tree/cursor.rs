@@ -13,10 +13,11 @@ use core::marker::PhantomData;
 use crate::entry::{Entry, ZERO_WORD};
 use crate::error::Error;
 
-use super::node::{Kind, Root};
+use crate::entry::Owned;
+
+use super::node::{Loaded, RootRef};
 use super::walk::Walker;
 use super::write::WriteGuard;
-use super::{borrow_word, MapleTree};
 
 /// Where a cursor stands (`enum maple_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,9 +55,9 @@ struct Core<'g> {
 }
 
 impl<'g> Core<'g> {
-    fn new(root: &'g Root, internal: Kind, index: u64) -> Self {
+    fn new(root: RootRef<'g>, index: u64) -> Self {
         Core {
-            w: Walker::from_parts(root, internal),
+            w: Walker::new(root),
             valid: false,
             index,
             last: index,
@@ -66,8 +67,8 @@ impl<'g> Core<'g> {
     }
 
     /// An entry an entry-seeking move stops at (not empty, not the zero entry).
-    fn is_entry(word: usize) -> bool {
-        word != 0 && word != ZERO_WORD
+    fn is_entry(word: Loaded<'_>) -> bool {
+        word.is_entry()
     }
 
     /// `mas_walk` from the root to `index`: the range becomes the slot's and the status active;
@@ -92,13 +93,13 @@ impl<'g> Core<'g> {
     }
 
     /// `mas_walk`: re-walks to `index` whatever the status; the returned word may be empty.
-    fn walk(&mut self) -> usize {
+    fn walk(&mut self) -> Loaded<'g> {
         self.root = false;
         let i = self.index;
         if self.walk_to(i) {
             self.w.word
         } else {
-            0
+            Loaded::NONE
         }
     }
 
@@ -119,14 +120,14 @@ impl<'g> Core<'g> {
     /// entry (`!empty`) starting at or below `max`. A slot already ending at or past `max`
     /// overflows with the range unchanged; a scan that runs out of room overflows on the last
     /// empty slot it inspected.
-    fn next_slot(&mut self, max: u64, empty: bool) -> usize {
+    fn next_slot(&mut self, max: u64, empty: bool) -> Loaded<'g> {
         let at = self.last;
         if !self.position(at) {
-            return 0;
+            return Loaded::NONE;
         }
         if self.w.hi >= max {
             self.status = Status::Overflow;
-            return 0;
+            return Loaded::NONE;
         }
         if !empty && max == u64::MAX {
             // No limit to stop at: the walker's tight entry loop (`find` to the end, as in
@@ -137,13 +138,13 @@ impl<'g> Core<'g> {
             }
             self.take_pos();
             self.status = Status::Overflow;
-            return 0;
+            return Loaded::NONE;
         }
         loop {
             if self.w.next_slot().is_none() {
                 // Unreachable: `hi < max` above, so a next slot exists.
                 self.status = Status::Overflow;
-                return 0;
+                return Loaded::NONE;
             }
             self.take_pos();
             let word = self.w.word;
@@ -152,27 +153,27 @@ impl<'g> Core<'g> {
             }
             if self.last >= max {
                 self.status = Status::Overflow;
-                return 0;
+                return Loaded::NONE;
             }
         }
     }
 
     /// `mas_prev_slot`: the mirror of [`next_slot`](Self::next_slot), towards `min`, with
     /// underflow.
-    fn prev_slot(&mut self, min: u64, empty: bool) -> usize {
+    fn prev_slot(&mut self, min: u64, empty: bool) -> Loaded<'g> {
         let at = self.index;
         if !self.position(at) {
-            return 0;
+            return Loaded::NONE;
         }
         loop {
             if self.w.lo <= min {
                 self.status = Status::Underflow;
-                return 0;
+                return Loaded::NONE;
             }
             if self.w.prev_slot().is_none() {
                 // Unreachable: `lo > min` above, so a previous slot exists.
                 self.status = Status::Underflow;
-                return 0;
+                return Loaded::NONE;
             }
             self.take_pos();
             let word = self.w.word;
@@ -183,18 +184,18 @@ impl<'g> Core<'g> {
     }
 
     /// `mas_next_setup`: `Some(answer)` if the move is decided here, `None` to step on.
-    fn next_setup(&mut self, max: u64) -> Option<usize> {
+    fn next_setup(&mut self, max: u64) -> Option<Loaded<'g>> {
         let root = core::mem::take(&mut self.root);
         if self.last >= max {
             self.status = Status::Overflow;
-            return Some(0);
+            return Some(Loaded::NONE);
         }
         if root {
             // `ma_root` of an empty tree: nothing above index 0.
             self.index = 1;
             self.last = u64::MAX;
             self.status = Status::None;
-            return Some(0);
+            return Some(Loaded::NONE);
         }
         match self.status {
             Status::Active => return None,
@@ -209,24 +210,24 @@ impl<'g> Core<'g> {
             // The caller expects the cursor one before where it is: the entry here first.
             Status::Underflow => {
                 let word = self.walk();
-                if word != 0 {
+                if word != Loaded::NONE {
                     return Some(word);
                 }
             }
         }
         match self.status {
             Status::Active => None,
-            _ => Some(0), // the tree is empty
+            _ => Some(Loaded::NONE), // the tree is empty
         }
     }
 
     /// `mas_prev_setup`: `Some(answer)` if the move is decided here, `None` to step on.
-    fn prev_setup(&mut self, min: u64) -> Option<usize> {
+    fn prev_setup(&mut self, min: u64) -> Option<Loaded<'g>> {
         // From `ma_root` (index 0) the limit check below always underflows.
         self.root = false;
         if self.index <= min {
             self.status = Status::Underflow;
-            return Some(0);
+            return Some(Loaded::NONE);
         }
         match self.status {
             Status::Active => return None,
@@ -241,34 +242,38 @@ impl<'g> Core<'g> {
             // The caller expects the cursor one after where it is: the entry here first.
             Status::Overflow => {
                 let word = self.walk();
-                if word != 0 {
+                if word != Loaded::NONE {
                     return Some(word);
                 }
             }
         }
         match self.status {
             Status::Active => None,
-            _ => Some(0), // the tree is empty
+            _ => Some(Loaded::NONE), // the tree is empty
         }
     }
 
     /// `mas_find_setup`: `Some(answer)` if the move is decided here, `None` to step on.
-    fn find_setup(&mut self, max: u64) -> Option<usize> {
+    fn find_setup(&mut self, max: u64) -> Option<Loaded<'g>> {
         if core::mem::take(&mut self.root) {
             // `ma_root` of an empty tree: out of range of the (absent) root entry.
             self.index = 1;
             self.last = u64::MAX;
             self.status = Status::None;
-            return Some(0);
+            return Some(Loaded::NONE);
         }
         match self.status {
             Status::Active => {
-                return if self.last < max { None } else { Some(0) };
+                return if self.last < max {
+                    None
+                } else {
+                    Some(Loaded::NONE)
+                };
             }
             Status::Start => {}
             Status::Pause => {
                 if self.last >= max {
-                    return Some(0);
+                    return Some(Loaded::NONE);
                 }
                 self.last += 1;
                 self.index = self.last;
@@ -276,7 +281,7 @@ impl<'g> Core<'g> {
             }
             Status::None => {
                 if self.last >= max {
-                    return Some(0);
+                    return Some(Loaded::NONE);
                 }
                 self.index = self.last;
                 self.status = Status::Start;
@@ -285,19 +290,19 @@ impl<'g> Core<'g> {
             Status::Underflow => {
                 if self.index >= max {
                     self.status = Status::Overflow;
-                    return Some(0);
+                    return Some(Loaded::NONE);
                 }
                 let word = self.walk();
-                if word != 0 {
+                if word != Loaded::NONE {
                     return Some(word);
                 }
             }
             Status::Overflow => {
                 if self.last >= max {
-                    return Some(0);
+                    return Some(Loaded::NONE);
                 }
                 let word = self.walk();
-                if word != 0 {
+                if word != Loaded::NONE {
                     return Some(word);
                 }
             }
@@ -305,24 +310,24 @@ impl<'g> Core<'g> {
         if self.status == Status::Start {
             // First run or continue.
             if self.index > max {
-                return Some(0);
+                return Some(Loaded::NONE);
             }
             let word = self.walk();
-            if word != 0 {
+            if word != Loaded::NONE {
                 return Some(word);
             }
         }
         if self.status == Status::None || self.index == max {
-            return Some(0);
+            return Some(Loaded::NONE);
         }
         None
     }
 
     /// `mas_find_rev_setup`: `Some(answer)` if the move is decided here, `None` to step on.
-    fn find_rev_setup(&mut self, min: u64) -> Option<usize> {
+    fn find_rev_setup(&mut self, min: u64) -> Option<Loaded<'g>> {
         if core::mem::take(&mut self.root) {
             // `ma_root` of an empty tree: nothing, and the kernel's status becomes none.
-            return Some(0);
+            return Some(Loaded::NONE);
         }
         match self.status {
             Status::Active => {}
@@ -330,7 +335,7 @@ impl<'g> Core<'g> {
             Status::Pause => {
                 if self.index <= min {
                     self.status = Status::Underflow;
-                    return Some(0);
+                    return Some(Loaded::NONE);
                 }
                 self.index -= 1;
                 self.last = self.index;
@@ -338,7 +343,7 @@ impl<'g> Core<'g> {
             }
             Status::None => {
                 if self.index <= min {
-                    return Some(0);
+                    return Some(Loaded::NONE);
                 }
                 self.last = self.index;
                 self.status = Status::Start;
@@ -347,14 +352,14 @@ impl<'g> Core<'g> {
             Status::Overflow => {
                 if self.index <= min {
                     self.status = Status::Underflow;
-                    return Some(0);
+                    return Some(Loaded::NONE);
                 }
                 self.status = Status::Active;
             }
             // The caller expects the cursor one before where it is.
             Status::Underflow => {
                 if self.index <= min {
-                    return Some(0);
+                    return Some(Loaded::NONE);
                 }
                 self.status = Status::Active;
             }
@@ -362,10 +367,10 @@ impl<'g> Core<'g> {
         if self.status == Status::Start {
             // First run or continue.
             if self.index < min {
-                return Some(0);
+                return Some(Loaded::NONE);
             }
             let word = self.walk();
-            if word != 0 {
+            if word != Loaded::NONE {
                 return Some(word);
             }
             if self.status == Status::None {
@@ -374,16 +379,16 @@ impl<'g> Core<'g> {
                 self.index = 0;
                 self.last = 0;
                 self.root = true;
-                return Some(0);
+                return Some(Loaded::NONE);
             }
         }
         if self.index < min {
-            return Some(0);
+            return Some(Loaded::NONE);
         }
         None
     }
 
-    fn find(&mut self, max: u64) -> usize {
+    fn find(&mut self, max: u64) -> Loaded<'g> {
         if let Some(word) = self.find_setup(max) {
             return word;
         }
@@ -395,49 +400,49 @@ impl<'g> Core<'g> {
         word
     }
 
-    fn find_range(&mut self, max: u64) -> usize {
+    fn find_range(&mut self, max: u64) -> Loaded<'g> {
         if let Some(word) = self.find_setup(max) {
             return word;
         }
         self.next_slot(max, true)
     }
 
-    fn find_rev(&mut self, min: u64) -> usize {
+    fn find_rev(&mut self, min: u64) -> Loaded<'g> {
         if let Some(word) = self.find_rev_setup(min) {
             return word;
         }
         self.prev_slot(min, false)
     }
 
-    fn find_range_rev(&mut self, min: u64) -> usize {
+    fn find_range_rev(&mut self, min: u64) -> Loaded<'g> {
         if let Some(word) = self.find_rev_setup(min) {
             return word;
         }
         self.prev_slot(min, true)
     }
 
-    fn next(&mut self, max: u64) -> usize {
+    fn next(&mut self, max: u64) -> Loaded<'g> {
         if let Some(word) = self.next_setup(max) {
             return word;
         }
         self.next_slot(max, false)
     }
 
-    fn next_range(&mut self, max: u64) -> usize {
+    fn next_range(&mut self, max: u64) -> Loaded<'g> {
         if let Some(word) = self.next_setup(max) {
             return word;
         }
         self.next_slot(max, true)
     }
 
-    fn prev(&mut self, min: u64) -> usize {
+    fn prev(&mut self, min: u64) -> Loaded<'g> {
         if let Some(word) = self.prev_setup(min) {
             return word;
         }
         self.prev_slot(min, false)
     }
 
-    fn prev_range(&mut self, min: u64) -> usize {
+    fn prev_range(&mut self, min: u64) -> Loaded<'g> {
         if let Some(word) = self.prev_setup(min) {
             return word;
         }
@@ -464,7 +469,7 @@ macro_rules! cursor_reads {
 
         /// Whether the current range holds the reserved zero entry.
         pub fn is_zero(&self) -> bool {
-            self.core.valid && self.core.w.word == ZERO_WORD
+            self.core.valid && self.core.w.word.raw() == ZERO_WORD
         }
 
         /// Sets the range to `[index, index]` and resets (`mas_set`).
@@ -498,9 +503,9 @@ macro_rules! cursor_reads {
         /// range becomes the whole slot, empty or not, and the status active (on an empty tree:
         /// `None`, the range `[0, u64::MAX]`, [`Status::None`]).
         pub fn walk(&mut self) -> Option<E::Borrowed<$lt>> {
-            let w = self.core.walk();
-            // SAFETY: read under the guard (or writer) of this cursor's lifetime.
-            unsafe { borrow_word::<E>(w) }
+            let w: Loaded<'_> = self.core.walk();
+            // Read under the guard (or writer) of this cursor's lifetime.
+            w.entry::<E>()
         }
 
         /// `mas_find`: on the first call (or after a pause, from `last + 1`) the entry at
@@ -508,9 +513,8 @@ macro_rules! cursor_reads {
         /// nothing is found the cursor stays active on the last range inspected. After an
         /// overflow or underflow the entry at the current range comes first.
         pub fn find(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
-            let w = self.core.find(max);
-            // SAFETY: as in `walk`.
-            unsafe { borrow_word::<E>(w) }
+            let w: Loaded<'_> = self.core.find(max);
+            w.entry::<E>()
         }
 
         /// `mas_find_rev`: on the first call (or after a pause, from `index - 1`) the entry at
@@ -518,26 +522,23 @@ macro_rules! cursor_reads {
         /// entry. `None` with [`Status::Underflow`] at the limit; a cursor whose `index` is
         /// already below `min` returns `None` and keeps its status.
         pub fn find_rev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
-            let w = self.core.find_rev(min);
-            // SAFETY: as in `walk`.
-            unsafe { borrow_word::<E>(w) }
+            let w: Loaded<'_> = self.core.find_rev(min);
+            w.entry::<E>()
         }
 
         /// `mas_find_range`: like `find` on the first call, then one range at a time, empty ones
         /// included (returning `None` for them while staying active). At its limit it returns
         /// `None` and keeps its status.
         pub fn find_range(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
-            let w = self.core.find_range(max);
-            // SAFETY: as in `walk`.
-            unsafe { borrow_word::<E>(w) }
+            let w: Loaded<'_> = self.core.find_range(max);
+            w.entry::<E>()
         }
 
         /// `mas_find_range_rev`: like `find_rev` on the first call, then one range at a time
         /// backwards, empty ones included; [`Status::Underflow`] past `min`.
         pub fn find_range_rev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
-            let w = self.core.find_range_rev(min);
-            // SAFETY: as in `walk`.
-            unsafe { borrow_word::<E>(w) }
+            let w: Loaded<'_> = self.core.find_range_rev(min);
+            w.entry::<E>()
         }
 
         /// `mas_next`: the next entry after the current range that starts at or below `max`;
@@ -545,9 +546,8 @@ macro_rules! cursor_reads {
         /// the first walk). From start, pause or none it walks to `index` first; after an
         /// underflow the entry at the current range comes first.
         pub fn next(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
-            let w = self.core.next(max);
-            // SAFETY: as in `walk`.
-            unsafe { borrow_word::<E>(w) }
+            let w: Loaded<'_> = self.core.next(max);
+            w.entry::<E>()
         }
 
         /// `mas_prev`: the previous entry that ends at or above `min`; `None` and
@@ -555,30 +555,27 @@ macro_rules! cursor_reads {
         /// walk). From start, pause or none it walks to `index` first; after an overflow the
         /// entry at the current range comes first.
         pub fn prev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
-            let w = self.core.prev(min);
-            // SAFETY: as in `walk`.
-            unsafe { borrow_word::<E>(w) }
+            let w: Loaded<'_> = self.core.prev(min);
+            w.entry::<E>()
         }
 
         /// `mas_next_range`: one range forwards, empty or not, with the status handling of
         /// [`next`](Self::next).
         pub fn next_range(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
-            let w = self.core.next_range(max);
-            // SAFETY: as in `walk`.
-            unsafe { borrow_word::<E>(w) }
+            let w: Loaded<'_> = self.core.next_range(max);
+            w.entry::<E>()
         }
 
         /// `mas_prev_range`: one range backwards, empty or not, with the status handling of
         /// [`prev`](Self::prev).
         pub fn prev_range(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
-            let w = self.core.prev_range(min);
-            // SAFETY: as in `walk`.
-            unsafe { borrow_word::<E>(w) }
+            let w: Loaded<'_> = self.core.prev_range(min);
+            w.entry::<E>()
         }
     };
 }
 
-/// A lock-free read cursor (see [`MapleTree::cursor`]).
+/// A lock-free read cursor (see [`MapleTree::cursor`](crate::MapleTree::cursor)).
 ///
 /// # Kernel semantics
 ///
@@ -656,9 +653,9 @@ pub struct Cursor<'g, E> {
 }
 
 impl<'g, E: Entry + 'g> Cursor<'g, E> {
-    pub(crate) fn new(tree: &'g MapleTree<E>, index: u64) -> Self {
+    pub(crate) fn new(root: RootRef<'g>, index: u64) -> Self {
         Cursor {
-            core: Core::new(&tree.root, tree.internal, index),
+            core: Core::new(root, index),
             _e: PhantomData,
         }
     }
@@ -706,18 +703,16 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
     /// [`set_range`](Self::set_range) of such a range); [`Error::Reserved`] for a reserved entry
     /// word. Nothing is written then and `entry` is dropped.
     pub fn store(&mut self, entry: E) -> Result<(), Error> {
-        let w = WriteGuard::<E>::entry_word(entry)?;
-        self.store_word(w)
+        let w = Owned::new(entry)?;
+        self.store_word(Some(w))
     }
 
-    fn store_word(&mut self, w: usize) -> Result<(), Error> {
+    /// Stores `w` (`None`: NULL); on an inverted range `w` is dropped unstored.
+    fn store_word(&mut self, w: Option<Owned<E>>) -> Result<(), Error> {
         if self.core.index > self.core.last {
-            if w != 0 {
-                // SAFETY: `w` came from `into_word` and was not stored; take it back to drop it.
-                drop(unsafe { E::from_word(w) });
-            }
             return Err(Error::InvalidRange);
         }
+        let w = w.map_or(0, Owned::into_raw);
         self.core.root = false;
         let (first, last) = (self.core.index, self.core.last);
         if self.core.valid && self.wg.exact_fit_at(&mut self.core.w, first, last, w) {
@@ -743,7 +738,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
     ///
     /// [`Error::InvalidRange`] if the cursor's range is inverted (nothing is written).
     pub fn store_null(&mut self) -> Result<(), Error> {
-        self.store_word(0)
+        self.store_word(None)
     }
 
     /// Erases the range containing `index` (`mas_erase`); returns whether it held an entry.
@@ -751,7 +746,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
     pub fn erase(&mut self) -> bool {
         let i = self.core.index;
         self.core.root = false;
-        if !self.core.walk_to(i) || self.core.w.word == 0 {
+        if !self.core.walk_to(i) || self.core.w.word == Loaded::NONE {
             return false;
         }
         let (lo, hi) = (self.core.w.lo, self.core.w.hi);
@@ -790,15 +785,15 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
             drop(entry);
             return Err(Error::NotPreallocated);
         }
-        let w = WriteGuard::<E>::entry_word(entry)?;
-        self.store_word(w)
+        let w = Owned::new(entry)?;
+        self.store_word(Some(w))
     }
 }
 
 impl<'t, E: Entry + 't> WriteGuard<'t, E> {
     /// A writing cursor at `index`, in status [`Status::Start`].
     pub fn cursor<'w>(&'w mut self, index: u64) -> CursorMut<'w, 't, E> {
-        let core = Core::new(self.root, self.internal, index);
+        let core = Core::new(self.root.view(), index);
         CursorMut {
             wg: self,
             core,

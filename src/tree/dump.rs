@@ -4,8 +4,7 @@ use std::fmt::Write;
 
 use crate::entry::{Entry, ZERO_WORD};
 
-use super::node::{Kind, NodeRef};
-use super::rebuild::node_slots;
+use super::node::{node_word, Kind, NodeRef, Slot};
 use super::write::WriteGuard;
 
 fn word_text(w: usize) -> String {
@@ -24,7 +23,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     /// A text dump of every node, depth first, in the spirit of the kernel's `mt_dump`.
     pub fn dump(&self) -> String {
         let mut out = String::new();
-        let root = self.root.load(crate::sync::Ordering::Acquire);
+        let root = self.root.node();
         let _ = writeln!(
             out,
             "maple_tree flags {}, height {} root {:#x}",
@@ -34,10 +33,10 @@ impl<E: Entry> WriteGuard<'_, E> {
                 "range"
             },
             self.st.height,
-            root
+            root.map_or(0, node_word)
         );
-        if root != 0 {
-            self.dump_node(&mut out, self.node_from_item(root), 0, u64::MAX, 0);
+        if let Some(r) = root {
+            self.dump_node(&mut out, r, 0, u64::MAX, 0);
         }
         out
     }
@@ -54,15 +53,17 @@ impl<E: Entry> WriteGuard<'_, E> {
             n.kind().name(),
             paddr
         );
-        for (i, (lo, hi, w)) in node_slots(n, min, max).enumerate() {
-            if n.is_leaf() {
-                let _ = writeln!(out, "{pad}  {lo:#x}-{hi:#x}: {}", word_text(w));
-            } else {
-                if n.kind() == Kind::ARange {
-                    let _ = writeln!(out, "{pad}  [{i}] gap {}", n.gap(i));
+        for (i, (lo, hi, s)) in n.slots(min, max, self.internal).enumerate() {
+            match s {
+                Slot::Entry(w) => {
+                    let _ = writeln!(out, "{pad}  {lo:#x}-{hi:#x}: {}", word_text(w));
                 }
-                let c = self.node_from_item(w);
-                self.dump_node(out, c, lo, hi, depth + 1);
+                Slot::Child(c) => {
+                    if n.kind() == Kind::ARange {
+                        let _ = writeln!(out, "{pad}  [{i}] gap {}", n.gap(i));
+                    }
+                    self.dump_node(out, c, lo, hi, depth + 1);
+                }
             }
         }
     }
@@ -70,9 +71,8 @@ impl<E: Entry> WriteGuard<'_, E> {
     /// The tree as a Graphviz DOT graph (one record per node, slot ranges as fields).
     pub fn dump_dot(&self) -> String {
         let mut out = String::from("digraph maple {\n  node [shape=record, fontname=monospace];\n");
-        let root = self.root.load(crate::sync::Ordering::Acquire);
-        if root != 0 {
-            self.dot_node(&mut out, self.node_from_item(root), 0, u64::MAX);
+        if let Some(r) = self.root.node() {
+            self.dot_node(&mut out, r, 0, u64::MAX);
         }
         out.push_str("}\n");
         out
@@ -82,8 +82,8 @@ impl<E: Entry> WriteGuard<'_, E> {
         let id = n.addr();
         let mut fields = Vec::new();
         let mut children = Vec::new();
-        for (i, (lo, hi, w)) in node_slots(n, min, max).enumerate() {
-            if n.is_leaf() {
+        for (i, (lo, hi, s)) in n.slots(min, max, self.internal).enumerate() {
+            if let Slot::Entry(w) = s {
                 let label = if w == 0 {
                     "-".to_string()
                 } else {
@@ -100,7 +100,7 @@ impl<E: Entry> WriteGuard<'_, E> {
                     String::new()
                 };
                 fields.push(format!("<s{i}> {lo:#x}-{hi:#x}{gap}"));
-                children.push((i, self.node_from_item(w), lo, hi));
+                children.push((i, s.child(), lo, hi));
             }
         }
         let _ = writeln!(out, "  n{id:x} [label=\"{}\"];", fields.join("|"));

@@ -1,19 +1,14 @@
 //! Gaps: the largest NULL range per subtree (allocation trees track it in internal nodes), the
-//! searches `empty_area`/`empty_area_rev` with the kernel's window rules (K§2.3), and allocation.
+//! searches `empty_area`/`empty_area_rev` with the kernel's window rules (`mas_empty_area` and
+//! `mas_empty_area_rev` in lib/maple_tree.c), and allocation.
 //!
 //! A gap's size is the number of indices it covers, saturating at `u64::MAX` (the whole space has
 //! `2^64` indices). Saturation is why a search with `max = u64::MAX` still finds gaps in the
-//! leftmost subtree, unlike the 6.12 kernel (SPEC §1.1 quirk 3).
+//! leftmost subtree, unlike the 6.12 kernel's `mas_empty_area`.
 
-use crossbeam_epoch::Guard;
-
-use crate::entry::{is_reserved_word, Entry};
 use crate::error::Error;
 
-use super::node::{Kind, NodeRef, Root, RANGE_PIVOTS, RANGE_SLOTS};
-use super::walk::root_node;
-use super::write::WriteGuard;
-use super::MapleTree;
+use super::node::{Kind, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
 
 /// Size of the NULL range `[lo, hi]`, saturating.
 #[inline]
@@ -167,20 +162,18 @@ fn search(n: NodeRef<'_>, nmin: u64, nmax: u64, internal: Kind, q: Query) -> Opt
 
 /// `mas_empty_area` (`rev = false`) and `mas_empty_area_rev` (`rev = true`).
 pub(crate) fn empty_area_at(
-    root: &Root,
-    internal: Kind,
+    root: RootRef<'_>,
     min: u64,
     max: u64,
     size: u64,
     rev: bool,
 ) -> Result<u64, Error> {
-    empty_area_aligned_at(root, internal, min, max, size, 1, rev)
+    empty_area_aligned_at(root, min, max, size, 1, rev)
 }
 
 /// [`empty_area_at`] whose start must be a multiple of `align` (a power of two).
 pub(crate) fn empty_area_aligned_at(
-    root: &Root,
-    internal: Kind,
+    root: RootRef<'_>,
     min: u64,
     max: u64,
     size: u64,
@@ -196,249 +189,9 @@ pub(crate) fn empty_area_aligned_at(
         align,
         rev,
     };
-    let found = match root_node(root, internal) {
+    let found = match root.node() {
         None => fit(0, u64::MAX, min, max, q),
-        Some(r) => search(r, 0, u64::MAX, internal, q),
+        Some(r) => search(r, 0, u64::MAX, root.internal(), q),
     };
     found.ok_or(Error::NoRoom)
-}
-
-/// [`empty_area_at`] on a tree, under a guard.
-pub(crate) fn empty_area<E: Entry>(
-    tree: &MapleTree<E>,
-    min: u64,
-    max: u64,
-    size: u64,
-    rev: bool,
-    guard: &Guard,
-) -> Result<u64, Error> {
-    tree.check_guard(guard);
-    empty_area_at(&tree.root, tree.internal, min, max, size, rev)
-}
-
-/// [`empty_area_aligned_at`] on a tree, under a guard.
-pub(crate) fn empty_area_aligned<E: Entry>(
-    tree: &MapleTree<E>,
-    q: (u64, u64, u64, u64),
-    rev: bool,
-    guard: &Guard,
-) -> Result<u64, Error> {
-    tree.check_guard(guard);
-    let (min, max, size, align) = q;
-    empty_area_aligned_at(&tree.root, tree.internal, min, max, size, align, rev)
-}
-
-impl<E: Entry> WriteGuard<'_, E> {
-    /// `mas_empty_area` under the writer: the lowest start of a free `size`-range in `[min, max]`.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::empty_area`].
-    pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, Error> {
-        empty_area_at(self.root, self.internal, min, max, size, false)
-    }
-
-    /// `mas_empty_area_rev` under the writer: the highest fit in `[min, max]`.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::empty_area`].
-    pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, Error> {
-        empty_area_at(self.root, self.internal, min, max, size, true)
-    }
-
-    /// [`MapleTree::empty_area_aligned`] under the writer.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::empty_area_aligned`].
-    pub fn empty_area_aligned(
-        &self,
-        min: u64,
-        max: u64,
-        size: u64,
-        align: u64,
-    ) -> Result<u64, Error> {
-        empty_area_aligned_at(self.root, self.internal, min, max, size, align, false)
-    }
-
-    /// [`MapleTree::empty_area_rev_aligned`] under the writer.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::empty_area_aligned`].
-    pub fn empty_area_rev_aligned(
-        &self,
-        min: u64,
-        max: u64,
-        size: u64,
-        align: u64,
-    ) -> Result<u64, Error> {
-        empty_area_aligned_at(self.root, self.internal, min, max, size, align, true)
-    }
-
-    /// Converts an entry, refusing reserved words (a faulty `Entry` implementation).
-    pub(crate) fn entry_word(entry: E) -> Result<usize, Error> {
-        let w = entry.into_word();
-        if is_reserved_word(w) {
-            // SAFETY: `w` came from `into_word` just now; taking it back drops it once.
-            drop(unsafe { E::from_word(w) });
-            return Err(Error::Reserved);
-        }
-        Ok(w)
-    }
-
-    fn alloc_common(
-        &mut self,
-        entry: E,
-        size: u64,
-        min: u64,
-        max: u64,
-        rev: bool,
-    ) -> Result<u64, Error> {
-        self.alloc_aligned(entry, (min, max, size, 1), rev)
-    }
-
-    /// Allocation of `q = (min, max, size, align)`.
-    fn alloc_aligned(
-        &mut self,
-        entry: E,
-        q: (u64, u64, u64, u64),
-        rev: bool,
-    ) -> Result<u64, Error> {
-        if !self.is_alloc() {
-            return Err(Error::NotAllocTree);
-        }
-        let (min, max, size, align) = q;
-        let start = empty_area_aligned_at(self.root, self.internal, min, max, size, align, rev)?;
-        let w = Self::entry_word(entry)?;
-        self.write(start, start + (size - 1), w);
-        Ok(start)
-    }
-
-    /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` in
-    /// `[min, max]`; returns `start`.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::alloc_range`].
-    ///
-    /// ```
-    /// use maple_tree::{MapleTree, Value};
-    /// let tree = MapleTree::<Value>::new_alloc();
-    /// let mut w = tree.lock();
-    /// assert_eq!(w.alloc_range(Value::new(1), 10, 100, 1000), Ok(100));
-    /// assert_eq!(w.alloc_range(Value::new(2), 10, 100, 1000), Ok(110));
-    /// assert_eq!(w.alloc_rrange(Value::new(3), 10, 100, 1000), Ok(991));
-    /// ```
-    pub fn alloc_range(&mut self, entry: E, size: u64, min: u64, max: u64) -> Result<u64, Error> {
-        self.alloc_common(entry, size, min, max, false)
-    }
-
-    /// `mtree_alloc_rrange`: the highest fit.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::alloc_range`].
-    pub fn alloc_rrange(&mut self, entry: E, size: u64, min: u64, max: u64) -> Result<u64, Error> {
-        self.alloc_common(entry, size, min, max, true)
-    }
-
-    /// [`MapleTree::alloc_range_aligned`] under the writer.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::alloc_range_aligned`].
-    pub fn alloc_range_aligned(
-        &mut self,
-        entry: E,
-        size: u64,
-        align: u64,
-        min: u64,
-        max: u64,
-    ) -> Result<u64, Error> {
-        self.alloc_aligned(entry, (min, max, size, align), false)
-    }
-
-    /// [`MapleTree::alloc_rrange_aligned`] under the writer.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::alloc_range_aligned`].
-    pub fn alloc_rrange_aligned(
-        &mut self,
-        entry: E,
-        size: u64,
-        align: u64,
-        min: u64,
-        max: u64,
-    ) -> Result<u64, Error> {
-        self.alloc_aligned(entry, (min, max, size, align), true)
-    }
-
-    /// `mtree_alloc_cyclic`: one index in `[lo, hi]`, searching from `*next` and then wrapping
-    /// to `lo`. Returns the index and whether this allocation reports a wrap; `*next` becomes the
-    /// index + 1 (wrapping to 0, which makes the next success report a wrap, as the kernel's
-    /// `MT_FLAGS_ALLOC_WRAPPED` does).
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::alloc_cyclic`].
-    ///
-    /// ```
-    /// use maple_tree::{MapleTree, Value};
-    /// let tree = MapleTree::<Value>::new_alloc();
-    /// let mut next = u64::MAX - 1;
-    /// assert_eq!(tree.alloc_cyclic(Value::new(1), 2, u64::MAX, &mut next), Ok((u64::MAX - 1, false)));
-    /// assert_eq!(tree.alloc_cyclic(Value::new(2), 2, u64::MAX, &mut next), Ok((u64::MAX, false)));
-    /// assert_eq!(next, 0);
-    /// assert_eq!(tree.alloc_cyclic(Value::new(3), 2, u64::MAX, &mut next), Ok((2, true)));
-    /// ```
-    pub fn alloc_cyclic(
-        &mut self,
-        entry: E,
-        lo: u64,
-        hi: u64,
-        next: &mut u64,
-    ) -> Result<(u64, bool), Error> {
-        if !self.is_alloc() {
-            return Err(Error::NotAllocTree);
-        }
-        if lo > hi {
-            return Err(Error::InvalidWindow);
-        }
-        let from = lo.max(*next);
-        let mut wrapped_search = false;
-        let found = if from <= hi {
-            empty_area_at(self.root, self.internal, from, hi, 1, false).ok()
-        } else {
-            None
-        };
-        let index = match found {
-            Some(i) => i,
-            None => {
-                if from > lo {
-                    wrapped_search = true;
-                    empty_area_at(self.root, self.internal, lo, hi, 1, false)?
-                } else {
-                    return Err(Error::NoRoom);
-                }
-            }
-        };
-        let w = Self::entry_word(entry)?;
-        self.write(index, index, w);
-        *next = index.wrapping_add(1);
-        let wrapped = if wrapped_search {
-            true
-        } else if self.st.cyclic_wrapped {
-            self.st.cyclic_wrapped = false;
-            true
-        } else {
-            false
-        };
-        if *next == 0 {
-            self.st.cyclic_wrapped = true;
-        }
-        Ok((index, wrapped))
-    }
 }

@@ -6,13 +6,12 @@
 
 use core::marker::PhantomData;
 
-use crate::entry::{Entry, ZERO_WORD};
+use crate::entry::Entry;
 
-use super::node::{Kind, NodeRef, Root, RANGE_PIVOTS};
+use super::node::{Loaded, NodeRef, RootRef, RANGE_PIVOTS};
 use super::walk::Walker;
-use super::{borrow_word, MapleTree};
 
-/// Iterator over the entries of a tree (see [`MapleTree::iter`] and [`MapleTree::range`]).
+/// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
 pub struct Iter<'g, E> {
     front: Walker<'g>,
     back: Walker<'g>,
@@ -39,14 +38,10 @@ pub struct Iter<'g, E> {
 }
 
 impl<'g, E: Entry> Iter<'g, E> {
-    pub(crate) fn new(tree: &'g MapleTree<E>, first: u64, last: u64) -> Self {
-        Self::from_parts(&tree.root, tree.internal, first, last)
-    }
-
-    pub(crate) fn from_parts(root: &'g Root, internal: Kind, first: u64, last: u64) -> Self {
+    pub(crate) fn new(root: RootRef<'g>, first: u64, last: u64) -> Self {
         Iter {
-            front: Walker::from_parts(root, internal),
-            back: Walker::from_parts(root, internal),
+            front: Walker::new(root),
+            back: Walker::new(root),
             front_started: false,
             back_started: false,
             front_yielded: false,
@@ -72,7 +67,12 @@ impl<'g, E: Entry> Iter<'g, E> {
 impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// Yields the entry `w` of the fast path's slot `front_off`, `[lo, hi]`.
     #[inline(always)]
-    fn yield_front(&mut self, lo: u64, hi: u64, w: usize) -> Option<(u64, u64, E::Borrowed<'g>)> {
+    fn yield_front(
+        &mut self,
+        lo: u64,
+        hi: u64,
+        w: Loaded<'g>,
+    ) -> Option<(u64, u64, E::Borrowed<'g>)> {
         self.front_lo = lo;
         self.front_hi = hi;
         if hi >= self.back_pos {
@@ -84,11 +84,10 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         } else {
             self.front_pos = hi + 1;
         }
-        debug_assert!(w != 0 && w != ZERO_WORD);
-        // SAFETY: the word was read under the guard of 'g that created this iterator (which
-        // keeps the entry alive for 'g), and it is an entry (checked by the caller), i.e. a word
-        // from `E::into_word`.
-        Some((lo, hi, unsafe { E::borrow(w) }))
+        debug_assert!(w.is_entry());
+        // Read under the guard of 'g that created this iterator; an entry (checked by the
+        // caller).
+        Some((lo, hi, w.entry::<E>()?))
     }
 
     /// The front's fast path at the last slot of its leaf (`front_off`, `[front_lo, front_hi]`):
@@ -119,8 +118,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 } else {
                     max
                 };
-                let w = n.range_slot(i);
-                if w != 0 && w != ZERO_WORD {
+                let w = n.range_word(i);
+                if w.is_entry() {
                     self.front_off = i;
                     return self.yield_front(lo, hi, w);
                 }
@@ -135,20 +134,19 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             }
         }
         let (lo, hi, w) = self.next_slow()?;
-        // SAFETY: the word was read under the guard of 'g that created this iterator, and it is
-        // an entry (next_entry skips empty and zero slots).
-        let b = unsafe { borrow_word::<E>(w) }?;
+        // Read under the guard of 'g that created this iterator.
+        let b = w.entry::<E>()?;
         Some((lo, hi, b))
     }
 
     /// The front's step through the walker (first step, leaf crossings, restarts): moves to the
     /// next entry, applies the overlap and end checks, and caches the leaf for the fast path.
     #[inline(never)]
-    fn next_slow(&mut self) -> Option<(u64, u64, usize)> {
+    fn next_slow(&mut self) -> Option<(u64, u64, Loaded<'g>)> {
         let step = if self.front_started {
             if let Some(n) = self.front_leaf.take() {
                 // Hand the position the fast path reached back to the walker.
-                let w = n.range_slot(self.front_off);
+                let w = n.range_word(self.front_off);
                 self.front
                     .set_leaf_slot(self.front_off, self.front_lo, self.front_hi, w);
             }
@@ -157,7 +155,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             self.front_started = true;
             self.front.walk(self.front_pos).and_then(|()| {
                 let w = self.front.word;
-                if w != 0 && w != ZERO_WORD {
+                if w.is_entry() {
                     Some(())
                 } else {
                     self.front.next_entry()
@@ -225,8 +223,8 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                 } else {
                     max
                 };
-                let w = n.range_slot(i);
-                if w != 0 && w != ZERO_WORD {
+                let w = n.range_word(i);
+                if w.is_entry() {
                     self.front_off = i;
                     return self.yield_front(lo, hi, w);
                 }
@@ -239,9 +237,8 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
             return self.next_cross();
         }
         let (lo, hi, w) = self.next_slow()?;
-        // SAFETY: the word was read under the guard of 'g that created this iterator, and it is
-        // an entry (next_entry skips empty and zero slots).
-        let b = unsafe { borrow_word::<E>(w) }?;
+        // Read under the guard of 'g that created this iterator.
+        let b = w.entry::<E>()?;
         Some((lo, hi, b))
     }
 }
@@ -270,8 +267,7 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
             if self.back.lo <= self.back_pos
                 && (!self.back_yielded || self.back.hi <= self.back_pos)
             {
-                // SAFETY: as in `next`.
-                if let Some(b) = unsafe { borrow_word::<E>(self.back.word) } {
+                if let Some(b) = self.back.word.entry::<E>() {
                     let (lo, hi) = (self.back.lo, self.back.hi);
                     self.back_yielded = true;
                     if lo <= self.front_pos || lo == 0 {

@@ -1,15 +1,22 @@
 //! The maple tree: an RCU-safe B-tree of non-overlapping inclusive `u64` ranges.
 //!
-//! Module map (from the unsafe bottom to the safe top):
-//! - `node`: raw 256-byte nodes, the publication protocol, all pointer `unsafe`;
-//! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators and
-//!   cursors);
-//! - `write`: the writer: store classification and the in-place fast paths (exact fit, slot
-//!   store, the appends), NULL coalescing, entry ownership;
-//! - `rebuild`: split, rebalance and spanning store as one level-by-level algorithm (no unsafe);
-//! - `gap`: gap tracking, `empty_area`/`empty_area_rev`, allocation;
-//! - `iter`, `cursor`: iteration and the kernel's `ma_state`;
-//! - `dup`, `validate`, `dump`.
+//! Module map, from the bottom (each module imports only modules listed above it; the only
+//! `unsafe` of the tree is in `node`, and of the crate besides in `entry`, checked by
+//! `scripts/check-unsafe.sh`):
+//! - `node`: raw 256-byte nodes, the root, the publication protocol and its typed handles
+//!   (`RootRef`, `WriterRoot`, `NodeRef`, `Fresh`, `Loaded`, `Slot`, `SavedNodes`);
+//! - `pending`, `seal`: counters of retired memory; the seals that force copy-on-write;
+//! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators,
+//!   cursors and the writer); `iter`: iteration; `gap`: gap sizes and `empty_area` searches;
+//! - `big_node`, `path`, `state`: the item buffer and leaf image of a write, its paths, the
+//!   writer's private state;
+//! - `write`: the write guard and the primitives every write path shares;
+//! - the write paths, one per module: `exact_fit`, `append`, `slot_store`, `node_store`,
+//!   `append_split`, `rebuild` (with `split` and `rebalance`), `spanning`; and `store`, which
+//!   classifies a store and sends it down one of them;
+//! - `alloc` (the writer's allocations), `cursor` (the kernel's `ma_state`), `dup`,
+//!   `validate`, `dump`;
+//! - the façade: this module and `api`; `allocator` is built on the façade.
 //!
 //! The crate-level documentation is the guide (the tree, cursors, gap search and allocation,
 //! concurrency). In one example: several writes under one acquisition of the writer lock, read
@@ -33,18 +40,30 @@
 //! # }
 //! ```
 
+mod alloc;
 mod allocator;
 mod api;
 mod append;
+mod append_split;
+mod big_node;
 mod cursor;
 mod dump;
 mod dup;
+mod exact_fit;
 mod gap;
 mod iter;
 pub(crate) mod node;
+mod node_store;
+mod path;
 mod pending;
+mod rebalance;
 mod rebuild;
 mod seal;
+mod slot_store;
+mod spanning;
+mod split;
+mod state;
+mod store;
 mod validate;
 mod walk;
 mod write;
@@ -57,73 +76,19 @@ use std::sync::Arc;
 
 use crossbeam_epoch::{Collector, Guard};
 
-use crate::entry::{Entry, ZERO_WORD};
-use crate::sync::{AtomicUsize, Mutex};
-use node::Kind;
+use crate::entry::Entry;
+use crate::sync::Mutex;
+use node::{Kind, RootRef};
+use state::{StateRef, WriterState};
 
 pub use allocator::{Allocator, Placement};
 pub use api::{inclusive, Gaps};
 pub use cursor::{Cursor, CursorMut, Status};
 pub use iter::Iter;
 pub use pending::PendingFrees;
+pub use state::Stats;
 pub use validate::ValidateError;
 pub use write::WriteGuard;
-
-/// Which write path a store took, counted per tree (see [`MapleTree::stats`]). Names follow the
-/// kernel's `enum store_type` and `mas_wr_append` cases.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Stats {
-    /// One slot replaced in place (`wr_exact_fit`).
-    pub exact_fit: u64,
-    /// Two slots changed in place, one boundary moved (`wr_slot_store`, exclusive mode only).
-    pub slot_store: u64,
-    /// Three slots changed in place, two boundaries moved (exclusive mode only).
-    pub slot_store3: u64,
-    /// `+1` append at the end of the last range (in place, also under concurrent readers).
-    pub append_end: u64,
-    /// `+1` append at the start of the last range (in place in exclusive mode only).
-    pub append_start: u64,
-    /// Three-way append: a range strictly inside the last range (in place, also under readers).
-    pub append_three_way: u64,
-    /// The leaf rebuilt as one node (`wr_node_store`): a new node swapped in, or in place.
-    pub node_store: u64,
-    /// Parents copied because a pivot lowered in place within the current grace period sealed
-    /// re-pointing their child in place (see the publication protocol in `node`).
-    pub sealed_copy: u64,
-    /// Writes that would have appended in place into a node whose range shrank within the
-    /// current grace period (after an append split), done by copy-on-write instead.
-    pub sealed_extend: u64,
-    /// Exact fits into a slot whose bound was lowered in place within the current grace period,
-    /// done by copy-on-write instead.
-    pub sealed_repoint: u64,
-    /// A node split (`wr_split_store`), counted per write.
-    pub split: u64,
-    /// Splits of the full rightmost leaf by truncation during in-order appends (no copy-on-write;
-    /// see the `append` module). Also counted in `split`.
-    pub append_split: u64,
-    /// Of those, splits where the full leaf kept the new entry as its sixteenth slot and only the
-    /// rest of the old last range moved on (in place without readers, by copy-on-write of the
-    /// leaf and its parent under them): in-order builds then fill leaves completely.
-    pub append_fill: u64,
-    /// The root split, growing the tree by one level.
-    pub grow: u64,
-    /// A node fell below minimum occupancy and was merged/redistributed (`wr_rebalance`).
-    pub rebalance: u64,
-    /// A write that crossed leaves (`wr_spanning_store`).
-    pub spanning_store: u64,
-    /// The height shrank.
-    pub shrink: u64,
-    /// A whole-space write or the first write into an empty tree (`wr_new_root`/`wr_store_root`).
-    pub new_root: u64,
-    /// Nodes allocated.
-    pub nodes_allocated: u64,
-    /// Times a lock-free reader walked again from the root because it met a node the writer had
-    /// replaced (or a state only such a race produces). Filled in by [`MapleTree::stats`].
-    pub reader_restarts: u64,
-    /// Nodes freed or retired.
-    pub nodes_freed: u64,
-}
 
 /// Options fixed when a tree is created.
 ///
@@ -165,26 +130,6 @@ impl Options {
     }
 }
 
-/// Writer-private bookkeeping: only the holder of the writer lock (or `&mut`) touches it.
-pub(crate) struct WriterState {
-    /// Levels of the tree (0 = empty).
-    pub(crate) height: usize,
-    /// Entry words held by more than one slot (a range split around a new entry), and how many.
-    pub(crate) multi: HashMap<usize, usize>,
-    pub(crate) stats: Stats,
-    /// `MT_FLAGS_ALLOC_WRAPPED`.
-    pub(crate) cyclic_wrapped: bool,
-    /// The seed-001 switch: in-place appends (on by default).
-    pub(crate) append: bool,
-    /// The path of the last in-place append, if no write changed the structure since (empty
-    /// otherwise: every write empties it first; see `WriteGuard::write`).
-    pub(crate) saved: walk::SavedPath,
-    /// What in-place stores left sealed for readers that read before them (see `seal`).
-    pub(crate) seals: seal::Seals,
-    /// Exclusive mode: entry words a write released, dropped once it is complete.
-    pub(crate) released: Vec<usize>,
-}
-
 /// An RCU-safe maple tree mapping non-overlapping inclusive ranges of `u64` to entries.
 ///
 /// Readers never lock and never allocate: they pin an epoch guard, walk, and restart from the root
@@ -210,33 +155,29 @@ pub(crate) struct WriterState {
 /// # }
 /// ```
 pub struct MapleTree<E> {
-    /// Root node word (0: empty).
+    /// Root node word (0: empty) and the collector protecting the nodes.
     pub(crate) root: node::Root,
     /// Internal node kind: `ARange` for allocation trees, else `Range`.
     pub(crate) internal: Kind,
     pub(crate) writer: Mutex<WriterState>,
-    collector: Collector,
-    default_collector: bool,
     /// Ranges holding an entry or the zero entry, kept by the writer; read lock-free.
     /// A std atomic even under loom: a statistic no model reasons about.
     pub(crate) len: StdAtomicUsize,
     /// Retired nodes and entries whose deferred free has not run yet.
     pub(crate) pending: Arc<pending::Pending>,
-    /// Frees a whole tree of `E` entries at once (`dup::free_subtree_now::<E>`), set where `E:
+    /// Frees a whole tree of `E` entries at once (`node::Root::free_all::<E>`), set where `E:
     /// Entry` is known so that the struct and its `Drop` need no bound.
     free_all: FreeAll,
-    _entries: PhantomData<E>,
+    /// The tree owns its entries (moved in, dropped on any thread that writes or drops the
+    /// tree, or collects its garbage: `Send`) and hands out shared borrows of them to readers on
+    /// any thread (`Sync`); so the tree is `Send` and `Sync` exactly when `E` is both, which is
+    /// what `Arc<E>` is. Every other field is `Send + Sync`: nodes are only reached through
+    /// atomics and reclaimed through the epoch collector.
+    _entries: PhantomData<Arc<E>>,
 }
 
 /// See [`MapleTree::free_all`].
-type FreeAll = unsafe fn(usize, Kind, &mut HashMap<usize, usize>);
-
-// SAFETY: the tree owns its entries (moved in, dropped on any thread that writes or drops the
-// tree: `Send`) and hands out shared borrows of them to readers on any thread (`Sync`). Nodes are
-// only reached through atomics and reclaimed through the epoch collector.
-unsafe impl<E: Entry + Send + Sync> Send for MapleTree<E> {}
-// SAFETY: as above; all shared state is atomic or behind the writer lock.
-unsafe impl<E: Entry + Send + Sync> Sync for MapleTree<E> {}
+type FreeAll = fn(&mut node::Root, &mut HashMap<usize, usize>);
 
 impl<E: Entry> Default for MapleTree<E> {
     fn default() -> Self {
@@ -262,28 +203,18 @@ impl<E: Entry> MapleTree<E> {
             Some(c) => (c, false),
             None => (crossbeam_epoch::default_collector().clone(), true),
         };
+        let internal = if opts.alloc {
+            Kind::ARange
+        } else {
+            Kind::Range
+        };
         MapleTree {
-            root: node::Root::new(),
-            internal: if opts.alloc {
-                Kind::ARange
-            } else {
-                Kind::Range
-            },
-            writer: Mutex::new(WriterState {
-                height: 0,
-                multi: HashMap::new(),
-                stats: Stats::default(),
-                cyclic_wrapped: false,
-                append: true,
-                saved: walk::SavedPath::default(),
-                seals: seal::Seals::new(),
-                released: Vec::new(),
-            }),
-            collector,
-            default_collector,
+            root: node::Root::new(internal, collector, default_collector),
+            internal,
+            writer: Mutex::new(WriterState::new()),
             len: StdAtomicUsize::new(0),
             pending: Arc::new(pending::Pending::default()),
-            free_all: dup::free_subtree_now::<E>,
+            free_all: node::Root::free_all::<E>,
             _entries: PhantomData,
         }
     }
@@ -295,32 +226,26 @@ impl<E: Entry> MapleTree<E> {
 
     /// The collector this tree's guards must come from.
     pub fn collector(&self) -> &Collector {
-        &self.collector
+        self.root.collector()
     }
 
     /// Pins a guard of this tree's collector: the explicit-guard read API takes it, and
     /// everything read through it stays valid until it is dropped.
     pub fn pin(&self) -> Guard {
-        if self.default_collector {
-            crossbeam_epoch::pin()
-        } else {
-            self.collector.register().pin()
-        }
+        self.root.pin()
     }
 
-    /// Every explicit-guard read checks, in every profile, that the guard is pinned on this
-    /// tree's collector (as crossbeam-skiplist's `check_guard` does): a guard of another
-    /// collector, or crossbeam's unprotected guard, would not hold back this tree's frees.
+    /// The reader view of the root under `guard`. Every explicit-guard read checks this way,
+    /// in every profile, that the guard is pinned on this tree's collector (as
+    /// crossbeam-skiplist's `check_guard` does): a guard of another collector, or crossbeam's
+    /// unprotected guard, would not hold back this tree's frees.
     ///
     /// # Panics
     ///
     /// On a guard that is not from [`MapleTree::pin`] (or this tree's collector).
     #[inline]
-    pub(crate) fn check_guard(&self, guard: &Guard) {
-        assert!(
-            guard.collector() == Some(&self.collector),
-            "maple tree: the guard is not pinned on this tree's collector"
-        );
+    pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g> {
+        self.root.reader(guard)
     }
 
     /// Number of levels (0 for an empty tree, 1 for a single leaf). Takes the writer lock.
@@ -351,13 +276,37 @@ impl<E: Entry> MapleTree<E> {
     /// [`WriteGuard::dump`]); the tree's own writing methods and its `height`, `stats`,
     /// `validate` and `dump` take the lock again and would wait for ever.
     pub fn lock(&self) -> WriteGuard<'_, E> {
-        WriteGuard::new_rcu(self)
+        let lock = self.writer.lock();
+        let root = self.root.locked(&lock);
+        WriteGuard::from_parts(
+            root,
+            StateRef::Locked(lock),
+            Some(self.pin()),
+            &self.len,
+            &self.pending,
+        )
     }
 
     /// Exclusive-mode writes: no reader can exist, so nodes are rewritten in place and anything
     /// removed is freed at once (the kernel's non-RCU mode).
     pub fn exclusive(&mut self) -> WriteGuard<'_, E> {
-        WriteGuard::new_exclusive(self)
+        let MapleTree {
+            root,
+            writer,
+            len,
+            pending,
+            ..
+        } = self;
+        let st = writer.get_mut();
+        // `&mut` tree: no reader exists, none can hold a value an earlier store replaced.
+        st.seals.clear();
+        WriteGuard::from_parts(
+            root.exclusive(),
+            StateRef::Exclusive(st),
+            None,
+            len,
+            pending,
+        )
     }
 
     // ----- explicit-guard reads ----------------------------------------------------------------
@@ -369,11 +318,9 @@ impl<E: Entry> MapleTree<E> {
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     #[inline]
     pub fn load<'g>(&'g self, index: u64, guard: &'g Guard) -> Option<E::Borrowed<'g>> {
-        self.check_guard(guard);
-        let w = walk::load_word(self, index);
-        // SAFETY: `w` was read under `guard`, which keeps the entry alive for 'g (entries are
-        // released through the same collector).
-        unsafe { borrow_word::<E>(w) }
+        // Read under `guard`, which keeps the entry alive for 'g (entries are released through
+        // the same collector).
+        walk::load_word(self.reader(guard), index).entry::<E>()
     }
 
     /// The range containing `index` and its entry, if any (`mas_walk`, restricted to entries).
@@ -386,10 +333,8 @@ impl<E: Entry> MapleTree<E> {
         index: u64,
         guard: &'g Guard,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        self.check_guard(guard);
-        let (lo, hi, w) = walk::walk_range(self, index)?;
-        // SAFETY: as in `load`.
-        unsafe { borrow_word::<E>(w) }.map(|b| (lo, hi, b))
+        let (lo, hi, w) = walk::walk_range(self.reader(guard), index)?;
+        w.entry::<E>().map(|b| (lo, hi, b))
     }
 
     /// `mt_find`: the first entry whose range contains `*index` or starts in `(*index, max]`;
@@ -405,18 +350,17 @@ impl<E: Entry> MapleTree<E> {
         max: u64,
         guard: &'g Guard,
     ) -> Option<E::Borrowed<'g>> {
-        self.check_guard(guard);
+        let root = self.reader(guard);
         if *index > max {
             return None;
         }
-        let mut w = walk::Walker::new(self);
+        let mut w = walk::Walker::new(root);
         w.walk(*index)?;
         loop {
             if w.lo > max {
                 return None;
             }
-            // SAFETY: as in `load`.
-            if let Some(b) = unsafe { borrow_word::<E>(w.word) } {
+            if let Some(b) = w.word.entry::<E>() {
                 *index = w.hi.wrapping_add(1);
                 return Some(b);
             }
@@ -454,16 +398,14 @@ impl<E: Entry> MapleTree<E> {
         max: u64,
         guard: &'g Guard,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        self.check_guard(guard);
-        let mut w = walk::Walker::new(self);
+        let mut w = walk::Walker::new(self.reader(guard));
         w.walk(index)?;
         loop {
             w.next_slot()?;
             if w.lo > max {
                 return None;
             }
-            // SAFETY: as in `load`.
-            if let Some(b) = unsafe { borrow_word::<E>(w.word) } {
+            if let Some(b) = w.word.entry::<E>() {
                 return Some((w.lo, w.hi, b));
             }
         }
@@ -481,16 +423,14 @@ impl<E: Entry> MapleTree<E> {
         min: u64,
         guard: &'g Guard,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        self.check_guard(guard);
-        let mut w = walk::Walker::new(self);
+        let mut w = walk::Walker::new(self.reader(guard));
         w.walk(index)?;
         loop {
             w.prev_slot()?;
             if w.hi < min {
                 return None;
             }
-            // SAFETY: as in `load`.
-            if let Some(b) = unsafe { borrow_word::<E>(w.word) } {
+            if let Some(b) = w.word.entry::<E>() {
                 return Some((w.lo, w.hi, b));
             }
         }
@@ -503,8 +443,7 @@ impl<E: Entry> MapleTree<E> {
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn iter<'g>(&'g self, guard: &'g Guard) -> Iter<'g, E> {
-        self.check_guard(guard);
-        Iter::new(self, 0, u64::MAX)
+        Iter::new(self.reader(guard), 0, u64::MAX)
     }
 
     /// Iterates over the entries whose ranges intersect `r`, any range of `u64` (`a..=b`, `a..b`,
@@ -537,11 +476,11 @@ impl<E: Entry> MapleTree<E> {
     /// # }
     /// ```
     pub fn range<'g>(&'g self, r: impl RangeBounds<u64>, guard: &'g Guard) -> Iter<'g, E> {
-        self.check_guard(guard);
+        let reader = self.reader(guard);
         match api::inclusive(r) {
-            Ok((first, last)) => Iter::new(self, first, last),
+            Ok((first, last)) => Iter::new(reader, first, last),
             // `first > last`: an iterator that has ended.
-            Err(_) => Iter::new(self, 1, 0),
+            Err(_) => Iter::new(reader, 1, 0),
         }
     }
 
@@ -551,8 +490,7 @@ impl<E: Entry> MapleTree<E> {
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
     pub fn cursor<'g>(&'g self, index: u64, guard: &'g Guard) -> Cursor<'g, E> {
-        self.check_guard(guard);
-        Cursor::new(self, index)
+        Cursor::new(self.reader(guard), index)
     }
 
     // ----- pin-for-you façade ---------------------------------------------------------------------
@@ -563,13 +501,8 @@ impl<E: Entry> MapleTree<E> {
     where
         E: Clone,
     {
-        let _guard = self.pin();
-        let w = walk::load_word(self, index);
-        if w == 0 || w == ZERO_WORD {
-            return None;
-        }
-        // SAFETY: `w` is live under `guard`.
-        Some(unsafe { crate::entry::clone_word::<E>(w) })
+        let guard = self.pin();
+        walk::load_word(self.reader(&guard), index).cloned::<E>()
     }
 
     /// Calls `f` with the entry at `index` (pins internally).
@@ -580,9 +513,8 @@ impl<E: Entry> MapleTree<E> {
 
     /// Whether `index` holds an entry (the zero entry counts as absent, as for `load`).
     pub fn contains(&self, index: u64) -> bool {
-        let _guard = self.pin();
-        let w = walk::load_word(self, index);
-        w != 0 && w != ZERO_WORD
+        let guard = self.pin();
+        walk::load_word(self.reader(&guard), index).is_entry()
     }
 
     /// Number of entries (ranges holding an entry; zero entries not counted). `O(n)`.
@@ -682,7 +614,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// `size` indices lies inside the window.
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
-        gap::empty_area(self, min, max, size, false, &guard)
+        gap::empty_area_at(self.reader(&guard), min, max, size, false)
     }
 
     /// `mas_empty_area_rev`: the highest start of a free range of `size` indices inside
@@ -693,7 +625,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// As [`empty_area`](Self::empty_area).
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
-        gap::empty_area(self, min, max, size, true, &guard)
+        gap::empty_area_at(self.reader(&guard), min, max, size, true)
     }
 
     /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` inside
@@ -749,7 +681,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
         self.lock().alloc_cyclic(entry, lo, hi, next)
     }
 
-    /// Checks every structural invariant (K§5 plus height, parent links, gaps, "no non-rightmost
+    /// Checks every structural invariant (those of the kernel's `mt_validate`, plus height, parent links, gaps, "no non-rightmost
     /// leaf ends empty" and entry ownership). Takes the writer lock.
     ///
     /// # Errors
@@ -778,41 +710,41 @@ impl<E: Entry + Clone + Send + Sync> MapleTree<E> {
     }
 }
 
-impl<E> Drop for MapleTree<E> {
-    fn drop(&mut self) {
-        let root = atomic_take(self.root.word_mut());
-        let st = self.writer.get_mut();
-        let internal = self.internal;
-        // SAFETY: `&mut self`: no reader or writer can reach the tree any more; `free_all` is
-        // `free_subtree_now::<E>` for this tree's `E` (set by `with_options`, the only
-        // constructor).
-        unsafe { (self.free_all)(root, internal, &mut st.multi) };
+impl<E: Entry + Clone> WriteGuard<'_, E> {
+    /// A structural copy of the tree (`__mt_dup`): every node copied with the same pivots, gaps
+    /// and shape, every entry cloned, so replacing each entry afterwards over the same range is an
+    /// exact fit. The copy uses the same options and collector.
+    pub fn dup(&self) -> MapleTree<E> {
+        let mut opts = Options::new().alloc(self.internal == Kind::ARange);
+        if !self.root.is_default_collector() {
+            opts = opts.collector(self.collector().clone());
+        }
+        let mut new = MapleTree::with_options(opts);
+        let Some(src) = self.root.node() else {
+            return new;
+        };
+        let mut count = 0u64;
+        {
+            // The copy is built and published under `&mut new`: nobody can see it yet.
+            let dst = new.root.exclusive();
+            let copy = dup::copy_node::<E>(dst, src, u64::MAX, &mut count);
+            dst.publish(copy);
+        }
+        *new.len.get_mut() = self.len();
+        let st = new.writer.get_mut();
+        st.height = self.st.height;
+        st.append = self.st.append;
+        st.stats.nodes_allocated = count;
+        new
     }
 }
 
-/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
-#[cfg(not(loom))]
-pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
-    core::mem::take(a.get_mut())
-}
-/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
-#[cfg(loom)]
-pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
-    a.with_mut(core::mem::take)
-}
-
-/// Borrows the entry behind a slot word (`None` for nothing and the zero entry).
-///
-/// # Safety
-///
-/// `w` must have been read from the tree under a guard (or the writer lock) that lives for `'g`.
-#[inline]
-pub(crate) unsafe fn borrow_word<'g, E: Entry + 'g>(w: usize) -> Option<E::Borrowed<'g>> {
-    if w == 0 || w == ZERO_WORD {
-        None
-    } else {
-        // SAFETY: a non-reserved word read under a guard of 'g is a live `E` for 'g (caller).
-        Some(unsafe { E::borrow::<'g>(w) })
+impl<E> Drop for MapleTree<E> {
+    fn drop(&mut self) {
+        let st = self.writer.get_mut();
+        // `free_all` is `Root::free_all::<E>` for this tree's `E` (set by `with_options`, the
+        // only constructor); `&mut self`: no reader or writer can reach the tree any more.
+        (self.free_all)(&mut self.root, &mut st.multi);
     }
 }
 

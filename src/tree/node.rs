@@ -1,7 +1,33 @@
 //! Raw nodes: layout, allocation, and the publication primitives. All of the tree's `unsafe`
-//! pointer work lives here; everything above this module goes through [`NodeRef`].
+//! lives here; everything above this module goes through the typed handles:
 //!
-//! # Layout (as the kernel's, K§1.2)
+//! - [`RootRef`]: the root as a reader sees it, made from a guard checked against the tree's
+//!   collector ([`Root::reader`]), or from the writer ([`WriterRoot::view`]); loads only.
+//! - [`WriterRoot`]: the root as the one writer sees it (from the writer lock or `&mut`):
+//!   writer-private loads, publication of a new root, allocation, retirement, entry drops.
+//! - [`NodeRef`]: a node reachable for `'g`; [`Fresh`]: a node nobody can reach yet, published
+//!   only by being consumed ([`WriterRoot::publish`], [`NodeRef::publish_child`],
+//!   [`NodeRef::append_child`], or a slot of a fresh parent).
+//! - [`Slot`]: what the writer stores: internal slots take only node handles, leaves only entry
+//!   words; [`Loaded`]: a leaf word a node load returned, whose entry can be borrowed for `'g`.
+//! - [`SavedNodes`]: the writer's saved path, trusted only while no node has been retired.
+//!
+//! ## What is left (not enforced by the types yet)
+//!
+//! - **Writer handles** carry the tree borrow's lifetime `'t` ([`WriterRoot`]), not the write
+//!   guard's: the writer must not keep a handle past the retirement of its node, and must
+//!   retire only nodes it has unlinked, once ([`WriterRoot::retire`] takes a [`NodeRef`], not
+//!   an `Unlinked` handle). Reader and writer handles are one type: a [`NodeRef`] reached by a
+//!   reader could call the writer's stores (crate-internal code does not).
+//! - **Entry words** are not typed by the tree's entry type `E`: [`Loaded::entry`],
+//!   [`WriterRoot::defer_drop_entry`], [`WriterRoot::drop_entry_now`] and
+//!   [`WriterRoot::take_entries`] rely on the invariant that the leaves of a `MapleTree<E>`
+//!   hold only words of `E::into_word` (only `WriteGuard<E>` stores leaf words) and on the
+//!   writer's bookkeeping releasing each word once.
+//! - **The write mode** (RCU or exclusive) is a runtime flag of [`WriterRoot`] and of the write
+//!   guard, not a type parameter.
+//!
+//! # Layout (as the kernel's `struct maple_node`, include/linux/maple_tree.h)
 //!
 //! Every node is 256 bytes: a parent word and 31 data words. The kernel aligns nodes to 256 bytes
 //! only to keep tags in the low pointer bits; here a node needs just the allocator's natural
@@ -20,11 +46,12 @@
 //! parent's pivots; `[0, u64::MAX]` for the root). **The node end is never stored**: it is the
 //! first `i` whose pivot is `>= max`, or the pivot count if there is none. Writers keep
 //! `pivot[end] == max` whenever `end` is below the pivot count. This is what makes the in-place
-//! appends safe for readers (SPEC §1.3): the kernel's race came from a separately stored end.
+//! appends safe for readers: the kernel's race came from the end stored separately in the node's
+//! metadata (`ma_meta_end`).
 //!
 //! Words beyond the end are unspecified: zero in fresh nodes, stale after an append split has
 //! truncated the node (see `append`), and copied as they are into `dup`'s node copies
-//! ([`NodeRef::alloc_copy_leaf`]). Nobody reads them.
+//! ([`WriterRoot::alloc_cloned_leaf`]). Nobody reads them.
 //!
 //! The kind of a node is not stored in it either: a child word carries a leaf tag in bit 0, and
 //! internal nodes are `Range` or `ARange` according to the tree. The parent word holds the parent's
@@ -52,8 +79,15 @@
 //! | P12 | gap | any | Relaxed | Relaxed | gaps are search hints; leaves are re-checked |
 //! | P13 | parent word (re-parent) | any | Relaxed | Relaxed | read by the writer and `validate` only |
 //! | P14 | parent word (dead bit) | node retired | Release | Acquire | a reader that sees it restarts from the root |
+//! | P15 | tree root word | — | — | Relaxed (the **writer's own** loads, [`WriterRoot::node`]) | nothing: the writer is the only one that stores it, so it reads its own last store |
+//! | P16 | tree root word of a tree nobody can see yet (`dup`'s copy, built under `&mut`) | copy published | Release (as P1) | — | nothing needed: the tree reaches other threads only by being moved or shared afterwards, which synchronises by itself; the store is P1's code path |
+//! | P17 | parent word (re-parent, P13) next to the dead bit (P14) | re-parent | Relaxed | Acquire (`is_dead`) | a node is re-parented only while live, never after its `fetch_or` (P14); the `fetch_or` is a read-modify-write, so it reads the last re-parenting and keeps those bits; a reader's Acquire load that returns a Relaxed re-parenting reads "not dead", which is true |
+//! | P18 | seal lift generation (`seal`) | deferred closure, a grace period after the sealing stores | Release | Acquire (the writer, before trusting a lifted seal) | the closure runs after every guard pinned at the sealing stores is gone (crossbeam's epoch fences order it after them) |
 //!
-//! `dup`'s node copies ([`NodeRef::alloc_copy_leaf`], [`NodeRef::alloc_copy_internal`]) are
+//! Every Release, Acquire and read-modify-write site of `src/tree` names its row in an
+//! `// ORDERING: Pn` comment.
+//!
+//! `dup`'s node copies ([`WriterRoot::alloc_cloned_leaf`], [`WriterRoot::alloc_copied_internal`]) are
 //! fresh nodes written before anyone else can reach them — one `memcpy` of the source node and
 //! plain writes through `&mut`, which is rows P2/P4/P7/P12 without even the atomics — and are
 //! published, like every fresh node, by the Release store of P1 (or P3) that exposes them.
@@ -99,11 +133,14 @@
 //! loom, poisoned) only after every guard that could reach them is gone.
 
 use core::marker::PhantomData;
+use core::mem::MaybeUninit;
 use core::ptr::NonNull;
+use std::collections::HashMap;
 
-use crossbeam_epoch::Guard;
+use crossbeam_epoch::{Collector, Guard};
 
-use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::entry::{Entry, ZERO_WORD};
+use crate::sync::{AtomicU64, AtomicUsize, MutexGuard, Ordering};
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("maple-tree stores pointers in u64 words and needs a 64-bit target");
@@ -130,36 +167,111 @@ const OFFSET_SHIFT: u32 = 59;
 const OFFSET_MASK: usize = 0x1f << OFFSET_SHIFT;
 const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 
-/// The tree's root word (row P1) and the count of reader restarts (a reader that meets a dead
-/// node, or a state only a race can produce, walks again from here).
+/// The tree's root word (row P1), the collector whose guards protect its nodes, and the count
+/// of reader restarts (a reader that meets a dead node, or a state only a race can produce,
+/// walks again from here). The root word is loaded and stored in this file only: readers go
+/// through a [`RootRef`] made from a guard of this collector ([`Root::reader`]), the writer
+/// through a [`WriterRoot`] made from the writer lock or `&mut` ([`Root::locked`],
+/// [`Root::exclusive`]).
 pub(crate) struct Root {
     word: AtomicUsize,
     restarts: AtomicU64,
+    /// Nodes retired so far (the writer's own counter: Relaxed): a [`SavedNodes`] is trusted
+    /// only while it has not changed.
+    retired: AtomicU64,
+    internal: Kind,
+    collector: Collector,
+    default_collector: bool,
 }
 
 impl Root {
-    pub(crate) fn new() -> Self {
+    /// An empty root of a tree whose internal nodes are `internal`, protected by `collector`
+    /// (`default_collector`: crossbeam's default one, pinned through its thread-local handle).
+    pub(crate) fn new(internal: Kind, collector: Collector, default_collector: bool) -> Self {
         Root {
             word: AtomicUsize::new(0),
             restarts: AtomicU64::new(0),
+            retired: AtomicU64::new(0),
+            internal,
+            collector,
+            default_collector,
         }
     }
 
-    /// Loads the root word (readers: Acquire, P1; the writer's own loads: Relaxed).
-    #[inline]
-    pub(crate) fn load(&self, order: Ordering) -> usize {
-        self.word.load(order)
+    /// The collector this tree's guards must come from.
+    pub(crate) fn collector(&self) -> &Collector {
+        &self.collector
     }
 
-    /// Stores the root word (Release to publish a new root, P1).
-    #[inline]
-    pub(crate) fn store(&self, w: usize, order: Ordering) {
-        self.word.store(w, order);
+    /// Pins a guard of this tree's collector.
+    pub(crate) fn pin(&self) -> Guard {
+        if self.default_collector {
+            crossbeam_epoch::pin()
+        } else {
+            self.collector.register().pin()
+        }
     }
 
-    /// The root word under `&mut` (no reader exists).
-    pub(crate) fn word_mut(&mut self) -> &mut AtomicUsize {
-        &mut self.word
+    /// Checks, in every profile, that `guard` is pinned on this tree's collector (as
+    /// crossbeam-skiplist's `check_guard` does): a guard of another collector, or crossbeam's
+    /// unprotected guard, would not hold back this tree's frees.
+    ///
+    /// # Panics
+    ///
+    /// On a guard of another collector (or the unprotected one).
+    #[inline]
+    pub(crate) fn check_guard(&self, guard: &Guard) {
+        assert!(
+            guard.collector() == Some(&self.collector),
+            "maple tree: the guard is not pinned on this tree's collector"
+        );
+    }
+
+    /// A reader's view of the root, for as long as `guard` (checked to be of this tree's
+    /// collector) is pinned: every node reached from it stays allocated for `'g`, since nodes
+    /// are freed only after every guard pinned before their retirement is gone.
+    ///
+    /// # Panics
+    ///
+    /// As [`check_guard`](Self::check_guard).
+    #[inline]
+    pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g> {
+        self.check_guard(guard);
+        RootRef {
+            root: self,
+            internal: self.internal,
+        }
+    }
+
+    /// The writer's view of the root in RCU mode, for the holder of the tree's writer lock
+    /// (`_lock`). See [`WriterRoot`] for what the writer must still guarantee.
+    pub(crate) fn locked<'t, S>(&'t self, _lock: &MutexGuard<'t, S>) -> WriterRoot<'t> {
+        WriterRoot {
+            root: self,
+            exclusive: false,
+        }
+    }
+
+    /// The writer's view of the root in exclusive mode: `&mut` means no reader exists, so
+    /// replaced nodes may be freed at once.
+    pub(crate) fn exclusive(&mut self) -> WriterRoot<'_> {
+        WriterRoot {
+            root: self,
+            exclusive: true,
+        }
+    }
+
+    /// Frees the whole tree, dropping every entry exactly once (words held by several slots
+    /// are counted in `multi`); the root becomes empty. `&mut`: nothing else can reach a node.
+    pub(crate) fn free_all<E: Entry>(&mut self, multi: &mut HashMap<usize, usize>) {
+        let w = atomic_take(&mut self.word);
+        if w == 0 {
+            return;
+        }
+        // SAFETY: a non-zero root word is a node word of this tree, and under `&mut self` no
+        // reader or writer can reach the tree: every node stays allocated until freed here.
+        let n = unsafe { NodeRef::from_word(w, self.internal) };
+        free_node::<E>(n, 0, u64::MAX, self.internal, multi);
     }
 
     /// Counts one reader restart (a statistic: Relaxed).
@@ -171,6 +283,597 @@ impl Root {
     /// Reader restarts so far.
     pub(crate) fn restarts(&self) -> u64 {
         self.restarts.load(Ordering::Relaxed)
+    }
+}
+
+/// Frees the subtree of `n` (covering `[min, max]`) of a tree nobody else can reach (see
+/// [`Root::free_all`]).
+fn free_node<E: Entry>(
+    n: NodeRef<'_>,
+    min: u64,
+    max: u64,
+    internal: Kind,
+    multi: &mut HashMap<usize, usize>,
+) {
+    if !n.is_leaf() {
+        for i in 0..=n.end(max) {
+            let c = n.child(i, internal);
+            free_node::<E>(c, n.slot_min(i, min), n.slot_max(i, max), internal, multi);
+        }
+    } else if core::mem::needs_drop::<E>() {
+        // (Nothing to drop in the slots of e.g. `Value`: no need to find the node's end.)
+        for i in 0..=n.end(max) {
+            let w = n.slot(i);
+            if w == 0 || w == ZERO_WORD {
+                continue;
+            }
+            if let Some(c) = multi.get_mut(&w) {
+                *c -= 1;
+                if *c == 0 {
+                    multi.remove(&w);
+                }
+                continue;
+            }
+            // SAFETY: a leaf word of a tree of `E` that is neither empty nor the zero entry is a
+            // word of `E::into_word` the tree owns (only `WriteGuard<E>` stores leaf words); the
+            // tree is unreachable (`&mut`) and each word referenced by one slot is dropped once.
+            drop(unsafe { E::from_word(w) });
+        }
+    }
+    // SAFETY: nothing can reach `n` any more (`&mut Root`, children freed first) and it is freed
+    // once: the tree is a tree.
+    unsafe { n.free_now() };
+}
+
+/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
+#[cfg(not(loom))]
+pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
+    core::mem::take(a.get_mut())
+}
+/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
+#[cfg(loom)]
+pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
+    a.with_mut(core::mem::take)
+}
+
+/// The root as a reader sees it: a root borrowed for `'g` while a guard of the tree's
+/// collector is pinned for `'g` (made by [`Root::reader`]) or while the writer holds the tree
+/// (made by [`WriterRoot::view`]). Loads only.
+#[derive(Clone, Copy)]
+pub(crate) struct RootRef<'g> {
+    root: &'g Root,
+    /// `root.internal`, kept by value (read once, not after every Acquire load).
+    internal: Kind,
+}
+
+impl<'g> RootRef<'g> {
+    /// The root node, if any (Acquire: pairs with the Release store that published it).
+    #[inline]
+    pub(crate) fn node(self) -> Option<NodeRef<'g>> {
+        // ORDERING: P1 (the reader's load of the root word).
+        let w = self.root.word.load(Ordering::Acquire);
+        if w == 0 {
+            None
+        } else {
+            // SAFETY: a non-zero root word is a node word of this tree; a `RootRef<'g>` exists
+            // only while a guard of the tree's collector (or the writer) protects its nodes for
+            // 'g (see `Root::reader`, `WriterRoot::view`).
+            Some(unsafe { NodeRef::from_word(w, self.internal) })
+        }
+    }
+
+    /// Internal node kind of the tree.
+    #[inline]
+    pub(crate) fn internal(self) -> Kind {
+        self.internal
+    }
+
+    /// Counts one reader restart.
+    #[cold]
+    pub(crate) fn restarted(self) {
+        self.root.restarted();
+    }
+}
+
+/// The root as the tree's one writer sees it (from the writer lock, [`Root::locked`], or from
+/// `&mut`, [`Root::exclusive`]): writer-private loads, the publication of new roots, node
+/// allocation and retirement.
+///
+/// What the types do not enforce yet (see the module docs, "What is left"): handles made from
+/// a `WriterRoot<'t>` carry the tree borrow's lifetime `'t`, so the writer must not keep one
+/// past the retirement of its node ([`retire`](Self::retire)), and must retire only nodes it
+/// has unlinked, once.
+#[derive(Clone, Copy)]
+pub(crate) struct WriterRoot<'t> {
+    root: &'t Root,
+    exclusive: bool,
+}
+
+impl<'t> WriterRoot<'t> {
+    /// The reader view, for walkers of the writer.
+    #[inline]
+    pub(crate) fn view(self) -> RootRef<'t> {
+        RootRef {
+            root: self.root,
+            internal: self.root.internal,
+        }
+    }
+
+    /// The collector of the tree.
+    #[inline]
+    pub(crate) fn collector(self) -> &'t Collector {
+        &self.root.collector
+    }
+
+    /// Whether the tree's collector is crossbeam's default one.
+    #[inline]
+    pub(crate) fn is_default_collector(self) -> bool {
+        self.root.default_collector
+    }
+
+    /// Internal node kind of the tree.
+    #[inline]
+    pub(crate) fn internal(self) -> Kind {
+        self.root.internal
+    }
+
+    /// The root node, if any, loaded by the writer (Relaxed: the writer wrote it itself).
+    #[inline]
+    pub(crate) fn node(self) -> Option<NodeRef<'t>> {
+        // ORDERING: P15 (writer-private root load).
+        let w = self.root.word.load(Ordering::Relaxed);
+        if w == 0 {
+            None
+        } else {
+            // SAFETY: a non-zero root word is a node word of this tree, which the writer keeps
+            // allocated until it retires it (see the type's docs).
+            Some(unsafe { NodeRef::from_word(w, self.root.internal) })
+        }
+    }
+
+    /// Publishes `n` (fully written) as the new root: its parent word is cleared, then one
+    /// Release store of the root word exposes it and everything written into it.
+    #[inline]
+    pub(crate) fn publish(self, n: Fresh<'t>) {
+        self.store_root(n.0);
+    }
+
+    /// Makes the live node `n` (a child of the root being collapsed away) the root, by the same
+    /// store as [`publish`](Self::publish).
+    #[inline]
+    pub(crate) fn promote(self, n: NodeRef<'t>) {
+        self.store_root(n);
+    }
+
+    #[inline]
+    fn store_root(self, n: NodeRef<'t>) {
+        n.set_parent(None, 0);
+        // ORDERING: P1 (and P16 for a tree nobody can see yet, e.g. a `dup` copy).
+        self.root.word.store(node_word(n), Ordering::Release);
+    }
+
+    /// Empties the tree (the root word becomes 0, Release: P1).
+    #[inline]
+    pub(crate) fn publish_empty(self) {
+        // ORDERING: P1 (a reader that loads 0 sees an empty tree; nothing to pair with).
+        self.root.word.store(0, Ordering::Release);
+    }
+
+    /// Allocates a fresh, zeroed, unpublished node, owned by the writer until published.
+    #[inline]
+    pub(crate) fn alloc(self, kind: Kind) -> Fresh<'t> {
+        Fresh(NodeRef::leak(kind, Box::new(Node::new())))
+    }
+
+    /// A fresh, unpublished copy of the leaf `src` (implied max `max`) with every entry within
+    /// its end cloned (`dup`'s node copy, see [`NodeRef::copy_leaf_with`]). `src` is a leaf of
+    /// a tree of `E` whose writer the caller is.
+    #[inline]
+    pub(crate) fn alloc_cloned_leaf<E: Entry + Clone>(
+        self,
+        src: NodeRef<'_>,
+        max: u64,
+    ) -> Fresh<'t> {
+        Fresh(src.copy_leaf_with(max, |w| {
+            if w == 0 || w == ZERO_WORD {
+                w
+            } else {
+                // SAFETY: `w` is a live entry word of a tree of `E` (a leaf slot within the end:
+                // only `WriteGuard<E>` stores leaf words), kept alive by that tree's writer lock
+                // for the duration of the copy; `clone_word` leaves the source's value alone.
+                unsafe { crate::entry::clone_word::<E>(w) }.into_word()
+            }
+        }))
+    }
+
+    /// A fresh, unpublished copy of the internal node `src` (implied max `max`) whose child `i`
+    /// (with max `hi`) is replaced by `child(i, hi)`, re-parented to the copy (see
+    /// [`NodeRef::copy_internal_with`]).
+    #[inline]
+    pub(crate) fn alloc_copied_internal(
+        self,
+        src: NodeRef<'_>,
+        max: u64,
+        mut child: impl FnMut(usize, u64) -> Fresh<'t>,
+    ) -> Fresh<'t> {
+        let (n, end) = src.copy_internal_with(max, |i, hi| node_word(child(i, hi).0));
+        for i in 0..=end {
+            n.child(i, self.root.internal).set_parent(Some(n), i);
+        }
+        Fresh(n)
+    }
+
+    /// Retires a node the writer has unlinked (see the type's docs): marks it dead (readers that
+    /// meet it restart) and frees it at once in exclusive mode (`guard` unused), after a grace
+    /// period of `guard` (a pinned guard of this tree's collector, checked) otherwise; `freed` runs after the free.
+    ///
+    /// # Panics
+    ///
+    /// In RCU mode, if `guard` is not pinned on this tree's collector.
+    pub(crate) fn retire(
+        self,
+        n: NodeRef<'t>,
+        guard: Option<&Guard>,
+        freed: impl FnOnce() + 'static,
+    ) {
+        n.mark_dead();
+        // ORDERING: P15-like writer-private counter (only the writer reads or writes it).
+        let r = self.root.retired.load(Ordering::Relaxed);
+        self.root
+            .retired
+            .store(r.wrapping_add(1), Ordering::Relaxed);
+        if self.exclusive {
+            // SAFETY: exclusive mode (`&mut` tree): no reader exists; the node is unlinked and
+            // retired once (the writer's contract, see the type's docs).
+            unsafe { n.free_now() };
+            freed();
+            return;
+        }
+        let guard = guard.expect("RCU mode retires on a pinned guard");
+        self.root.check_guard(guard);
+        // SAFETY: the node is unlinked (the writer's contract), so only guards pinned before
+        // this call can still reach it, and `guard` belongs to the tree's collector (checked).
+        unsafe { n.retire_on(guard, freed) };
+    }
+
+    /// Drops, after a grace period of `guard` (a pinned guard of this tree's collector,
+    /// checked), the entry behind `w`, a word the tree owned and that no slot references any
+    /// more (the writer's contract, see the type's docs); `dropped` runs first. A panic in the
+    /// entry's `Drop` is contained there (the drop runs on whichever thread collects).
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector, or in exclusive mode (use
+    /// [`drop_entry_now`](Self::drop_entry_now)).
+    pub(crate) fn defer_drop_entry<E: Entry>(
+        self,
+        w: usize,
+        guard: &Guard,
+        dropped: impl FnOnce() + 'static,
+    ) {
+        assert!(!self.exclusive);
+        self.root.check_guard(guard);
+        debug_assert!(w != 0 && w != ZERO_WORD);
+        let run = move || {
+            dropped();
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // SAFETY: `w` is an entry word of this tree of `E` that no slot references any
+                // more (the writer's contract), taken back once, after every guard that could
+                // still read it is gone.
+                drop(unsafe { E::from_word(w) });
+            }));
+        };
+        // SAFETY: the closure only drops an entry no reader can reach once it runs (above);
+        // crossbeam runs it after every guard pinned now is gone.
+        unsafe { guard.defer_unchecked(run) };
+    }
+
+    /// Exclusive mode: drops the entry behind `w` now (a word the tree owned that no slot
+    /// references any more, the writer's contract).
+    ///
+    /// # Panics
+    ///
+    /// In RCU mode (readers may still read the entry).
+    pub(crate) fn drop_entry_now<E: Entry>(self, w: usize) {
+        assert!(self.exclusive);
+        debug_assert!(w != 0 && w != ZERO_WORD);
+        // SAFETY: no reader exists (`&mut` tree); `w` is an entry word of this tree of `E` no slot
+        // references any more, taken back once (the writer's contract).
+        drop(unsafe { E::from_word(w) });
+    }
+
+    /// Exclusive mode: hands back `count` values of the entry word `w`, which no slot
+    /// references any more (the writer's contract; `count` values of it were stored by
+    /// `into_word` and none taken back); for types without drop glue, one more copy.
+    ///
+    /// # Panics
+    ///
+    /// In RCU mode.
+    pub(crate) fn take_entries<E: Entry>(self, w: usize, count: usize) -> Option<E> {
+        assert!(self.exclusive);
+        let mut first = None;
+        for _ in 0..count.max(usize::from(!core::mem::needs_drop::<E>())) {
+            // SAFETY: as above; for types without drop glue `from_word` may be called again for
+            // a word another slot still holds (the `Entry` contract).
+            let e = unsafe { E::from_word(w) };
+            if first.is_none() {
+                first = Some(e);
+            } else {
+                drop(e);
+            }
+        }
+        first
+    }
+}
+
+/// A fresh node: allocated by [`WriterRoot::alloc`] (or copied by `dup`), reachable by no
+/// reader. The writer fills it with Relaxed stores (rows P2/P4/P7, through [`Fresh::node`]); it
+/// becomes reachable only by being consumed by one of the publishing operations —
+/// [`WriterRoot::publish`] (the root, P1), [`NodeRef::publish_child`] (a slot of a live node,
+/// P3), [`NodeRef::append_child`] (beyond a live node's end, then its lowered pivot, P6/P9) —
+/// or by being stored into another fresh node ([`Fresh::into_child`]), which is published
+/// later. Not `Copy`: it is published once.
+#[must_use = "a fresh node is leaked unless it is published"]
+pub(crate) struct Fresh<'t>(NodeRef<'t>);
+
+impl<'t> Fresh<'t> {
+    /// The node, for filling it (and reading it back) before it is published.
+    #[inline]
+    pub(crate) fn node(&self) -> NodeRef<'t> {
+        self.0
+    }
+
+    /// Hands the node over to a fresh parent being built (its slot is written with the other
+    /// items of that parent and published with it).
+    #[inline]
+    pub(crate) fn into_child(self) -> NodeRef<'t> {
+        self.0
+    }
+}
+
+/// Nodes of a path the writer keeps between writes (see `walk::SavedPath`), root first, with
+/// what makes them safe to use again: the tree they belong to and its count of retired nodes at
+/// the time they were saved. Made only by [`WriterRoot::save_nodes`], read only by
+/// [`WriterRoot::saved_nodes`], which hands them back only if no node has been retired since
+/// (so none of them can have been freed).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SavedNodes<const N: usize> {
+    root: usize,
+    retired: u64,
+    len: usize,
+    words: [usize; N],
+}
+
+impl<const N: usize> Default for SavedNodes<N> {
+    fn default() -> Self {
+        SavedNodes {
+            root: 0,
+            retired: 0,
+            len: 0,
+            words: [0; N],
+        }
+    }
+}
+
+impl<const N: usize> SavedNodes<N> {
+    /// Forgets the nodes.
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Number of nodes saved.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl<'t> WriterRoot<'t> {
+    /// Saves `nodes` (live nodes of this tree, root first) into `to`; nothing (an empty save)
+    /// if there are more than `N` or one of them has been retired already.
+    #[inline]
+    pub(crate) fn save_nodes<const N: usize>(
+        self,
+        nodes: impl ExactSizeIterator<Item = NodeRef<'t>>,
+        to: &mut SavedNodes<N>,
+    ) {
+        to.len = 0;
+        if nodes.len() > N {
+            return;
+        }
+        let mut len = 0;
+        for n in nodes {
+            if n.is_dead() {
+                return;
+            }
+            to.words[len] = node_word(n);
+            len += 1;
+        }
+        to.root = core::ptr::from_ref(self.root).addr();
+        // ORDERING: writer-private counter (see `Root::retired`).
+        to.retired = self.root.retired.load(Ordering::Relaxed);
+        to.len = len;
+    }
+
+    /// The nodes of `s`, if it was saved from this tree and no node has been retired since:
+    /// then every one of them is still allocated (nodes are freed only after their retirement).
+    /// Whether they are still linked where they were is the caller's business.
+    #[inline]
+    pub(crate) fn saved_nodes<'s, const N: usize>(
+        self,
+        s: &'s SavedNodes<N>,
+    ) -> Option<impl Iterator<Item = NodeRef<'t>> + 's>
+    where
+        't: 's,
+    {
+        // ORDERING: writer-private counter (see `Root::retired`).
+        if s.len == 0
+            || s.root != core::ptr::from_ref(self.root).addr()
+            || s.retired != self.root.retired.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        let internal = self.root.internal;
+        Some(s.words[..s.len].iter().map(move |&w| {
+            // SAFETY: `w` was encoded by `save_nodes` from a live, not retired node of this tree
+            // (the same root), and no node of the tree has been retired since: it is still
+            // allocated, and stays so until the writer retires it.
+            unsafe { NodeRef::from_word(w, internal) }
+        }))
+    }
+}
+
+/// A leaf slot word loaded under the protection of `'g` (a guard of the tree's collector, or
+/// the writer): 0 (nothing), the zero entry, or an entry word of the tree. Only the node
+/// layer's leaf loads make one, so borrowing its entry for `'g` needs no `unsafe` above.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Loaded<'g> {
+    w: usize,
+    _g: PhantomData<&'g Node>,
+}
+
+impl<'g> Loaded<'g> {
+    /// Nothing (an empty slot).
+    pub(crate) const NONE: Self = Loaded {
+        w: 0,
+        _g: PhantomData,
+    };
+
+    #[inline]
+    fn new(w: usize) -> Self {
+        Loaded { w, _g: PhantomData }
+    }
+
+    /// The raw word (for comparisons and the writer's bookkeeping).
+    #[inline]
+    pub(crate) fn raw(self) -> usize {
+        self.w
+    }
+
+    /// Whether the slot holds an entry (not nothing, not the zero entry).
+    #[inline]
+    pub(crate) fn is_entry(self) -> bool {
+        self.w != 0 && self.w != ZERO_WORD
+    }
+
+    /// Borrows the entry for `'g` (`None` for nothing and the zero entry). `E` must be the
+    /// tree's entry type (see the module docs, "What is left").
+    #[inline]
+    pub(crate) fn entry<E: Entry + 'g>(self) -> Option<E::Borrowed<'g>> {
+        if self.is_entry() {
+            // SAFETY: a leaf word that is an entry is a word of `E::into_word` of the tree
+            // (only `WriteGuard<E>` stores leaf words), loaded under a protection of 'g, which
+            // keeps the entry alive for 'g (entries are released through the same collector).
+            Some(unsafe { E::borrow::<'g>(self.w) })
+        } else {
+            None
+        }
+    }
+
+    /// A clone of the entry (`None` for nothing and the zero entry).
+    #[inline]
+    pub(crate) fn cloned<E: Entry + Clone + 'g>(self) -> Option<E> {
+        if self.is_entry() {
+            // SAFETY: as in `entry`: a live entry word of the tree for 'g.
+            Some(unsafe { crate::entry::clone_word::<E>(self.w) })
+        } else {
+            None
+        }
+    }
+}
+
+/// A fixed-capacity stack of `N` `Copy` values of which a prefix (`init`) is initialised:
+/// creating one costs nothing (the walkers' root-to-leaf levels, written root first).
+pub(crate) struct Levels<T: Copy, const N: usize> {
+    items: [MaybeUninit<T>; N],
+    init: usize,
+}
+
+impl<T: Copy, const N: usize> Levels<T, N> {
+    /// Nothing initialised.
+    #[inline]
+    pub(crate) const fn new() -> Self {
+        Levels {
+            items: [const { MaybeUninit::uninit() }; N],
+            init: 0,
+        }
+    }
+
+    /// Writes level `d`, which must be initialised already or the next one (`d <= init`).
+    #[inline]
+    pub(crate) fn set(&mut self, d: usize, v: T) {
+        if d >= self.init {
+            assert!(d == self.init, "levels are written root first");
+            self.init = d + 1;
+        }
+        self.items[d] = MaybeUninit::new(v);
+    }
+
+    /// Level `d` (`d < init`).
+    #[inline]
+    pub(crate) fn get(&self, d: usize) -> &T {
+        assert!(d < self.init);
+        // SAFETY: levels below `init` have been written by `set`.
+        unsafe { self.items[d].assume_init_ref() }
+    }
+
+    /// Level `d` (`d < init`), mutably.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, d: usize) -> &mut T {
+        assert!(d < self.init);
+        // SAFETY: as in `get`.
+        unsafe { self.items[d].assume_init_mut() }
+    }
+
+    /// The first `len <= init` levels.
+    #[inline]
+    pub(crate) fn prefix(&self, len: usize) -> &[T] {
+        assert!(len <= self.init);
+        // SAFETY: the first `len <= init` levels are initialised, and `MaybeUninit<T>` has the
+        // layout of `T`.
+        unsafe { core::slice::from_raw_parts(self.items.as_ptr().cast::<T>(), len) }
+    }
+}
+
+/// What a slot of a node holds, as the writer builds nodes: an entry word (leaves: 0 is
+/// nothing) or a child node (internal nodes). Internal slots are written only from handles
+/// (`Slot::Child`), which is what makes decoding them sound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot<'g> {
+    /// An entry word of a leaf (0: nothing).
+    Entry(usize),
+    /// A child of an internal node.
+    Child(NodeRef<'g>),
+}
+
+impl<'g> Slot<'g> {
+    /// The entry word (0 for a child, which is never NULL).
+    #[inline]
+    pub(crate) fn entry(self) -> usize {
+        match self {
+            Slot::Entry(w) => w,
+            Slot::Child(_) => usize::MAX,
+        }
+    }
+
+    /// Whether this is an empty leaf slot.
+    #[inline]
+    pub(crate) fn is_null(self) -> bool {
+        self == Slot::Entry(0)
+    }
+
+    /// The child.
+    ///
+    /// # Panics
+    ///
+    /// On an entry (a leaf slot where a child was expected: a bug of the writer).
+    #[inline]
+    pub(crate) fn child(self) -> NodeRef<'g> {
+        match self {
+            Slot::Child(n) => n,
+            Slot::Entry(_) => panic!("maple tree: an entry where a child was expected"),
+        }
     }
 }
 
@@ -377,7 +1080,7 @@ impl<'g> NodeRef<'g> {
     /// the guard of lifetime `'g` was pinned (or the writer lock held), so that the node stays
     /// allocated for `'g`; `internal` must be the internal kind of that tree.
     #[inline]
-    pub(crate) unsafe fn from_word(word: usize, internal: Kind) -> Self {
+    unsafe fn from_word(word: usize, internal: Kind) -> Self {
         let kind = if word & LEAF_TAG != 0 {
             Kind::Leaf
         } else {
@@ -386,16 +1089,6 @@ impl<'g> NodeRef<'g> {
         let ptr = core::ptr::with_exposed_provenance_mut::<Node>(word & !LEAF_TAG);
         // SAFETY: node words are never zero (checked by the caller's contract: non-zero word).
         let ptr = unsafe { NonNull::new_unchecked(ptr) };
-        NodeRef {
-            ptr,
-            kind,
-            _guard: PhantomData,
-        }
-    }
-
-    /// Allocates a fresh, zeroed, unpublished node. It is owned by the writer until published.
-    pub(crate) fn alloc(kind: Kind) -> Self {
-        let ptr = NonNull::from(Box::leak(Box::new(Node::new())));
         NodeRef {
             ptr,
             kind,
@@ -414,40 +1107,36 @@ impl<'g> NodeRef<'g> {
     /// `src` must not change during the copy: the caller holds the writer lock of its tree (or
     /// owns it).
     #[inline]
-    pub(crate) fn alloc_copy_leaf(
-        src: NodeRef<'_>,
-        max: u64,
-        mut entry: impl FnMut(usize) -> usize,
-    ) -> Self {
-        debug_assert!(src.is_leaf());
-        let mut b = src.copy_box();
+    fn copy_leaf_with<'n>(self, max: u64, mut entry: impl FnMut(usize) -> usize) -> NodeRef<'n> {
+        debug_assert!(self.is_leaf());
+        let mut b = self.copy_box();
         let end = b.end_mut(RANGE_PIVOTS, max);
         b.update_words(RANGE_PIVOTS..=RANGE_PIVOTS + end, |_, w| {
             entry(w as usize) as u64
         });
-        Self::leak(Kind::Leaf, b)
+        NodeRef::leak(Kind::Leaf, b)
     }
 
-    /// As [`alloc_copy_leaf`](Self::alloc_copy_leaf), for an internal node (rows P2/P7/P12):
-    /// each child word within the end is replaced by `child(i, word, hi)`, `hi` being the
+    /// As [`copy_leaf_with`](Self::copy_leaf_with), for an internal node (rows P2/P7/P12):
+    /// each child word within the end is replaced by the word `child(i, hi)` returns, `hi` being the
     /// child's max (its pivot, or `max` for the last). Gaps are copied. Returns the copy and the
     /// node's end.
     #[inline]
-    pub(crate) fn alloc_copy_internal(
-        src: NodeRef<'_>,
+    fn copy_internal_with<'n>(
+        self,
         max: u64,
-        mut child: impl FnMut(usize, usize, u64) -> usize,
-    ) -> (Self, usize) {
-        debug_assert!(!src.is_leaf());
-        let kind = src.kind;
+        mut child: impl FnMut(usize, u64) -> usize,
+    ) -> (NodeRef<'n>, usize) {
+        debug_assert!(!self.is_leaf());
+        let kind = self.kind;
         let base = kind.slot_base();
-        let mut b = src.copy_box();
+        let mut b = self.copy_box();
         let end = b.end_mut(kind.pivots(), max);
         for i in 0..=end {
             let hi = if i < end { b.update(i, |p| p) } else { max };
-            b.update(base + i, |w| child(i, w as usize, hi) as u64);
+            b.update(base + i, |_| child(i, hi) as u64);
         }
-        (Self::leak(kind, b), end)
+        (NodeRef::leak(kind, b), end)
     }
 
     /// A fresh, unpublished, boxed copy of this node's data words, parent word zero.
@@ -483,7 +1172,7 @@ impl<'g> NodeRef<'g> {
 
     /// Publishes nothing: turns an unpublished box into a handle owned by the writer.
     #[inline]
-    fn leak(kind: Kind, b: Box<Node>) -> Self {
+    fn leak<'n>(kind: Kind, b: Box<Node>) -> NodeRef<'n> {
         NodeRef {
             ptr: NonNull::from(Box::leak(b)),
             kind,
@@ -497,7 +1186,7 @@ impl<'g> NodeRef<'g> {
     ///
     /// No reader or other handle may reach the node any more: either it was never published, or
     /// the tree is exclusively borrowed (`&mut`) / being dropped.
-    pub(crate) unsafe fn free_now(self) {
+    unsafe fn free_now(self) {
         // SAFETY: the node came from `Box::leak` in `alloc`, and the caller guarantees it is
         // unreachable, so reconstituting and dropping the box is the unique free.
         drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
@@ -510,7 +1199,7 @@ impl<'g> NodeRef<'g> {
     ///
     /// The node must already be unreachable for guards pinned from now on (unlinked from the live
     /// tree), and must not be retired twice. `guard` must belong to the tree's collector.
-    pub(crate) unsafe fn retire(self, guard: &Guard, freed: impl FnOnce() + 'static) {
+    unsafe fn retire_on(self, guard: &Guard, freed: impl FnOnce() + 'static) {
         #[cfg(loom)]
         if crate::loom_knobs::free_at_once() {
             // Deliberately wrong (a loom mutant): poison now. The memory is leaked rather than
@@ -537,7 +1226,7 @@ impl<'g> NodeRef<'g> {
 
     #[inline]
     fn node(&self) -> &'g Node {
-        // SAFETY: a NodeRef is only created by `alloc` (owned by the writer) or `from_word` under a
+        // SAFETY: a NodeRef is only created by `leak` (a fresh node, owned by the writer) or `from_word` under a
         // guard/lock of lifetime 'g, so the node is allocated for 'g; all fields are atomics, so a
         // shared reference is sound while others read and the one writer writes.
         let n = unsafe { self.ptr.as_ref() };
@@ -573,6 +1262,8 @@ impl<'g> NodeRef<'g> {
         let ord = crate::loom_knobs::reader_pivot_ordering();
         #[cfg(not(loom))]
         let ord = Ordering::Acquire;
+        // ORDERING: P9 (a pivot is loaded before the slots and pivots it exposes; P7/P8 are
+        // Relaxed stores published by the pointer or the pivot that exposes them).
         self.node().words[i].load(ord)
     }
 
@@ -581,6 +1272,7 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn init_pivot(&self, i: usize, v: u64) {
         debug_assert!(i < self.kind.pivots());
+        // ORDERING: P7/P8 (published later by a Release store, P1/P3/P9).
         self.node().words[i].store(v, Ordering::Relaxed);
     }
 
@@ -592,6 +1284,7 @@ impl<'g> NodeRef<'g> {
         let ord = crate::loom_knobs::publish_ordering();
         #[cfg(not(loom))]
         let ord = Ordering::Release;
+        // ORDERING: P9 (the single publishing store of an in-place append).
         self.node().words[i].store(v, ord);
     }
 
@@ -604,6 +1297,7 @@ impl<'g> NodeRef<'g> {
         let ord = crate::loom_knobs::reader_pivot_ordering();
         #[cfg(not(loom))]
         let ord = Ordering::Acquire;
+        // ORDERING: P9 (as `pivot`).
         self.node().words[i].load(ord)
     }
 
@@ -611,13 +1305,33 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn range_slot(&self, i: usize) -> usize {
         debug_assert!(self.kind != Kind::ARange && i < RANGE_SLOTS);
+        // ORDERING: P3/P5/P6 (as `slot`).
         self.node().words[RANGE_PIVOTS + i].load(Ordering::Acquire) as usize
     }
 
-    /// The pivots of this node, for scans without per-element bounds checks (Acquire loads).
+    /// Finds the slot of this node (covering `[min, max]`) that contains `index`: `(offset, lo,
+    /// hi)`. One scan of the pivots without per-element bounds checks, each loaded once with the
+    /// reader's ordering (Acquire; the loom knob's under loom), as [`pivot`](Self::pivot).
     #[inline]
-    pub(crate) fn pivot_words(&self) -> &'g [AtomicU64] {
-        &self.node().words[..self.kind.pivots()]
+    pub(crate) fn find_slot(&self, index: u64, min: u64, max: u64) -> (usize, u64, u64) {
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::reader_pivot_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Acquire;
+        let pivots = &self.node().words[..self.kind.pivots()];
+        let mut lo = min;
+        for (i, p) in pivots.iter().enumerate() {
+            // ORDERING: P9 (a pivot, loaded before the slot it exposes).
+            let piv = p.load(ord);
+            if piv >= max {
+                return (i, lo, max);
+            }
+            if piv >= index {
+                return (i, lo, piv);
+            }
+            lo = piv + 1;
+        }
+        (pivots.len(), lo, max)
     }
 
     // ----- slots ------------------------------------------------------------------------------
@@ -626,25 +1340,142 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn slot(&self, i: usize) -> usize {
         debug_assert!(i < self.kind.slots());
+        // ORDERING: P3/P5 (pairs with the in-place Release store of a child or an entry; P6 is
+        // exposed by the pivot loaded before, P9).
         self.node().words[self.kind.slot_base() + i].load(Ordering::Acquire) as usize
+    }
+
+    /// Reader load of leaf slot `i` (Acquire, as [`slot`](Self::slot)), typed so that its entry
+    /// can be borrowed for `'g`.
+    #[inline]
+    pub(crate) fn leaf_word(&self, i: usize) -> Loaded<'g> {
+        debug_assert!(self.is_leaf());
+        Loaded::new(self.slot(i))
+    }
+
+    /// [`leaf_word`](Self::leaf_word) without the kind dispatch (as [`range_slot`](Self::range_slot)).
+    #[inline]
+    pub(crate) fn range_word(&self, i: usize) -> Loaded<'g> {
+        debug_assert!(self.is_leaf());
+        Loaded::new(self.range_slot(i))
     }
 
     /// Writer store of a slot on a fresh node or beyond the published end (Relaxed).
     #[inline]
-    pub(crate) fn init_slot(&self, i: usize, w: usize) {
+    fn init_word(&self, i: usize, w: usize) {
         debug_assert!(i < self.kind.slots());
+        // ORDERING: P2/P4/P6 (published later by the Release store that exposes it).
         self.node().words[self.kind.slot_base() + i].store(w as u64, Ordering::Relaxed);
     }
 
     /// Writer store of a slot that readers can already reach (Release).
     #[inline]
-    pub(crate) fn publish_slot(&self, i: usize, w: usize) {
+    fn publish_word(&self, i: usize, w: usize) {
         debug_assert!(i < self.kind.slots());
         #[cfg(loom)]
         let ord = crate::loom_knobs::slot_publish_ordering();
         #[cfg(not(loom))]
         let ord = Ordering::Release;
+        // ORDERING: P3/P5 (pairs with the readers' Acquire slot load).
         self.node().words[self.kind.slot_base() + i].store(w as u64, ord);
+    }
+
+    /// Writer store of the entry word `w` (0: nothing) into leaf slot `i` of a fresh node or
+    /// beyond the published end (Relaxed, rows P4/P6).
+    ///
+    /// # Panics
+    ///
+    /// If this is not a leaf (internal slots hold only children).
+    #[inline]
+    pub(crate) fn init_entry(&self, i: usize, w: usize) {
+        assert!(
+            self.is_leaf(),
+            "maple tree: an entry stored into an internal node"
+        );
+        self.init_word(i, w);
+    }
+
+    /// Writer store of the entry word `w` into a leaf slot readers can already reach (Release,
+    /// row P5: the exact fit).
+    ///
+    /// # Panics
+    ///
+    /// If this is not a leaf.
+    #[inline]
+    pub(crate) fn publish_entry(&self, i: usize, w: usize) {
+        assert!(
+            self.is_leaf(),
+            "maple tree: an entry stored into an internal node"
+        );
+        self.publish_word(i, w);
+    }
+
+    /// Writer store of child `c` into slot `i` of a fresh internal node or beyond its published
+    /// end (Relaxed, rows P2/P6), recording this node as `c`'s parent (P13).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf.
+    #[inline]
+    pub(crate) fn init_child(&self, i: usize, c: NodeRef<'_>) {
+        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
+        c.set_parent(Some(*self), i);
+        self.init_word(i, node_word(c));
+    }
+
+    /// Replaces child `i` of an internal node readers can already reach by `c` (fresh, fully
+    /// written): `c`'s parent word first (P13), then one Release store of the slot (P3).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf.
+    #[inline]
+    pub(crate) fn publish_child(&self, i: usize, c: Fresh<'_>) {
+        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
+        let c = c.0;
+        c.set_parent(Some(*self), i);
+        self.publish_word(i, node_word(c));
+    }
+
+    /// The in-place `+1` append of a child to an internal node readers can reach, whose last
+    /// child is `end` and whose max is `max`: the fresh child `c` (covering up to `max`, largest
+    /// gap `c_gap`) goes into slot `end + 1` with its pivot and gap, the gap of child `end` becomes
+    /// `end_gap`, all Relaxed (rows P6/P8/P12); then pivot `end` is lowered to `end_max`, the one
+    /// Release store that publishes it all (P9).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf or has no free slot.
+    pub(crate) fn append_child(
+        &self,
+        end: usize,
+        max: u64,
+        end_max: u64,
+        end_gap: u64,
+        c: Fresh<'_>,
+        c_gap: u64,
+    ) {
+        let kind = self.kind;
+        assert!(
+            end + 1 < kind.slots(),
+            "maple tree: no room to append a child"
+        );
+        self.init_child(end + 1, c.0);
+        if end + 1 < kind.pivots() {
+            self.init_pivot(end + 1, max);
+        }
+        if kind == Kind::ARange {
+            self.set_gap(end + 1, c_gap);
+            self.set_gap(end, end_gap);
+        }
+        self.publish_pivot(end, end_max);
+    }
+
+    /// Writer store of an empty slot beyond the end of a fresh node (Relaxed): zero words,
+    /// which no reader follows.
+    #[inline]
+    pub(crate) fn clear_slot(&self, i: usize) {
+        self.init_word(i, 0);
     }
 
     // ----- gaps (allocation-tree internal nodes) -----------------------------------------------
@@ -653,6 +1484,7 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn gap(&self, i: usize) -> u64 {
         debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
+        // ORDERING: P12.
         self.node().words[ARANGE_GAPS + i].load(Ordering::Relaxed)
     }
 
@@ -660,6 +1492,7 @@ impl<'g> NodeRef<'g> {
     #[inline]
     pub(crate) fn set_gap(&self, i: usize, v: u64) {
         debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
+        // ORDERING: P12.
         self.node().words[ARANGE_GAPS + i].store(v, Ordering::Relaxed);
     }
 
@@ -676,25 +1509,30 @@ impl<'g> NodeRef<'g> {
             }
             None => 0,
         };
+        // ORDERING: P13/P17 (the writer's own bookkeeping; readers load the word only for the
+        // dead bit, P14, which this store never clears: a node is re-parented only while live).
         self.node().parent.store(w, Ordering::Relaxed);
     }
 
     /// The recorded parent address (0 for the root) and offset.
     #[inline]
     pub(crate) fn parent_info(&self) -> (usize, usize) {
+        // ORDERING: P13 (the writer's and `validate`'s own bookkeeping).
         let w = self.node().parent.load(Ordering::Relaxed);
         (w & ADDR_MASK, (w & OFFSET_MASK) >> OFFSET_SHIFT)
     }
 
     /// Marks a replaced node dead (Release), so readers that meet it restart.
     #[inline]
-    pub(crate) fn mark_dead(&self) {
+    fn mark_dead(&self) {
+        // ORDERING: P14 (and P17: the read-modify-write keeps the last re-parenting's bits).
         self.node().parent.fetch_or(DEAD, Ordering::Release);
     }
 
     /// Whether the node was replaced (Acquire).
     #[inline]
     pub(crate) fn is_dead(&self) -> bool {
+        // ORDERING: P14 (P17: a Relaxed re-parenting read here reads "not dead").
         self.node().parent.load(Ordering::Acquire) & DEAD != 0
     }
 
@@ -730,6 +1568,40 @@ impl<'g> NodeRef<'g> {
         } else {
             max
         }
+    }
+
+    /// Lower bound of slot `i` in a node whose min is `min`: `min` for slot 0, else the previous
+    /// pivot plus one.
+    #[inline]
+    pub(crate) fn slot_min(&self, i: usize, min: u64) -> u64 {
+        if i == 0 {
+            min
+        } else {
+            self.pivot(i - 1).wrapping_add(1)
+        }
+    }
+
+    /// The slots of this node (covering `[min, max]`) as `(lo, hi, slot)`, within its end:
+    /// entry words of a leaf, children of an internal node (`internal`: the tree's kind).
+    pub(crate) fn slots(
+        self,
+        min: u64,
+        max: u64,
+        internal: Kind,
+    ) -> impl Iterator<Item = (u64, u64, Slot<'g>)> {
+        let end = self.end(max);
+        let mut lo = min;
+        (0..=end).map(move |i| {
+            let hi = self.slot_max(i, max);
+            let s = if self.is_leaf() {
+                Slot::Entry(self.slot(i))
+            } else {
+                Slot::Child(self.child(i, internal))
+            };
+            let r = (lo, hi, s);
+            lo = hi.wrapping_add(1);
+            r
+        })
     }
 
     /// Child `i` of an internal node, `None` if the slot is empty — a state no reader can meet

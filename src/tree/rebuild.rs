@@ -1,4 +1,6 @@
-//! Split, rebalance, node store and spanning store as one level-by-level algorithm (no unsafe).
+//! The rebuild: split, rebalance, node store and spanning store as one level-by-level
+//! algorithm (the kernel's `mas_wr_bnode`). The split of a level is in `split`, the pull-in of
+//! a right neighbour (rebalance) in `rebalance`.
 //!
 //! The kernel's `mas_wr_bnode`/`mas_split`/`mas_spanning_rebalance` work on a "big node" per
 //! level and ascend the left and right paths together. This is the same idea, stated once:
@@ -24,71 +26,33 @@ use smallvec::SmallVec;
 
 use crate::entry::Entry;
 
-use super::node::{node_word, Kind, NodeRef};
-use super::walk::{Level, Walker};
-use super::write::{Item, Items, WriteGuard};
+use super::big_node::{Item, Items};
+use super::node::{Kind, NodeRef};
+use super::path::{Levels, Path, Retired};
+use super::walk::Level;
+use super::write::WriteGuard;
 
-/// A root-to-node path (index = depth).
-#[derive(Clone)]
-pub(crate) struct Path<'g> {
-    pub(crate) levels: Levels<'g>,
-}
-
-/// Root-to-node levels of a path (inline up to eight levels).
-pub(crate) type Levels<'g> = SmallVec<[Level<'g>; 8]>;
-
-/// Nodes a write unlinked, retired at its end.
-pub(crate) type Retired<'g> = SmallVec<[NodeRef<'g>; 8]>;
-
-/// Item ranges `(start, end)` of the nodes a level is partitioned into.
-type Parts = SmallVec<[(usize, usize); 8]>;
-
-impl<'g> Path<'g> {
-    pub(crate) fn from_walker(w: &Walker<'g>) -> Self {
-        Path {
-            levels: Levels::from_slice(w.path()),
-        }
-    }
-
-    /// The path to the next node at the level of this path's last node, if any.
-    fn right_neighbour(&self, internal: Kind) -> Option<Path<'g>> {
-        let k = self.levels.len() - 1;
-        if self.levels[k].max == u64::MAX {
-            return None;
-        }
-        // Climb to the deepest ancestor with a child after ours.
-        let mut a = k;
-        loop {
-            if a == 0 {
-                return None;
-            }
-            a -= 1;
-            if self.levels[a + 1].max < self.levels[a].max {
-                break;
-            }
-        }
-        let mut levels = Levels::from_slice(&self.levels[..=a]);
-        let parent = levels[a];
-        let off = parent.offset + 1;
-        levels[a].offset = off;
-        let mut min = self.levels[a + 1].max + 1;
-        let mut max = parent.node.slot_max(off, parent.max);
-        let mut n = parent.node.child(off, internal);
-        while levels.len() <= k {
-            levels.push(Level {
-                node: n,
-                min,
-                max,
-                offset: 0,
-            });
-            if levels.len() <= k {
-                max = n.slot_max(0, max);
-                n = n.child(0, internal);
-                let _ = &mut min;
-            }
-        }
-        Some(Path { levels })
-    }
+/// A rebuild in progress: the paths whose nodes it consumes, the items of the level it is at
+/// (the big node), and what it has done so far.
+pub(crate) struct Rebuild<'t> {
+    pub(crate) paths: SmallVec<[Path<'t>; 4]>,
+    pub(crate) retired: Retired<'t>,
+    /// The level being built (0 = root) and the kind of its nodes.
+    pub(crate) level: usize,
+    pub(crate) kind: Kind,
+    pub(crate) leaf_level: usize,
+    /// The level's items and where the written entry (or the new nodes below) went in them.
+    pub(crate) items: Items<'t>,
+    pub(crate) entry_pos: usize,
+    /// The range the consumed nodes of the level cover.
+    pub(crate) run_min: u64,
+    pub(crate) run_max: u64,
+    /// The written range (for the removal of subtrees inside it).
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+    pub(crate) spanning: bool,
+    pub(crate) pulled: bool,
+    pub(crate) split: bool,
 }
 
 /// What `rebuild` reports: the final range of the written entry (NULL writes widen).
@@ -97,296 +61,219 @@ pub(crate) struct Rebuilt {
     pub(crate) last: u64,
 }
 
-/// Slots of `n` (covering `[min, max]`) as `(lo, hi, word)`.
-pub(crate) fn node_slots(
-    n: NodeRef<'_>,
-    min: u64,
-    max: u64,
-) -> impl Iterator<Item = (u64, u64, usize)> + '_ {
-    let end = n.end(max);
-    let mut lo = min;
-    (0..=end).map(move |i| {
-        let hi = n.slot_max(i, max);
-        let r = (lo, hi, n.slot(i));
-        lo = hi.wrapping_add(1);
-        r
-    })
-}
-
 impl<'t, E: Entry> WriteGuard<'t, E> {
     /// The generic write: see the module docs. `lpath`/`rpath` lead to the leaves holding `first`
     /// and `last`.
-    pub(crate) fn rebuild<'g>(
+    pub(crate) fn rebuild(
         &mut self,
-        lpath: Path<'g>,
-        rpath: Path<'g>,
+        lpath: Path<'t>,
+        rpath: Path<'t>,
         first: u64,
         last: u64,
         entry: usize,
     ) -> Rebuilt {
-        let internal = self.internal;
         let height = lpath.levels.len();
         let leaf_level = height - 1;
-        let spanning = lpath.levels[leaf_level].node != rpath.levels[leaf_level].node;
-        let mut paths: SmallVec<[Path<'g>; 4]> = smallvec::smallvec![lpath, rpath];
-        let mut retired: Retired<'g> = Retired::new();
-        let mut pulled = false;
-        let mut split = false;
-        let mut result = Rebuilt { first, last };
-
-        // ---- leaf level --------------------------------------------------------------------
-        let mut items = Items::new();
-        let mut entry_pos = 0usize;
-        {
-            let consumed = consumed_at(&paths, leaf_level);
-            let mut placed = false;
-            for lvl in &consumed {
-                for (lo, hi, w) in node_slots(lvl.node, lvl.min, lvl.max) {
-                    if hi < first || lo > last {
-                        items.push(Item {
-                            hi,
-                            word: w,
-                            gap: 0,
-                        });
-                        continue;
-                    }
-                    let left = lo < first;
-                    let right = hi > last;
-                    if left {
-                        items.push(Item::slot(first - 1, w));
-                    }
-                    if !placed {
-                        entry_pos = items.len();
-                        items.push(Item::slot(last, entry));
-                        placed = true;
-                    }
-                    if right {
-                        items.push(Item {
-                            hi,
-                            word: w,
-                            gap: 0,
-                        });
-                    }
-                    match (left, right) {
-                        (true, true) => self.share_entry(w),
-                        (false, false) => self.release_entry(w),
-                        _ => {}
-                    }
-                }
-            }
-            debug_assert!(placed);
-        }
-        let mut run_min = paths_min(&paths, leaf_level);
-        let mut run_max = paths_max(&paths, leaf_level);
-        loop {
-            coalesce_nulls(&mut items, &mut entry_pos);
-            let needs_null_fix = items.last().word == 0 && run_max != u64::MAX;
-            let underfull =
-                items.len() < Kind::Leaf.min_end() + 1 && run_max != u64::MAX && height > 1;
-            if !(needs_null_fix || underfull) {
-                break;
-            }
-            let hi_path = rightmost_path(&paths, leaf_level);
-            let nb = hi_path
-                .right_neighbour(internal)
-                .expect("run_max < MAX implies a right neighbour");
-            let lvl = *nb.levels.last().unwrap();
-            for (_, hi, w) in node_slots(lvl.node, lvl.min, lvl.max) {
-                items.push(Item {
-                    hi,
-                    word: w,
-                    gap: 0,
-                });
-            }
-            run_max = lvl.max;
-            paths.push(nb);
-            pulled = true;
-        }
-        // The written range, widened by any NULL merge.
-        result.first = if entry_pos == 0 {
-            run_min
-        } else {
-            items.get(entry_pos - 1).hi + 1
+        let mut rb = Rebuild {
+            spanning: lpath.levels[leaf_level].node != rpath.levels[leaf_level].node,
+            paths: smallvec::smallvec![lpath, rpath],
+            retired: Retired::new(),
+            level: leaf_level,
+            kind: Kind::Leaf,
+            leaf_level,
+            items: Items::new(),
+            entry_pos: 0,
+            run_min: 0,
+            run_max: 0,
+            first,
+            last,
+            pulled: false,
+            split: false,
         };
-        result.last = items.get(entry_pos).hi;
-
-        // ---- climb ---------------------------------------------------------------------------
-        let mut level = leaf_level;
-        let mut kind = Kind::Leaf;
-        loop {
-            let consumed = consumed_at(&paths, level);
-            let single = consumed.len() == 1;
-            let is_root = level == 0;
-            // An internal root with a single child collapses.
-            if is_root && kind != Kind::Leaf && items.len() == 1 {
-                retired.extend(consumed.iter().map(|l| l.node));
-                // SAFETY-free: item words of internal levels are node words.
-                let mut top = self.node_from_item(items.get(0).word);
-                let mut top_max = u64::MAX;
-                let mut shrink = level + 1;
-                while !top.is_leaf() && top.end(top_max) == 0 {
-                    retired.push(top);
-                    top = top.child(0, internal);
-                    top_max = u64::MAX;
-                    shrink += 1;
-                }
-                top.set_parent(None, 0);
-                self.publish_root(node_word(top));
-                self.st.height -= shrink;
-                self.st.stats.shrink += 1;
-                break;
-            }
-            if single && items.len() <= kind.slots() {
-                let x = consumed[0];
-                let new = if self.exclusive {
-                    self.write_items(x.node, items.as_slice(), x.max);
-                    x.node
-                } else {
-                    let n = self.alloc_node(kind);
-                    self.write_items(n, items.as_slice(), x.max);
-                    retired.push(x.node);
-                    n
-                };
-                let ancestors: Levels<'g> = if is_root {
-                    Levels::new()
-                } else {
-                    path_to(&paths, level - 1)
-                };
-                let g = self.node_max_gap(new, x.min, x.max);
-                if self.exclusive {
-                    if let Some(parent) = ancestors.last() {
-                        new.set_parent(Some(parent.node), parent.offset);
-                    } else {
-                        new.set_parent(None, 0);
-                    }
-                    self.propagate_gap(&ancestors, g);
-                } else {
-                    // One Release store of the parent's slot (or a copy of a sealed parent).
-                    self.replace_child(&ancestors, new, g);
-                }
-                if level == leaf_level && !spanning && !pulled && !split {
-                    self.st.stats.node_store += 1;
-                }
-                break;
-            }
-            // Several nodes at this level.
-            let parts = partition(
-                &items,
-                kind,
-                run_max == u64::MAX,
-                entry_pos,
-                level == leaf_level,
-            );
-            if parts.len() > 1 {
-                split = true;
-            }
-            let mut new_items = Items::new();
-            let mut lo = run_min;
-            for &(a, b) in &parts {
-                let hi = items.get(b - 1).hi;
-                let n = self.alloc_node(kind);
-                self.write_items(n, &items.as_slice()[a..b], hi);
-                let g = self.node_max_gap(n, lo, hi);
-                new_items.push(Item {
-                    hi,
-                    word: node_word(n),
-                    gap: g,
-                });
-                lo = hi.wrapping_add(1);
-            }
-            retired.extend(consumed.iter().map(|l| l.node));
-            if is_root {
-                // Grow: a new root above the parts.
-                let root_kind = internal;
-                let r = self.alloc_node(root_kind);
-                self.write_items(r, new_items.as_slice(), u64::MAX);
-                r.set_parent(None, 0);
-                self.publish_root(node_word(r));
-                self.st.height += 1;
-                self.st.stats.grow += 1;
-                break;
-            }
-            // Items of the parent level.
-            let parent_level = level - 1;
-            let pconsumed = consumed_at(&paths, parent_level);
-            let mut pitems = Items::new();
-            let mut placed = false;
-            for pl in &pconsumed {
-                for (i, (clo, chi, w)) in node_slots(pl.node, pl.min, pl.max).enumerate() {
-                    if chi < run_min {
-                        pitems.push(Item {
-                            hi: chi,
-                            word: w,
-                            gap: self.child_gap(pl.node, i),
-                        });
-                    } else if clo > run_max {
-                        if !placed {
-                            entry_pos = pitems.len();
-                            pitems.extend(new_items.as_slice());
-                            placed = true;
-                        }
-                        pitems.push(Item {
-                            hi: chi,
-                            word: w,
-                            gap: self.child_gap(pl.node, i),
-                        });
-                    } else {
-                        if !placed {
-                            entry_pos = pitems.len();
-                            pitems.extend(new_items.as_slice());
-                            placed = true;
-                        }
-                        let child = self.node_from_item(w);
-                        if !consumed.iter().any(|c| c.node == child) {
-                            debug_assert!(
-                                clo >= first && chi <= last,
-                                "removing a subtree outside the write"
-                            );
-                            self.remove_subtree(child, clo, chi, &mut retired);
-                        }
-                    }
-                }
-            }
-            debug_assert!(placed);
-            items = pitems;
-            level = parent_level;
-            kind = internal;
-            run_min = paths_min(&paths, level);
-            run_max = paths_max(&paths, level);
-            // Fix an underfull internal level by pulling its right neighbour.
-            while items.len() < kind.min_end() + 1 && run_max != u64::MAX && level > 0 {
-                let hi_path = rightmost_path(&paths, level);
-                let nb = hi_path.right_neighbour(internal).expect("right neighbour");
-                let lvl = *nb.levels.last().unwrap();
-                for (i, (_, hi, w)) in node_slots(lvl.node, lvl.min, lvl.max).enumerate() {
-                    items.push(Item {
-                        hi,
-                        word: w,
-                        gap: self.child_gap(lvl.node, i),
-                    });
-                }
-                run_max = lvl.max;
-                paths.push(nb);
-                pulled = true;
-            }
-        }
-
-        if spanning {
-            self.st.stats.spanning_store += 1;
-        }
-        if split {
-            self.st.stats.split += 1;
-        }
-        if pulled && !spanning {
-            self.st.stats.rebalance += 1;
-        }
-        for n in retired {
+        self.leaf_items(&mut rb, entry);
+        rb.run_min = paths_min(&rb.paths, leaf_level);
+        rb.run_max = paths_max(&rb.paths, leaf_level);
+        self.fix_leaf_level(&mut rb, height);
+        // The written range, widened by any NULL merge.
+        let result = Rebuilt {
+            first: if rb.entry_pos == 0 {
+                rb.run_min
+            } else {
+                rb.items.get(rb.entry_pos - 1).hi + 1
+            },
+            last: rb.items.get(rb.entry_pos).hi,
+        };
+        while !self.climb(&mut rb) {}
+        let st = &mut self.st.stats;
+        st.spanning_store += u64::from(rb.spanning);
+        st.split += u64::from(rb.split);
+        st.rebalance += u64::from(rb.pulled && !rb.spanning);
+        for n in rb.retired {
             self.retire_node(n);
         }
         result
     }
 
-    fn child_gap(&self, n: NodeRef<'_>, i: usize) -> u64 {
+    /// The items of the leaf level: the slots of the consumed leaves with `[first, last]` cut
+    /// out and `entry` in its place; the entries cut out are released, a range split around the
+    /// entry shares its word.
+    fn leaf_items(&mut self, rb: &mut Rebuild<'t>, entry: usize) {
+        let (first, last) = (rb.first, rb.last);
+        let consumed = consumed_at(&rb.paths, rb.leaf_level);
+        let mut placed = false;
+        for lvl in &consumed {
+            for (lo, hi, s) in lvl.node.slots(lvl.min, lvl.max, self.internal) {
+                let w = s.entry();
+                if hi < first || lo > last {
+                    rb.items.push(Item::slot(hi, w));
+                    continue;
+                }
+                let left = lo < first;
+                let right = hi > last;
+                if left {
+                    rb.items.push(Item::slot(first - 1, w));
+                }
+                if !placed {
+                    rb.entry_pos = rb.items.len();
+                    rb.items.push(Item::slot(last, entry));
+                    placed = true;
+                }
+                if right {
+                    rb.items.push(Item::slot(hi, w));
+                }
+                match (left, right) {
+                    (true, true) => self.share_entry(w),
+                    (false, false) => self.release_entry(w),
+                    _ => {}
+                }
+            }
+        }
+        debug_assert!(placed);
+    }
+
+    /// One level of the climb: ends the rebuild at this level (`true`: a collapse of the root,
+    /// a single node replaced, or a new root grown), or moves it to the parent level.
+    fn climb(&mut self, rb: &mut Rebuild<'t>) -> bool {
+        let consumed = consumed_at(&rb.paths, rb.level);
+        // An internal root with a single child collapses.
+        if rb.level == 0 && rb.kind != Kind::Leaf && rb.items.len() == 1 {
+            self.collapse_root(rb, &consumed);
+            return true;
+        }
+        if consumed.len() == 1 && rb.items.len() <= rb.kind.slots() {
+            self.replace_single(rb, consumed[0]);
+            return true;
+        }
+        // Several nodes at this level.
+        let new_items = self.split_level(rb);
+        rb.retired.extend(consumed.iter().map(|l| l.node));
+        if rb.level == 0 {
+            // Grow: a new root above the parts.
+            self.grow_root(new_items.as_slice());
+            return true;
+        }
+        self.parent_items(rb, &consumed, &new_items);
+        self.fix_internal_level(rb);
+        false
+    }
+
+    /// The root level holds a single child: it becomes the root (and so on down while the new
+    /// root has a single child), shrinking the height.
+    fn collapse_root(&mut self, rb: &mut Rebuild<'t>, consumed: &[Level<'t>]) {
+        rb.retired.extend(consumed.iter().map(|l| l.node));
+        let mut top = rb.items.get(0).slot.child();
+        let mut shrink = rb.level + 1;
+        while !top.is_leaf() && top.end(u64::MAX) == 0 {
+            rb.retired.push(top);
+            top = top.child(0, self.internal);
+            shrink += 1;
+        }
+        self.root.promote(top);
+        self.st.height -= shrink;
+        self.st.stats.shrink += 1;
+    }
+
+    /// The level's items fit the one consumed node `x`: it is replaced by a fresh node with
+    /// one store of its parent's slot (RCU), or rewritten in place (exclusive).
+    fn replace_single(&mut self, rb: &mut Rebuild<'t>, x: Level<'t>) {
+        let ancestors: Levels<'t> = if rb.level == 0 {
+            Levels::new()
+        } else {
+            path_to(&rb.paths, rb.level - 1)
+        };
+        if self.exclusive {
+            // Rewritten in place: still linked where it was.
+            let new = x.node;
+            self.write_items(new, rb.items.as_slice(), x.max);
+            let g = self.node_max_gap(new, x.min, x.max);
+            if let Some(parent) = ancestors.last() {
+                new.set_parent(Some(parent.node), parent.offset);
+            } else {
+                new.set_parent(None, 0);
+            }
+            self.propagate_gap(&ancestors, g);
+        } else {
+            let n = self.alloc_node(rb.kind);
+            self.write_items(n.node(), rb.items.as_slice(), x.max);
+            rb.retired.push(x.node);
+            let g = self.node_max_gap(n.node(), x.min, x.max);
+            // One Release store of the parent's slot (or a copy of a sealed parent).
+            self.replace_child(&ancestors, n, g);
+        }
+        if rb.level == rb.leaf_level && !rb.spanning && !rb.pulled && !rb.split {
+            self.st.stats.node_store += 1;
+        }
+    }
+
+    /// The items of the parent level: the children of the consumed parents before and after the
+    /// run below, with `new_items` (the new nodes of the level below) in its place; children
+    /// inside the run that were not consumed lie inside the write and are removed.
+    fn parent_items(
+        &mut self,
+        rb: &mut Rebuild<'t>,
+        consumed: &[Level<'t>],
+        new_items: &Items<'t>,
+    ) {
+        let parent_level = rb.level - 1;
+        let pconsumed = consumed_at(&rb.paths, parent_level);
+        let mut pitems = Items::new();
+        let mut placed = false;
+        for pl in &pconsumed {
+            for (i, (clo, chi, s)) in pl.node.slots(pl.min, pl.max, self.internal).enumerate() {
+                let before = chi < rb.run_min;
+                if !before && !placed {
+                    rb.entry_pos = pitems.len();
+                    pitems.extend(new_items.as_slice());
+                    placed = true;
+                }
+                if before || clo > rb.run_max {
+                    let gap = self.child_gap(pl.node, i);
+                    pitems.push(Item {
+                        hi: chi,
+                        slot: s,
+                        gap,
+                    });
+                    continue;
+                }
+                let child = s.child();
+                if !consumed.iter().any(|c| c.node == child) {
+                    debug_assert!(
+                        clo >= rb.first && chi <= rb.last,
+                        "removing a subtree outside the write"
+                    );
+                    self.remove_subtree(child, clo, chi, &mut rb.retired);
+                }
+            }
+        }
+        debug_assert!(placed);
+        rb.items = pitems;
+        rb.level = parent_level;
+        rb.kind = self.internal;
+        rb.run_min = paths_min(&rb.paths, rb.level);
+        rb.run_max = paths_max(&rb.paths, rb.level);
+    }
+
+    pub(crate) fn child_gap(&self, n: NodeRef<'_>, i: usize) -> u64 {
         if n.kind() == Kind::ARange {
             n.gap(i)
         } else {
@@ -396,7 +283,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 }
 
 /// Distinct nodes at `level` over all paths reaching it, in index order.
-fn consumed_at<'g>(paths: &[Path<'g>], level: usize) -> SmallVec<[Level<'g>; 4]> {
+pub(crate) fn consumed_at<'g>(paths: &[Path<'g>], level: usize) -> SmallVec<[Level<'g>; 4]> {
     let mut v: SmallVec<[Level<'g>; 4]> = SmallVec::new();
     for p in paths {
         if let Some(l) = p.levels.get(level) {
@@ -409,7 +296,7 @@ fn consumed_at<'g>(paths: &[Path<'g>], level: usize) -> SmallVec<[Level<'g>; 4]>
     v
 }
 
-fn paths_min(paths: &[Path<'_>], level: usize) -> u64 {
+pub(crate) fn paths_min(paths: &[Path<'_>], level: usize) -> u64 {
     paths
         .iter()
         .filter_map(|p| p.levels.get(level))
@@ -418,7 +305,7 @@ fn paths_min(paths: &[Path<'_>], level: usize) -> u64 {
         .unwrap_or(0)
 }
 
-fn paths_max(paths: &[Path<'_>], level: usize) -> u64 {
+pub(crate) fn paths_max(paths: &[Path<'_>], level: usize) -> u64 {
     paths
         .iter()
         .filter_map(|p| p.levels.get(level))
@@ -428,7 +315,7 @@ fn paths_max(paths: &[Path<'_>], level: usize) -> u64 {
 }
 
 /// The path whose node at `level` is rightmost.
-fn rightmost_path<'g>(paths: &[Path<'g>], level: usize) -> Path<'g> {
+pub(crate) fn rightmost_path<'g>(paths: &[Path<'g>], level: usize) -> Path<'g> {
     let p = paths
         .iter()
         .filter(|p| p.levels.len() > level)
@@ -440,100 +327,10 @@ fn rightmost_path<'g>(paths: &[Path<'g>], level: usize) -> Path<'g> {
 }
 
 /// Root-to-`level` levels of a path reaching it.
-fn path_to<'g>(paths: &[Path<'g>], level: usize) -> Levels<'g> {
+pub(crate) fn path_to<'g>(paths: &[Path<'g>], level: usize) -> Levels<'g> {
     paths
         .iter()
         .find(|p| p.levels.len() > level)
         .map(|p| Levels::from_slice(&p.levels[..=level]))
         .unwrap()
-}
-
-/// Merges adjacent NULL items (keeping the later bound), tracking where the entry item went.
-fn coalesce_nulls(items: &mut Items, entry_pos: &mut usize) {
-    let mut out = 0usize;
-    let n = items.len();
-    let mut i = 0;
-    while i < n {
-        let it = items.get(i);
-        if out > 0 && it.word == 0 && items.get(out - 1).word == 0 {
-            items.set(out - 1, it);
-            if i == *entry_pos {
-                *entry_pos = out - 1;
-            }
-        } else {
-            if i == *entry_pos {
-                *entry_pos = out;
-            }
-            items.set(out, it);
-            out += 1;
-        }
-        i += 1;
-    }
-    items.truncate(out);
-}
-
-/// Splits `items` into node-sized parts `[a, b)`. Parts other than the last get at least the
-/// minimum occupancy; leaves never end a non-last part on a NULL. When the run is on the right
-/// edge and the write lands at its end (in-order appends), parts are packed full from the left,
-/// as the kernel's bulk mode did; otherwise they are balanced. If moving a boundary off a NULL
-/// would overfill a part, one more part is used.
-fn partition(items: &Items, kind: Kind, right_edge: bool, entry_pos: usize, leaf: bool) -> Parts {
-    let n = items.len();
-    let cap = kind.slots();
-    let min = kind.min_end() + 1;
-    let null_at = |b: usize| leaf && items.get(b - 1).word == 0;
-    let valid = |bounds: &[usize]| {
-        bounds.windows(2).enumerate().all(|(j, w)| {
-            let len = w[1] - w[0];
-            let last = j + 2 == bounds.len();
-            len >= 1 && len <= cap && (last || (len >= min && !null_at(w[1])))
-        })
-    };
-    let to_parts =
-        |bounds: &[usize]| -> Parts { bounds.windows(2).map(|w| (w[0], w[1])).collect() };
-    if right_edge && entry_pos + 2 >= n {
-        let mut bounds: SmallVec<[usize; 8]> = smallvec::smallvec![0];
-        let mut b = 0;
-        while n - b > cap {
-            let mut nb = b + cap;
-            if null_at(nb) {
-                nb -= 1;
-            }
-            bounds.push(nb);
-            b = nb;
-        }
-        bounds.push(n);
-        if valid(&bounds) {
-            return to_parts(&bounds);
-        }
-    }
-    let mut k = n.div_ceil(cap);
-    loop {
-        let base = n / k;
-        let extra = n % k;
-        let mut bounds: SmallVec<[usize; 8]> = smallvec::smallvec![0];
-        let mut b = 0;
-        for j in 0..k - 1 {
-            b += base + usize::from(j < extra);
-            bounds.push(b);
-        }
-        bounds.push(n);
-        // Move boundaries off NULLs: right if the right part can spare one, else left.
-        for j in 1..k {
-            if null_at(bounds[j]) {
-                let left = bounds[j] - bounds[j - 1];
-                let right = bounds[j + 1] - bounds[j];
-                if left < cap && right > min {
-                    bounds[j] += 1;
-                } else {
-                    bounds[j] -= 1;
-                }
-            }
-        }
-        if valid(&bounds) {
-            return to_parts(&bounds);
-        }
-        k += 1;
-        assert!(k <= n, "maple tree: cannot partition {n} items");
-    }
 }

@@ -230,6 +230,7 @@ impl Seals {
     /// The lifted generation as the deferred lift published it (0 before the first lift).
     #[inline]
     fn lifted_now(&self) -> u64 {
+        // ORDERING: P18 (pairs with the deferred lift's Release store below).
         self.lifted
             .as_ref()
             .map_or(0, |l| l.load(Ordering::Acquire))
@@ -271,6 +272,7 @@ impl Seals {
         );
         // The closure runs once every guard pinned now (so every reader that could hold a value
         // the sealing stores replaced) has been dropped.
+        // ORDERING: P18 (the lift, a grace period after the sealing stores).
         guard.defer(move || lifted.store(g, Ordering::Release));
         if self.wanted.replace(false) {
             // Hand the deferral to the collector now rather than when the local bag fills, so

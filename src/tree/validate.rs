@@ -1,5 +1,5 @@
-//! `mt_validate`: every invariant of K§5, plus height, parent links, gap values, "no
-//! non-rightmost leaf ends in NULL", and entry ownership. One checker, used by unit, property,
+//! `mt_validate`: every invariant the kernel's `mt_validate` checks, plus height, parent links,
+//! gap values, "no non-rightmost leaf ends in NULL", and entry ownership. One checker, used by unit, property,
 //! fuzz, loom and stress tests.
 
 use std::collections::HashMap;
@@ -111,12 +111,9 @@ impl Checker {
                     *self.words.entry(w).or_insert(0) += 1;
                 }
             } else {
-                if w == 0 {
+                let Some(c) = n.try_child(i, self.internal) else {
                     bad!("empty internal slot {i}: {}", at());
-                }
-                // SAFETY: a non-zero internal slot word is a node word of this tree, kept
-                // allocated by the writer lock the caller holds.
-                let c = unsafe { NodeRef::from_word(w, self.internal) };
+                };
                 let g = self.node(c, lo, hi, depth + 1, Some((n.addr(), i)))?;
                 if kind == Kind::ARange {
                     if n.gap(i) != g {
@@ -147,14 +144,13 @@ impl Checker {
 }
 
 impl<E: Entry> WriteGuard<'_, E> {
-    /// Checks every invariant (see [`MapleTree::validate`](super::MapleTree::validate)).
+    /// Checks every invariant (see [`MapleTree::validate`](crate::MapleTree::validate)).
     ///
     /// # Errors
     ///
     /// A [`ValidateError`] naming the first broken invariant and where it was found.
     pub fn validate(&self) -> Result<(), ValidateError> {
-        let root = self.root.load(crate::sync::Ordering::Acquire);
-        if root == 0 {
+        let Some(r) = self.root.node() else {
             if self.st.height != 0 {
                 bad!("empty tree with height {}", self.st.height);
             }
@@ -165,8 +161,7 @@ impl<E: Entry> WriteGuard<'_, E> {
                 bad!("empty tree with len {}", self.len());
             }
             return Ok(());
-        }
-        let r = self.node_from_item(root);
+        };
         let mut c = Checker {
             internal: self.internal,
             height: self.st.height,

@@ -3,62 +3,20 @@
 //! scan is the value used as the slot's bound), so a concurrent in-place append can never make a
 //! walk report a range that does not contain the index it was looking for.
 
-use core::mem::MaybeUninit;
-
-use crate::entry::{Entry, ZERO_WORD};
-use crate::sync::Ordering;
-
-use super::node::{Kind, NodeRef, Root, RANGE_PIVOTS};
-use super::MapleTree;
+use super::node::{Levels, Loaded, NodeRef, RootRef, SavedNodes, WriterRoot, RANGE_PIVOTS};
 
 /// Deepest tree the walkers can follow. The kernel allows 31 levels; here every level above the
 /// leaves has a full node left of the right spine (splits fill the left node), so a tree of
 /// `h` levels holds at least `15^(h-2)` leaves: 24 levels would need more memory than exists.
 pub(crate) const MAX_DEPTH: usize = 24;
 
-/// The root node, if any.
+/// `mtree_load`'s walk: the slot word at `index` (nothing if the tree is empty).
 #[inline]
-pub(crate) fn root_node<'g>(root: &Root, internal: Kind) -> Option<NodeRef<'g>> {
-    let w = root.load(Ordering::Acquire);
-    if w == 0 {
-        None
-    } else {
-        // SAFETY: a non-zero root word is a node word; the caller holds a guard (or the writer
-        // lock) for 'g, so the node stays allocated.
-        Some(unsafe { NodeRef::from_word(w, internal) })
-    }
-}
-
-/// Finds the slot of `n` (covering `[min, max]`) that contains `index`: `(offset, lo, hi)`.
-#[inline]
-pub(crate) fn find_slot(n: NodeRef<'_>, index: u64, min: u64, max: u64) -> (usize, u64, u64) {
-    let pivots = n.pivot_words();
-    let mut lo = min;
-    for (i, p) in pivots.iter().enumerate() {
-        let piv = p.load(Ordering::Acquire);
-        if piv >= max {
-            return (i, lo, max);
-        }
-        if piv >= index {
-            return (i, lo, piv);
-        }
-        lo = piv + 1;
-    }
-    (pivots.len(), lo, max)
-}
-
-/// `mtree_load`'s walk: the slot word at `index` (0 if nothing).
-#[inline]
-pub(crate) fn load_word<E: Entry>(tree: &MapleTree<E>, index: u64) -> usize {
-    load_word_at(&tree.root, tree.internal, index)
-}
-
-/// [`load_word`] on the parts of a tree.
-#[inline]
-pub(crate) fn load_word_at(root: &Root, internal: Kind, index: u64) -> usize {
+pub(crate) fn load_word(root: RootRef<'_>, index: u64) -> Loaded<'_> {
+    let internal = root.internal();
     'restart: loop {
-        let Some(mut n) = root_node(root, internal) else {
-            return 0;
+        let Some(mut n) = root.node() else {
+            return Loaded::NONE;
         };
         loop {
             let p = n.kind().pivots();
@@ -67,7 +25,7 @@ pub(crate) fn load_word_at(root: &Root, internal: Kind, index: u64) -> usize {
                 i += 1;
             }
             if n.is_leaf() {
-                let s = n.slot(i);
+                let s = n.leaf_word(i);
                 if n.is_dead() {
                     root.restarted();
                     continue 'restart;
@@ -84,8 +42,8 @@ pub(crate) fn load_word_at(root: &Root, internal: Kind, index: u64) -> usize {
 }
 
 /// The whole slot containing `index`: `(first, last, word)`, or `None` for an empty tree.
-pub(crate) fn walk_range<E: Entry>(tree: &MapleTree<E>, index: u64) -> Option<(u64, u64, usize)> {
-    let mut w = Walker::new(tree);
+pub(crate) fn walk_range(root: RootRef<'_>, index: u64) -> Option<(u64, u64, Loaded<'_>)> {
+    let mut w = Walker::new(root);
     w.walk(index)?;
     Some((w.lo, w.hi, w.word))
 }
@@ -105,80 +63,71 @@ const SAVED_DEPTH: usize = 8;
 /// A writer's path to the leaf of its last in-place append, kept between writes (in the tree's
 /// writer state, so across write guards) so that the next in-order append restarts from that
 /// leaf instead of walking from the root — the role a kept `ma_state` plays for the kernel's
-/// in-order builds. Only node words and limits: it borrows nothing.
+/// in-order builds. The nodes are kept by the node layer ([`SavedNodes`], which hands them back
+/// only while no node has been retired since), the limits and offsets here.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SavedPath {
-    len: usize,
-    /// `(node word, min, max, offset)` per level, root first.
-    levels: [(usize, u64, u64, usize); SAVED_DEPTH],
+    nodes: SavedNodes<SAVED_DEPTH>,
+    /// `(min, max, offset)` per level, root first.
+    levels: [(u64, u64, usize); SAVED_DEPTH],
 }
 
 impl SavedPath {
     /// Forgets the path.
     pub(crate) fn clear(&mut self) {
-        self.len = 0;
+        self.nodes.clear();
     }
 }
 
 /// A reader position that keeps its path, so moving to a neighbouring slot is `O(1)` amortised.
 pub(crate) struct Walker<'g> {
-    root: &'g Root,
-    internal: Kind,
-    /// Root-to-leaf levels; entries below `init` are initialised (left uninitialised otherwise,
-    /// so creating a walker costs nothing).
-    levels: [MaybeUninit<Level<'g>>; MAX_DEPTH],
-    init: usize,
-    /// Levels of the current path (0: not positioned); always `<= init`.
+    root: RootRef<'g>,
+    /// Root-to-leaf levels (left uninitialised beyond those written, so creating a walker costs
+    /// nothing); the current path is the first `depth` of them.
+    levels: Levels<Level<'g>, MAX_DEPTH>,
+    /// Levels of the current path (0: not positioned); always `<= levels.init()`.
     pub(crate) depth: usize,
     /// The current slot's range and word.
     pub(crate) lo: u64,
     pub(crate) hi: u64,
-    pub(crate) word: usize,
+    pub(crate) word: Loaded<'g>,
 }
 
 impl<'g> Walker<'g> {
-    pub(crate) fn new<E: Entry>(tree: &'g MapleTree<E>) -> Self {
-        Self::from_parts(&tree.root, tree.internal)
-    }
-
-    pub(crate) fn from_parts(root: &'g Root, internal: Kind) -> Self {
+    pub(crate) fn new(root: RootRef<'g>) -> Self {
         Walker {
             root,
-            internal,
-            levels: [const { MaybeUninit::uninit() }; MAX_DEPTH],
-            init: 0,
+            levels: Levels::new(),
             depth: 0,
             lo: 0,
             hi: u64::MAX,
-            word: 0,
+            word: Loaded::NONE,
         }
     }
 
+    #[inline]
     fn root(&self) -> Option<NodeRef<'g>> {
-        root_node(self.root, self.internal)
+        self.root.node()
+    }
+
+    #[inline]
+    fn internal(&self) -> super::node::Kind {
+        self.root.internal()
     }
 
     #[inline]
     fn set(&mut self, d: usize, l: Level<'g>) {
-        self.levels[d] = MaybeUninit::new(l);
-        if d >= self.init {
-            debug_assert_eq!(d, self.init, "levels are written root first");
-            self.init = d + 1;
-        }
+        self.levels.set(d, l);
     }
 
     #[inline]
     fn at(&self, d: usize) -> &Level<'g> {
-        assert!(d < self.init);
-        // SAFETY: levels below `init` have been written by `set`.
-        unsafe { self.levels[d].assume_init_ref() }
+        self.levels.get(d)
     }
 
     #[inline]
     fn at_mut(&mut self, d: usize) -> &mut Level<'g> {
-        assert!(d < self.init);
-        // SAFETY: as in `at`.
-        unsafe { self.levels[d].assume_init_mut() }
+        self.levels.get_mut(d)
     }
 
     /// The leaf level of the current position.
@@ -189,56 +138,58 @@ impl<'g> Walker<'g> {
 
     /// The path from the root (index 0) to the leaf.
     pub(crate) fn path(&self) -> &[Level<'g>] {
-        assert!(self.depth <= self.init);
-        // SAFETY: the first `depth <= init` levels are initialised, and `MaybeUninit<T>` has the
-        // layout of `T`.
-        unsafe { core::slice::from_raw_parts(self.levels.as_ptr().cast::<Level<'g>>(), self.depth) }
+        self.levels.prefix(self.depth)
     }
 
     /// Saves the current path into `to`, for [`restore`](Self::restore) by a later write; an
     /// empty path when not positioned or deeper than a saved path holds.
-    pub(crate) fn save(&self, to: &mut SavedPath) {
+    pub(crate) fn save(&self, writer: WriterRoot<'g>, to: &mut SavedPath) {
         if self.depth == 0 || self.depth > SAVED_DEPTH {
-            to.len = 0;
+            to.nodes.clear();
             return;
         }
-        for (d, l) in self.path().iter().enumerate() {
-            to.levels[d] = (super::node::node_word(l.node), l.min, l.max, l.offset);
+        let path = self.path();
+        for (d, l) in path.iter().enumerate() {
+            to.levels[d] = (l.min, l.max, l.offset);
         }
-        to.len = self.depth;
+        writer.save_nodes(path.iter().map(|l| l.node), &mut to.nodes);
     }
 
     /// Positions at the slot containing `index` through a saved path instead of a walk, if
     /// `index` lies in the saved leaf's range; `false` (nothing changed) otherwise. The slot is
     /// searched from the saved leaf offset forward (in-order appends land at or after it).
     ///
-    /// # Safety
-    ///
-    /// `p` must have been saved from a walker of this tree, and the tree's structure must not
-    /// have changed since: every node of `p` still linked at the same place with the same
-    /// limits, and the saved leaf offset still within its node's end. The writer guarantees it
-    /// by dropping its saved path at the start of every write that can change the structure.
-    pub(crate) unsafe fn restore(&mut self, p: &SavedPath, index: u64) -> bool {
-        if p.len == 0 {
+    /// `p` should have been saved from a walker of this tree, with the tree's structure
+    /// unchanged since (the writer drops its saved path at the start of every write that can
+    /// change it). Soundness does not rest on that: the node layer hands the saved nodes back
+    /// only if no node of the tree has been retired since they were saved ([`SavedNodes`]).
+    pub(crate) fn restore(&mut self, writer: WriterRoot<'g>, p: &SavedPath, index: u64) -> bool {
+        let len = p.nodes.len();
+        if len == 0 {
             return false;
         }
-        let (_, min, max, off) = p.levels[p.len - 1];
+        let (min, max, off) = p.levels[len - 1];
         if index < min || index > max {
             return false;
         }
-        for (d, &(w, lmin, lmax, loff)) in p.levels[..p.len].iter().enumerate() {
-            // SAFETY: `w` is a node word of this tree that is still linked (caller contract), and
-            // the caller holds the writer lock (or `&mut`), so it stays allocated for 'g.
-            let node = unsafe { NodeRef::from_word(w, self.internal) };
-            self.levels[d] = MaybeUninit::new(Level {
-                node,
-                min: lmin,
-                max: lmax,
-                offset: loff,
-            });
+        let Some(nodes) = writer.saved_nodes(&p.nodes) else {
+            return false;
+        };
+        for (d, (node, &(lmin, lmax, loff))) in nodes.zip(&p.levels[..len]).enumerate() {
+            self.set(
+                d,
+                Level {
+                    node,
+                    min: lmin,
+                    max: lmax,
+                    offset: loff,
+                },
+            );
         }
-        self.init = self.init.max(p.len);
-        let leaf = self.at(p.len - 1).node;
+        let leaf = self.at(len - 1).node;
+        if !leaf.is_leaf() {
+            return false;
+        }
         let (mut i, mut lo) = (off, min);
         if off > 0 {
             lo = leaf.pivot(off - 1) + 1;
@@ -249,11 +200,11 @@ impl<'g> Walker<'g> {
         loop {
             let hi = leaf.slot_max(i, max);
             if hi >= index {
-                self.at_mut(p.len - 1).offset = i;
-                self.depth = p.len;
+                self.at_mut(len - 1).offset = i;
+                self.depth = len;
                 self.lo = lo;
                 self.hi = hi;
-                self.word = leaf.slot(i);
+                self.word = leaf.leaf_word(i);
                 return true;
             }
             lo = hi + 1;
@@ -268,13 +219,13 @@ impl<'g> Walker<'g> {
                 self.depth = 0;
                 self.lo = 0;
                 self.hi = u64::MAX;
-                self.word = 0;
+                self.word = Loaded::NONE;
                 return None;
             };
             let (mut min, mut max) = (0u64, u64::MAX);
             let mut d = 0;
             loop {
-                let (i, lo, hi) = find_slot(n, index, min, max);
+                let (i, lo, hi) = n.find_slot(index, min, max);
                 self.set(
                     d,
                     Level {
@@ -286,7 +237,7 @@ impl<'g> Walker<'g> {
                 );
                 d += 1;
                 if n.is_leaf() {
-                    let s = n.slot(i);
+                    let s = n.leaf_word(i);
                     if n.is_dead() {
                         self.root.restarted();
                         continue 'restart;
@@ -297,7 +248,7 @@ impl<'g> Walker<'g> {
                     self.word = s;
                     return Some(());
                 }
-                let Some(c) = n.try_child(i, self.internal) else {
+                let Some(c) = n.try_child(i, self.internal()) else {
                     self.root.restarted();
                     continue 'restart;
                 };
@@ -332,7 +283,7 @@ impl<'g> Walker<'g> {
             } else {
                 lvl.max
             };
-            self.word = n.range_slot(i);
+            self.word = n.range_word(i);
             self.lo = target;
             self.hi = hi;
             return Some(());
@@ -344,7 +295,7 @@ impl<'g> Walker<'g> {
     /// covering `[lo, hi]`, holding `word`), as [`next_entry`](Self::next_entry) would have left
     /// it; the walker must be positioned, and `offset` within that leaf's end.
     #[inline]
-    pub(crate) fn set_leaf_slot(&mut self, offset: usize, lo: u64, hi: u64, word: usize) {
+    pub(crate) fn set_leaf_slot(&mut self, offset: usize, lo: u64, hi: u64, word: Loaded<'g>) {
         let d = self.depth - 1;
         self.at_mut(d).offset = offset;
         self.lo = lo;
@@ -373,7 +324,7 @@ impl<'g> Walker<'g> {
         }
         let i = pl.offset + 1;
         let max = pl.node.slot_max(i, pl.max);
-        let c = pl.node.try_child(i, self.internal)?;
+        let c = pl.node.try_child(i, self.internal())?;
         if !c.is_leaf() {
             return None;
         }
@@ -414,8 +365,8 @@ impl<'g> Walker<'g> {
                 } else {
                     max
                 };
-                w = n.range_slot(i);
-                if w != 0 && w != ZERO_WORD {
+                w = n.range_word(i);
+                if w.is_entry() {
                     self.at_mut(d).offset = i;
                     self.lo = lo;
                     self.hi = hi;
@@ -432,7 +383,7 @@ impl<'g> Walker<'g> {
                 return None;
             }
             self.next_leaf()?;
-            if self.word != 0 && self.word != ZERO_WORD {
+            if self.word.is_entry() {
                 return Some(());
             }
         }
@@ -464,7 +415,7 @@ impl<'g> Walker<'g> {
                 self.at_mut(d).offset = i;
                 let mut min = target;
                 let mut max = lvl.node.slot_max(i, lvl.max);
-                let Some(mut n) = lvl.node.try_child(i, self.internal) else {
+                let Some(mut n) = lvl.node.try_child(i, self.internal()) else {
                     return self.restart_at(target);
                 };
                 // Descend to the leftmost leaf of that child.
@@ -481,14 +432,14 @@ impl<'g> Walker<'g> {
                     );
                     let hi = n.slot_max(0, max);
                     if n.is_leaf() {
-                        let s = n.slot(0);
+                        let s = n.leaf_word(0);
                         self.depth = d + 1;
                         self.lo = min;
                         self.hi = hi;
                         self.word = s;
                         return Some(());
                     }
-                    let Some(c) = n.try_child(0, self.internal) else {
+                    let Some(c) = n.try_child(0, self.internal()) else {
                         return self.restart_at(target);
                     };
                     n = c;
@@ -520,7 +471,7 @@ impl<'g> Walker<'g> {
             } else {
                 leaf.node.pivot(i - 1) + 1
             };
-            let s = leaf.node.slot(i);
+            let s = leaf.node.leaf_word(i);
             self.at_mut(self.depth - 1).offset = i;
             self.lo = lo;
             self.hi = target;
@@ -549,7 +500,7 @@ impl<'g> Walker<'g> {
                 } else {
                     lvl.node.pivot(i - 1) + 1
                 };
-                let Some(mut n) = lvl.node.try_child(i, self.internal) else {
+                let Some(mut n) = lvl.node.try_child(i, self.internal()) else {
                     return self.restart_at(target);
                 };
                 // Descend to the rightmost leaf of that child.
@@ -567,14 +518,14 @@ impl<'g> Walker<'g> {
                         },
                     );
                     if n.is_leaf() {
-                        let s = n.slot(end);
+                        let s = n.leaf_word(end);
                         self.depth = d + 1;
                         self.lo = lo;
                         self.hi = max;
                         self.word = s;
                         return Some(());
                     }
-                    let Some(c) = n.try_child(end, self.internal) else {
+                    let Some(c) = n.try_child(end, self.internal()) else {
                         return self.restart_at(target);
                     };
                     n = c;

@@ -1,20 +1,8 @@
-//! The writer: the write guard, store classification and the in-place fast paths.
-//!
-//! A store first walks to the leaf holding `first`. If the write stays inside that leaf it is
-//! classified as the kernel does (K§3.4) and, where the mode allows, done in place:
-//!
-//! | path | exclusive (`&mut`) | RCU (`&self` + lock) | why it is safe under readers |
-//! |---|---|---|---|
-//! | exact fit | in place | in place | one Release store of the slot |
-//! | append `+1` at the end | in place | in place | new slot/pivot written beyond the end, then the old end pivot lowered by one Release store |
-//! | three-way append | in place | in place | two new slots and their pivots beyond the end, then the old end pivot lowered last |
-//! | append `+1` at the start | in place | node store | it moves a boundary of a range that stays visible |
-//! | slot store (2 or 3 slots) | in place | node store | same |
-//! | node store, split, rebalance, spanning | `rebuild` | `rebuild` (fresh nodes, one pointer publish) | readers see the old or the new subtree |
-//!
-//! Readers find a node's end from its pivots only (see `node`), which is what makes both appends
-//! safe: until the old end pivot is lowered, every slot beyond it is unreachable, and once it is
-//! lowered everything beyond it is already written.
+//! The writer: the write guard and the primitives every write path shares — node allocation,
+//! publication of a replaced child or a new root level, retirement, entry ownership, seals, gap
+//! maintenance, and writing items into a node. The store classification is in `store`, each
+//! write path in its own module (`exact_fit`, `append`, `slot_store`, `node_store`,
+//! `append_split`, and the rebuild of `rebuild`/`split`/`rebalance`/`spanning`).
 
 use core::marker::PhantomData;
 
@@ -22,104 +10,20 @@ use crossbeam_epoch::{Collector, Guard};
 use smallvec::SmallVec;
 
 use crate::entry::{Entry, ZERO_WORD};
-use crate::error::Error;
-use crate::sync::{MutexGuard, Ordering};
 use core::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 use std::sync::Arc;
 
 use super::pending::Pending;
 
-use super::append::LastSlot;
-use super::node::{node_word, Kind, NodeRef, Root, RANGE_PIVOTS, RANGE_SLOTS};
-use super::rebuild::{node_slots, Path, Retired};
+use super::big_node::Item;
+use super::iter::Iter;
+use super::node::{Fresh, Kind, NodeRef, Slot, WriterRoot, RANGE_SLOTS};
+use super::path::Retired;
+use super::state::StateRef;
 use super::walk::{Level, Walker};
-use super::{MapleTree, WriterState};
 
-/// One slot of a level being rebuilt: its upper bound, its word (entry or child node) and, for
-/// children of allocation trees, the child's largest gap.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Item {
-    pub(crate) hi: u64,
-    pub(crate) word: usize,
-    pub(crate) gap: u64,
-}
-
-impl Item {
-    /// A leaf slot (leaves keep no gaps per slot).
-    #[inline]
-    pub(crate) const fn slot(hi: u64, word: usize) -> Self {
-        Item { hi, word, gap: 0 }
-    }
-}
-
-/// The items of a level being rebuilt.
-#[derive(Clone, Default)]
-pub(crate) struct Items(SmallVec<[Item; 48]>);
-
-impl Items {
-    pub(crate) fn new() -> Self {
-        Items(SmallVec::new())
-    }
-    #[inline]
-    pub(crate) fn push(&mut self, it: Item) {
-        self.0.push(it);
-    }
-    pub(crate) fn extend(&mut self, other: &[Item]) {
-        self.0.extend_from_slice(other);
-    }
-    #[inline]
-    pub(crate) fn len(&self) -> usize {
-        self.0.len()
-    }
-    #[inline]
-    pub(crate) fn get(&self, i: usize) -> Item {
-        self.0[i]
-    }
-    #[inline]
-    pub(crate) fn set(&mut self, i: usize, it: Item) {
-        self.0[i] = it;
-    }
-    pub(crate) fn last(&self) -> Item {
-        self.0[self.0.len() - 1]
-    }
-    pub(crate) fn truncate(&mut self, n: usize) {
-        self.0.truncate(n);
-    }
-    pub(crate) fn as_slice(&self) -> &[Item] {
-        &self.0
-    }
-}
-
-pub(crate) enum StateRef<'t> {
-    Locked(MutexGuard<'t, WriterState>),
-    Exclusive(&'t mut WriterState),
-}
-
-impl core::ops::Deref for StateRef<'_> {
-    type Target = WriterState;
-    fn deref(&self) -> &WriterState {
-        match self {
-            StateRef::Locked(g) => g,
-            StateRef::Exclusive(r) => r,
-        }
-    }
-}
-impl core::ops::DerefMut for StateRef<'_> {
-    fn deref_mut(&mut self) -> &mut WriterState {
-        match self {
-            StateRef::Locked(g) => &mut *g,
-            StateRef::Exclusive(r) => r,
-        }
-    }
-}
-
-pub(crate) enum GuardRef {
-    Pinned(Guard),
-    Unprotected(&'static Guard),
-}
-
-/// The writer: holds the tree's lock (RCU mode, from [`MapleTree::lock`]) or its exclusive
-/// borrow ([`MapleTree::exclusive`]). Every write method of the tree lives here; reads through it
+/// The writer: holds the tree's lock (RCU mode, from [`MapleTree::lock`](crate::MapleTree::lock)) or its exclusive
+/// borrow ([`MapleTree::exclusive`](crate::MapleTree::exclusive)). Every write method of the tree lives here; reads through it
 /// see the writer's own changes at once.
 ///
 /// ```
@@ -138,85 +42,50 @@ pub(crate) enum GuardRef {
 /// # }
 /// ```
 pub struct WriteGuard<'t, E> {
-    pub(crate) root: &'t Root,
+    pub(crate) root: WriterRoot<'t>,
     pub(crate) internal: Kind,
     pub(crate) st: StateRef<'t>,
-    guard: GuardRef,
+    /// RCU mode: the pinned guard replaced nodes and entries are deferred on (none in exclusive
+    /// mode, which frees at once).
+    guard: Option<Guard>,
     pub(crate) exclusive: bool,
-    pub(crate) collector: &'t Collector,
-    pub(crate) default_collector: bool,
-    /// The tree's count of ranges holding an entry (see [`MapleTree::len`]).
+    /// The tree's count of ranges holding an entry (see [`MapleTree::len`](crate::MapleTree::len)).
     pub(crate) len: &'t StdAtomicUsize,
     /// The tree's pending-frees counters.
     pub(crate) pending: &'t Arc<Pending>,
     _e: PhantomData<E>,
 }
 
-/// Outcome of the single-leaf classification.
-enum Leafed {
-    Done(u64, u64),
-    Rebuild(u64, u64),
-}
-
 impl<'t, E: Entry> WriteGuard<'t, E> {
-    pub(crate) fn new_rcu(tree: &'t MapleTree<E>) -> Self {
-        let st = StateRef::Locked(tree.writer.lock());
+    /// A write guard over the parts of a tree: its root as the writer sees it, the writer
+    /// state (locked or `&mut`), the pinned guard of RCU mode (none in exclusive mode), and the
+    /// tree's counters.
+    pub(crate) fn from_parts(
+        root: WriterRoot<'t>,
+        st: StateRef<'t>,
+        guard: Option<Guard>,
+        len: &'t StdAtomicUsize,
+        pending: &'t Arc<Pending>,
+    ) -> Self {
         WriteGuard {
-            root: &tree.root,
-            internal: tree.internal,
+            root,
+            internal: root.internal(),
             st,
-            guard: GuardRef::Pinned(tree.pin()),
-            exclusive: false,
-            collector: &tree.collector,
-            default_collector: tree.default_collector,
-            len: &tree.len,
-            pending: &tree.pending,
-            _e: PhantomData,
-        }
-    }
-
-    pub(crate) fn new_exclusive(tree: &'t mut MapleTree<E>) -> Self {
-        let MapleTree {
-            root,
-            internal,
-            writer,
-            collector,
-            default_collector,
-            len,
-            pending,
-            ..
-        } = tree;
-        let st = writer.get_mut();
-        // `&mut` tree: no reader exists, none can hold a value an earlier store replaced.
-        st.seals.clear();
-        WriteGuard {
-            root,
-            internal: *internal,
-            st: StateRef::Exclusive(st),
-            // SAFETY: `&mut MapleTree` means no other thread can reach the tree, so running
-            // deferred frees immediately (what the unprotected guard does) is sound.
-            guard: GuardRef::Unprotected(unsafe { crossbeam_epoch::unprotected() }),
-            exclusive: true,
-            collector,
-            default_collector: *default_collector,
+            exclusive: guard.is_none(),
+            guard,
             len,
             pending,
             _e: PhantomData,
         }
     }
 
-    /// The epoch guard this writer defers frees on: a pinned guard of the tree's collector in
-    /// RCU mode, crossbeam's unprotected guard in exclusive mode (frees run at once). Never
-    /// handed out: the unprotected guard protects nothing.
-    pub(crate) fn guard(&self) -> &Guard {
-        match &self.guard {
-            GuardRef::Pinned(g) => g,
-            GuardRef::Unprotected(g) => g,
-        }
+    /// The pinned guard of the tree's collector this writer defers frees on (RCU mode only).
+    fn rcu_guard(&self) -> &Guard {
+        self.guard.as_ref().expect("RCU mode holds a pinned guard")
     }
 
     pub(crate) fn walker(&self) -> Walker<'t> {
-        Walker::from_parts(self.root, self.internal)
+        Walker::new(self.root.view())
     }
 
     /// Whether the tree is an allocation tree.
@@ -226,29 +95,33 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     // ----- primitives ---------------------------------------------------------------------------
 
-    pub(crate) fn alloc_node<'g>(&mut self, kind: Kind) -> NodeRef<'g> {
+    /// A fresh, unpublished node (counted).
+    pub(crate) fn alloc_node(&mut self, kind: Kind) -> Fresh<'t> {
         self.st.stats.nodes_allocated += 1;
-        NodeRef::alloc(kind)
+        self.root.alloc(kind)
     }
 
-    pub(crate) fn node_from_item<'g>(&self, w: usize) -> NodeRef<'g> {
-        debug_assert!(w != 0);
-        // SAFETY: internal-level items hold node words of the live tree (or of fresh nodes this
-        // writer built); the writer lock keeps them allocated until the writer retires them.
-        unsafe { NodeRef::from_word(w, self.internal) }
+    /// Publishes `n` (fresh, fully written) as the new root (row P1).
+    pub(crate) fn publish_root(&self, n: Fresh<'t>) {
+        self.root.publish(n);
     }
 
-    pub(crate) fn publish_root(&self, w: usize) {
-        self.root.store(w, Ordering::Release);
+    /// Grows the tree by one level: a fresh root over `items` (two or three nodes of the old top
+    /// level, `u64::MAX` last), published by one store of the root word.
+    pub(crate) fn grow_root(&mut self, items: &[Item<'t>]) {
+        let root = self.alloc_node(self.internal);
+        self.write_items(root.node(), items, u64::MAX);
+        self.publish_root(root);
+        self.st.height += 1;
+        self.st.stats.grow += 1;
     }
 
-    /// The seals and the guard together (the seals schedule their lift on the guard).
-    fn seals(&mut self) -> (&mut super::seal::Seals, &Guard) {
-        let g = match &self.guard {
-            GuardRef::Pinned(g) => g,
-            GuardRef::Unprotected(g) => *g,
-        };
-        (&mut self.st.seals, g)
+    /// RCU mode: collects a finished seal lift and schedules the next (see `seal`); called at
+    /// the start of every write, after the sealing stores of the writes before.
+    pub(crate) fn schedule_seals(&mut self) {
+        if let Some(g) = &self.guard {
+            self.st.seals.schedule(g);
+        }
     }
 
     /// Records, in RCU mode, that `pivot[offset]` of `n` was lowered in place (see `seal`).
@@ -282,52 +155,48 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// unless a lowered pivot seals that slot: then the parent is copied with `new` in it and
     /// replaces the parent the same way, one level up (the root word is never sealed). Copied
     /// parents are retired.
-    pub(crate) fn replace_child<'g>(
+    pub(crate) fn replace_child(
         &mut self,
-        ancestors: &[Level<'g>],
-        mut new: NodeRef<'g>,
+        ancestors: &[Level<'t>],
+        mut new: Fresh<'t>,
         mut new_gap: u64,
     ) {
-        let mut copied: SmallVec<[NodeRef<'g>; 4]> = SmallVec::new();
+        let mut copied: SmallVec<[NodeRef<'t>; 4]> = SmallVec::new();
         let mut d = ancestors.len();
-        let in_parent = loop {
+        loop {
             let Some(up) = d.checked_sub(1) else {
-                break false;
+                self.publish_root(new);
+                break;
             };
             let p = ancestors[up];
             let last = p.node.slot_max(p.offset, p.max) == p.max;
             if self.may_repoint(p.node, p.offset, last) {
-                new.set_parent(Some(p.node), p.offset);
-                p.node.publish_slot(p.offset, node_word(new));
+                p.node.publish_child(p.offset, new);
                 self.propagate_gap(&ancestors[..d], new_gap);
-                break true;
+                break;
             }
-            let items: SmallVec<[Item; RANGE_SLOTS]> = node_slots(p.node, p.min, p.max)
-                .enumerate()
-                .map(|(i, (_, hi, w))| {
-                    if i == p.offset {
-                        Item {
-                            hi,
-                            word: node_word(new),
-                            gap: new_gap,
-                        }
-                    } else {
-                        let gap = if self.is_alloc() { p.node.gap(i) } else { 0 };
-                        Item { hi, word: w, gap }
-                    }
-                })
-                .collect();
+            let mut items: SmallVec<[Item<'t>; RANGE_SLOTS]> = SmallVec::new();
+            let mut child = Some(new);
+            for (i, (_, hi, s)) in p.node.slots(p.min, p.max, self.internal).enumerate() {
+                if i == p.offset {
+                    let n = child.take().expect("one slot holds the replaced child");
+                    items.push(Item::fresh(hi, n, new_gap));
+                } else {
+                    let gap = if self.is_alloc() { p.node.gap(i) } else { 0 };
+                    items.push(Item { hi, slot: s, gap });
+                }
+            }
+            assert!(
+                child.is_none(),
+                "maple tree: the replaced child's slot is past the end"
+            );
             let copy = self.alloc_node(p.node.kind());
-            self.write_items(copy, &items, p.max);
-            new_gap = self.node_max_gap(copy, p.min, p.max);
+            self.write_items(copy.node(), &items, p.max);
+            new_gap = self.node_max_gap(copy.node(), p.min, p.max);
             self.st.stats.sealed_copy += 1;
             copied.push(p.node);
             new = copy;
             d = up;
-        };
-        if !in_parent {
-            new.set_parent(None, 0);
-            self.publish_root(node_word(new));
         }
         // Unlinked now; readers that reached them see them unchanged.
         for n in copied {
@@ -336,20 +205,19 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Replaced node: dead for readers, freed after a grace period (at once in exclusive mode).
-    pub(crate) fn retire_node(&mut self, n: NodeRef<'_>) {
+    ///
+    /// Callers retire a node only after unlinking it (a new pointer published in its place, or
+    /// its whole subtree unlinked), and each node exactly once (see [`WriterRoot`]).
+    pub(crate) fn retire_node(&mut self, n: NodeRef<'t>) {
         self.st.stats.nodes_freed += 1;
-        n.mark_dead();
-        if self.exclusive {
-            // SAFETY: callers retire a node only after unlinking it (a new pointer published in
-            // its place, or its whole subtree unlinked), and each node exactly once; in exclusive
-            // mode the guard is the unprotected one, which frees at once.
-            unsafe { n.retire(self.guard(), || {}) };
-            return;
+        match &self.guard {
+            None => self.root.retire(n, None, || {}),
+            Some(g) => {
+                self.pending.add_node();
+                let pending = Arc::clone(self.pending);
+                self.root.retire(n, Some(g), move || pending.sub_node());
+            }
         }
-        self.pending.add_node();
-        let pending = Arc::clone(self.pending);
-        // SAFETY: as above; the guard belongs to this tree's collector.
-        unsafe { n.retire(self.guard(), move || pending.sub_node()) };
     }
 
     /// A slot stopped referencing `w`: drop the entry unless another slot shares it.
@@ -376,19 +244,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
         let pending = Arc::clone(self.pending);
         pending.add_entry();
-        // SAFETY: `w` is a live entry word that no slot references any more (shared words were
-        // handled above). In RCU mode the drop waits for every guard that could still read it.
-        unsafe {
-            self.guard().defer_unchecked(move || {
-                pending.sub_entry();
-                // The drop runs after the grace period, on whichever thread collects, long after
-                // the write returned: a panic in the entry's `Drop` is contained here, so that
-                // the collector's other deferred frees still run.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    drop(E::from_word(w));
-                }));
-            });
-        }
+        // `w` is a live entry word that no slot references any more (shared words were handled
+        // above). The drop waits for every guard that could still read it, and runs on whichever
+        // thread collects, long after the write returned: a panic in the entry's `Drop` is
+        // contained there, so that the collector's other deferred frees still run.
+        self.root
+            .defer_drop_entry::<E>(w, self.rcu_guard(), move || pending.sub_entry());
     }
 
     /// Exclusive mode: drops the entries the completed write released. If one entry's `Drop`
@@ -403,21 +264,21 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     #[cold]
     fn drop_released_slow(&mut self) {
-        struct DropRest<'a, E: Entry>(&'a mut Vec<usize>, PhantomData<E>);
-        impl<E: Entry> Drop for DropRest<'_, E> {
+        // Each word was pushed once by `release_entry`, when the last slot referencing it went,
+        // and is popped once; no reader exists (`&mut` tree).
+        struct DropRest<'a, 't, E: Entry>(&'a mut Vec<usize>, WriterRoot<'t>, PhantomData<E>);
+        impl<E: Entry> Drop for DropRest<'_, '_, E> {
             fn drop(&mut self) {
                 while let Some(w) = self.0.pop() {
-                    // SAFETY: each word was pushed once by `release_entry`, when the last slot
-                    // referencing it went, and is popped once; no reader exists (`&mut` tree).
-                    drop(unsafe { E::from_word(w) });
+                    self.1.drop_entry_now::<E>(w);
                 }
             }
         }
         // If a drop below panics, `rest` is dropped while unwinding and drops the others.
-        let rest = DropRest::<E>(&mut self.st.released, PhantomData);
+        let root = self.root;
+        let rest = DropRest::<E>(&mut self.st.released, root, PhantomData);
         while let Some(w) = rest.0.pop() {
-            // SAFETY: as in `DropRest::drop`.
-            drop(unsafe { E::from_word(w) });
+            rest.1.drop_entry_now::<E>(w);
         }
     }
 
@@ -436,7 +297,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// Writes `items` into node `n` covering `[min, max]`: slots, pivots (with `pivot[end] =
     /// max` when there is room), zeroes beyond, gaps, and re-parents children.
     #[allow(clippy::needless_range_loop)] // `j` indexes the node's slots, past `items` too
-    pub(crate) fn write_items(&self, n: NodeRef<'_>, items: &[Item], max: u64) {
+    pub(crate) fn write_items(&self, n: NodeRef<'_>, items: &[Item<'_>], max: u64) {
         let kind = n.kind();
         let p = kind.pivots();
         let len = items.len();
@@ -448,19 +309,18 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         for j in 0..kind.slots() {
             if j < len {
                 let it = items[j];
-                n.init_slot(j, it.word);
+                match it.slot {
+                    Slot::Entry(w) => n.init_entry(j, w),
+                    Slot::Child(c) => n.init_child(j, c),
+                }
                 if j < p {
                     n.init_pivot(j, it.hi);
                 }
-                if kind != Kind::Leaf {
-                    let c = self.node_from_item(it.word);
-                    c.set_parent(Some(n), j);
-                    if kind == Kind::ARange {
-                        n.set_gap(j, it.gap);
-                    }
+                if kind == Kind::ARange {
+                    n.set_gap(j, it.gap);
                 }
             } else {
-                n.init_slot(j, 0);
+                n.clear_slot(j);
                 if j < p {
                     n.init_pivot(j, 0);
                 }
@@ -532,56 +392,23 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Removes a whole subtree (covering `[min, max]`) lying inside a write: its entries are
     /// released, its nodes retired.
-    pub(crate) fn remove_subtree<'g>(
+    pub(crate) fn remove_subtree(
         &mut self,
-        n: NodeRef<'g>,
+        n: NodeRef<'t>,
         min: u64,
         max: u64,
-        retired: &mut Retired<'g>,
+        retired: &mut Retired<'t>,
     ) {
-        for (lo, hi, w) in node_slots(n, min, max) {
-            if n.is_leaf() {
-                self.release_entry(w);
-            } else {
-                let c = self.node_from_item(w);
-                self.remove_subtree(c, lo, hi, retired);
+        for (lo, hi, s) in n.slots(min, max, self.internal) {
+            match s {
+                Slot::Entry(w) => self.release_entry(w),
+                Slot::Child(c) => self.remove_subtree(c, lo, hi, retired),
             }
         }
         retired.push(n);
     }
 
     // ----- the store --------------------------------------------------------------------------
-
-    /// Stores `entry` (0 = nothing) over `[first, last]`; returns the range written (a NULL
-    /// store reports the widened NULL range). `first <= last` is the caller's job.
-    pub(crate) fn write(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
-        let mut w = self.walker();
-        // SAFETY: the saved path is emptied at the start of every write (`write_from`, `clear`)
-        // and saved again only at the end of an in-place append, which changes no node's place
-        // or limits; so a non-empty one still describes the live tree, whose nodes the writer
-        // lock (or `&mut`) keeps allocated.
-        let walked = unsafe { w.restore(&self.st.saved, first) };
-        self.write_from(&mut w, walked, first, last, entry)
-    }
-
-    /// [`write`](Self::write), reusing a walker already positioned on the slot holding `first`.
-    pub(crate) fn write_from(
-        &mut self,
-        lw: &mut Walker<'t>,
-        walked: bool,
-        first: u64,
-        last: u64,
-        entry: usize,
-    ) -> (u64, u64) {
-        if entry != 0 {
-            // The new range; what it overwrites is counted down by `release_entry` (a range
-            // removed) and up by `share_entry` (a range split in two).
-            self.add_len(1);
-        }
-        let r = self.store_from(lw, walked, first, last, entry);
-        self.drop_released();
-        r
-    }
 
     /// Adjusts the count of ranges holding an entry (the writer is the only one changing it).
     #[inline]
@@ -591,7 +418,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             .store(n.wrapping_add_signed(d), StdOrdering::Relaxed);
     }
 
-    /// The number of ranges holding an entry or the zero entry (see [`MapleTree::len`]).
+    /// The number of ranges holding an entry or the zero entry (see [`MapleTree::len`](crate::MapleTree::len)).
     pub fn len(&self) -> usize {
         self.len.load(StdOrdering::Relaxed)
     }
@@ -601,461 +428,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         self.len() == 0
     }
 
-    /// The store itself; the caller drops the entries it released once it is complete.
-    fn store_from(
-        &mut self,
-        lw: &mut Walker<'t>,
-        walked: bool,
-        first: u64,
-        last: u64,
-        entry: usize,
-    ) -> (u64, u64) {
-        debug_assert!(first <= last);
-        self.st.saved.clear();
-        if !self.exclusive {
-            let (seals, g) = self.seals();
-            seals.schedule(g);
-        }
-        let root = self.root.load(Ordering::Relaxed);
-        if root == 0 {
-            if entry == 0 {
-                return (0, u64::MAX);
-            }
-            self.new_leaf_root(first, last, entry);
-            return (first, last);
-        }
-        // A whole-space store is a new root (K§3.4 step 5), unless one slot already covers the
-        // whole space: then it is an exact fit (step 4 comes first).
-        if first == 0
-            && last == u64::MAX
-            && !(lw.walk(0).is_some() && lw.lo == 0 && lw.hi == u64::MAX)
-        {
-            let old = self.node_from_item(root);
-            let mut retired = Retired::new();
-            self.remove_subtree(old, 0, u64::MAX, &mut retired);
-            if entry == 0 {
-                self.publish_root(0);
-                self.st.height = 0;
-                self.st.stats.new_root += 1;
-            } else {
-                self.new_leaf_root(0, u64::MAX, entry); // counts the new root
-            }
-            for n in retired {
-                self.retire_node(n);
-            }
-            return (0, u64::MAX);
-        }
-        let (a, b) = self.write_in_tree(lw, walked, first, last, entry);
-        if entry == 0 && a == 0 && b == u64::MAX {
-            // Nothing is left: the single NULL leaf goes, the tree becomes empty (K§1.4).
-            self.clear();
-        }
-        (a, b)
-    }
-
-    fn write_in_tree(
-        &mut self,
-        lw: &mut Walker<'t>,
-        walked: bool,
-        first: u64,
-        last: u64,
-        entry: usize,
-    ) -> (u64, u64) {
-        if !walked {
-            lw.walk(first).expect("non-empty tree");
-        }
-        if self.exact_fit_at(lw, first, last, entry) {
-            return (first, last);
-        }
-        let lw = &*lw;
-        // An append into the leaf's last slot (the slot reaches the leaf's max): no leaf image.
-        let leaf_max = lw.leaf().max;
-        if entry != 0
-            && self.st.append
-            && lw.hi == leaf_max
-            && last <= leaf_max
-            && self.append_in_place(lw, lw.lo, lw.word, first, last, entry)
-        {
-            return (first, last);
-        }
-        let leaf = *lw.leaf();
-        if last < leaf.max || (last == leaf.max && (entry != 0 || leaf.max == u64::MAX)) {
-            match self.leaf_store(lw, first, last, entry) {
-                Leafed::Done(a, b) => return (a, b),
-                Leafed::Rebuild(a, b) => {
-                    let lpath = Path::from_walker(lw);
-                    let r = self.rebuild(lpath.clone(), lpath, a, b, entry);
-                    return (r.first, r.last);
-                }
-            }
-        }
-        let mut rw = self.walker();
-        rw.walk(last).expect("non-empty tree");
-        let r = self.rebuild(
-            Path::from_walker(lw),
-            Path::from_walker(&rw),
-            first,
-            last,
-            entry,
-        );
-        (r.first, r.last)
-    }
-
-    /// The exact fit without the leaf image (K§3.4 step 4): `[first, last]` is exactly the
-    /// walker's slot and `entry` is not NULL (a NULL store may widen over empty neighbours, so it
-    /// takes the general path). One Release store of the slot; the walker stays valid and now
-    /// reports `entry`. `false`, with nothing done, when the store is not an exact fit.
-    pub(crate) fn exact_fit_at(
-        &mut self,
-        lw: &mut Walker<'t>,
-        first: u64,
-        last: u64,
-        entry: usize,
-    ) -> bool {
-        if entry == 0 || lw.depth == 0 || lw.lo != first || lw.hi != last {
-            return false;
-        }
-        let leaf = *lw.leaf();
-        if !self.may_repoint(leaf.node, leaf.offset, lw.hi == leaf.max) {
-            self.st.stats.sealed_repoint += 1;
-            return false; // the leaf store copies the leaf instead
-        }
-        let old = lw.word;
-        if old != entry {
-            leaf.node.publish_slot(leaf.offset, entry);
-            lw.word = entry;
-            self.release_entry(old);
-            self.after_leaf_change(lw, old == 0);
-        } else {
-            self.add_len(-1); // the range was already counted
-        }
-        self.st.stats.exact_fit += 1;
-        true
-    }
-
-    fn new_leaf_root(&mut self, first: u64, last: u64, entry: usize) {
-        let mut items = Items::new();
-        if first > 0 {
-            items.push(Item::slot(first - 1, 0));
-        }
-        items.push(Item::slot(last, entry));
-        if last < u64::MAX {
-            items.push(Item::slot(u64::MAX, 0));
-        }
-        let n = self.alloc_node(Kind::Leaf);
-        self.write_items(n, items.as_slice(), u64::MAX);
-        n.set_parent(None, 0);
-        self.publish_root(node_word(n));
-        self.st.height = 1;
-        self.st.stats.new_root += 1;
-    }
-
-    /// A write inside one leaf: the fast paths, or a request to rebuild (node store, split,
-    /// rebalance) with the NULL-widened range.
-    fn leaf_store(
-        &mut self,
-        lw: &Walker<'t>,
-        mut first: u64,
-        mut last: u64,
-        entry: usize,
-    ) -> Leafed {
-        let leaf = *lw.leaf();
-        let n = leaf.node;
-        let (min, max) = (leaf.min, leaf.max);
-        let end = n.end(max);
-        // Leaf image.
-        let mut los = [0u64; RANGE_SLOTS];
-        let mut his = [0u64; RANGE_SLOTS];
-        let mut ws = [0usize; RANGE_SLOTS];
-        let mut lo = min;
-        for i in 0..=end {
-            let hi = if i < RANGE_PIVOTS {
-                n.range_pivot(i).min(max)
-            } else {
-                max
-            };
-            los[i] = lo;
-            his[i] = hi;
-            ws[i] = n.range_slot(i);
-            lo = hi.wrapping_add(1);
-        }
-        let mut off = leaf.offset;
-        let mut off_end = off;
-        while off_end < end && his[off_end] < last {
-            off_end += 1;
-        }
-        if entry == 0 {
-            // NULL widening within the leaf (K§3.3).
-            if ws[off] == 0 {
-                first = los[off];
-            } else if first == los[off] && off > 0 && ws[off - 1] == 0 {
-                off -= 1;
-                first = los[off];
-            }
-            if ws[off_end] == 0 {
-                last = his[off_end];
-            } else if last == his[off_end] && off_end < end && ws[off_end + 1] == 0 {
-                off_end += 1;
-                last = his[off_end];
-            }
-            if last == max && max != u64::MAX {
-                // The leaf would end in NULL: merge with the next leaf.
-                return Leafed::Rebuild(first, last);
-            }
-        }
-        let r_min = los[off];
-        let end_piv = his[off_end];
-        let new_end =
-            end + 2 - (off_end - off) - usize::from(r_min == first) - usize::from(end_piv == last);
-        let is_root = lw.depth == 1;
-
-        // Exact fit (in place unless a lowered pivot seals the slot: then a node store).
-        if off == off_end
-            && r_min == first
-            && end_piv == last
-            && self.may_repoint(n, off, end_piv == max)
-        {
-            let old = ws[off];
-            if old != entry {
-                n.publish_slot(off, entry);
-                self.release_entry(old);
-                self.after_leaf_change(lw, (old == 0) != (entry == 0));
-            } else if entry != 0 {
-                self.add_len(-1); // the range was already counted
-            }
-            self.st.stats.exact_fit += 1;
-            return Leafed::Done(first, last);
-        }
-        if new_end >= RANGE_SLOTS && self.st.append && off == end && max == u64::MAX && end >= 2 {
-            // In-order append into the full rightmost leaf: split by truncation (append.rs).
-            let ls = LastSlot {
-                end,
-                r_min,
-                content: ws[end],
-                prev_hi: his[end - 1],
-                prev_word: ws[end - 1],
-                prev2_hi: his[end - 2],
-            };
-            self.append_split(lw, first, last, entry, ls);
-            return Leafed::Done(first, last);
-        }
-        if new_end >= RANGE_SLOTS || (new_end < Kind::Leaf.min_end() && !is_root && max != u64::MAX)
-        {
-            return Leafed::Rebuild(first, last);
-        }
-        // Appends: the write starts in the last slot.
-        if self.st.append && off == end && new_end > end {
-            if self.append_in_place(lw, r_min, ws[end], first, last, entry) {
-                return Leafed::Done(first, last);
-            }
-            if !self.may_extend(n) {
-                self.st.stats.sealed_extend += 1;
-            }
-        }
-        // Slot stores: the slot count does not change (exclusive mode only).
-        if self.exclusive && new_end == end {
-            if off_end == off + 1 {
-                if r_min == first {
-                    let old = ws[off];
-                    n.init_slot(off, entry);
-                    n.init_pivot(off, last);
-                    self.release_entry(old);
-                } else {
-                    let old = ws[off + 1];
-                    n.init_slot(off + 1, entry);
-                    n.init_pivot(off, first - 1);
-                    self.release_entry(old);
-                }
-                self.st.stats.slot_store += 1;
-                self.after_leaf_change(lw, true);
-                return Leafed::Done(first, last);
-            }
-            if off_end == off + 2 {
-                let old = ws[off + 1];
-                n.init_slot(off + 1, entry);
-                n.init_pivot(off, first - 1);
-                n.init_pivot(off + 1, last);
-                self.release_entry(old);
-                self.st.stats.slot_store3 += 1;
-                self.after_leaf_change(lw, true);
-                return Leafed::Done(first, last);
-            }
-        }
-        // Node store: the leaf rebuilt as one node (fresh in RCU mode, in place otherwise).
-        let mut items = [Item::default(); RANGE_SLOTS];
-        let mut len = 0;
-        let mut push = |it: Item| {
-            items[len] = it;
-            len += 1;
-        };
-        for i in 0..off {
-            push(Item::slot(his[i], ws[i]));
-        }
-        let left = r_min < first;
-        let right = last < end_piv;
-        if left {
-            push(Item::slot(first - 1, ws[off]));
-        }
-        push(Item::slot(last, entry));
-        if right {
-            push(Item::slot(end_piv, ws[off_end]));
-        }
-        for i in off_end + 1..=end {
-            push(Item::slot(his[i], ws[i]));
-        }
-        debug_assert_eq!(len, new_end + 1);
-        for (i, &w) in ws.iter().enumerate().take(off_end + 1).skip(off) {
-            let kept = (left && i == off) || (right && i == off_end);
-            if !kept {
-                self.release_entry(w);
-            }
-        }
-        if left && right && off == off_end {
-            self.share_entry(ws[off]);
-        }
-        self.node_store(lw, &items[..len]);
-        Leafed::Done(first, last)
-    }
-
-    /// The in-place appends (see the module table) of `[first, last] = entry` into the last slot
-    /// `[r_min, max]` of `lw`'s leaf, holding `content`; `false` when none applies (no room, or
-    /// an append at the start in RCU mode).
-    fn append_in_place(
-        &mut self,
-        lw: &Walker<'t>,
-        r_min: u64,
-        content: usize,
-        first: u64,
-        last: u64,
-        entry: usize,
-    ) -> bool {
-        let leaf = *lw.leaf();
-        let (n, end, max) = (leaf.node, leaf.offset, leaf.max);
-        let p = Kind::Leaf.pivots();
-        if !self.may_extend(n) {
-            // The leaf shrank in place (append split) within the current grace period: a reader
-            // may still read it up to its old max, beyond the end. The leaf store copies it
-            // instead (and counts `sealed_extend`).
-            return false;
-        }
-        if r_min < first && last < max {
-            if end + 2 >= RANGE_SLOTS {
-                return false;
-            }
-            // Three-way append: [content][entry][content]; the old end pivot lowered last.
-            n.init_slot(end + 2, content);
-            if end + 2 < p {
-                n.init_pivot(end + 2, max);
-            }
-            n.init_pivot(end + 1, last);
-            n.init_slot(end + 1, entry);
-            n.publish_pivot(end, first - 1);
-            self.seal_lowered(n, end);
-            self.share_entry(content);
-            self.st.stats.append_three_way += 1;
-        } else if r_min < first {
-            if end + 1 >= RANGE_SLOTS {
-                return false;
-            }
-            // +1 at the end: [content][entry].
-            n.init_slot(end + 1, entry);
-            if end + 1 < p {
-                n.init_pivot(end + 1, max);
-            }
-            n.publish_pivot(end, first - 1);
-            self.seal_lowered(n, end);
-            self.st.stats.append_end += 1;
-        } else if last < max && self.exclusive {
-            if end + 1 >= RANGE_SLOTS {
-                return false;
-            }
-            // +1 at the start: [entry][content]; a visible boundary moves, so exclusive only.
-            n.init_slot(end + 1, content);
-            if end + 1 < p {
-                n.init_pivot(end + 1, max);
-            }
-            n.init_pivot(end, last);
-            n.init_slot(end, entry);
-            self.st.stats.append_start += 1;
-        } else {
-            return false;
-        }
-        self.after_append(lw, r_min, content, first, last, entry);
-        // Same nodes, same limits: the next in-order append can start from this leaf.
-        lw.save(&mut self.st.saved);
-        true
-    }
-
-    /// Replaces the leaf of `lw` with `items` (`wr_node_store`).
-    fn node_store(&mut self, lw: &Walker<'t>, items: &[Item]) {
-        let leaf = *lw.leaf();
-        self.st.stats.node_store += 1;
-        if self.exclusive {
-            self.write_items(leaf.node, items, leaf.max);
-            if self.is_alloc() && lw.depth > 1 {
-                let g = super::gap::leaf_max_gap(leaf.node, leaf.min, leaf.max);
-                self.propagate_gap(&lw.path()[..lw.depth - 1], g);
-            }
-            return;
-        }
-        let n = self.alloc_node(Kind::Leaf);
-        self.write_items(n, items, leaf.max);
-        let g = self.node_max_gap(n, leaf.min, leaf.max);
-        self.replace_child(&lw.path()[..lw.depth - 1], n, g);
-        self.retire_node(leaf.node);
-    }
-
-    /// Gap maintenance after an in-place append that split the leaf's last slot `[r_min, max]`
-    /// (holding `content`) around `[first, last]`: only a NULL slot's pieces can change the leaf's
-    /// largest gap, and the same span bound as in [`propagate_gap`](Self::propagate_gap) usually
-    /// decides the new one without a scan.
-    fn after_append(
-        &self,
-        lw: &Walker<'_>,
-        r_min: u64,
-        content: usize,
-        first: u64,
-        last: u64,
-        entry: usize,
-    ) {
-        if !self.is_alloc() || lw.depth < 2 || (content != 0 && entry != 0) {
-            return;
-        }
-        let leaf = lw.leaf();
-        let up = lw.path()[lw.depth - 2];
-        let old_max = up.node.gap(up.offset);
-        if entry == 0 {
-            // A NULL written inside an entry's range (NULL widening excludes a NULL content):
-            // one new gap, the maximum can only grow.
-            let g = super::gap::range_size(first, last);
-            if g > old_max {
-                self.propagate_gap(&lw.path()[..lw.depth - 1], g);
-            }
-            return;
-        }
-        if super::gap::range_size(r_min, leaf.max) < old_max {
-            return; // the pieces are smaller still, the maximum is elsewhere
-        }
-        let left = if first > r_min {
-            super::gap::range_size(r_min, first - 1)
-        } else {
-            0
-        };
-        let right = if last < leaf.max {
-            super::gap::range_size(last + 1, leaf.max)
-        } else {
-            0
-        };
-        let g = if left.max(right) >= r_min - leaf.min {
-            left.max(right)
-        } else {
-            super::gap::leaf_max_gap(leaf.node, leaf.min, leaf.max)
-        };
-        self.propagate_gap(&lw.path()[..lw.depth - 1], g);
-    }
-
     /// Gap maintenance after an in-place leaf change.
-    fn after_leaf_change(&self, lw: &Walker<'_>, gaps_changed: bool) {
+    pub(crate) fn after_leaf_change(&self, lw: &Walker<'_>, gaps_changed: bool) {
         if !gaps_changed || !self.is_alloc() || lw.depth < 2 {
             return;
         }
@@ -1066,123 +440,6 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     // ----- public write API -----------------------------------------------------------------------
 
-    /// Stores `entry` over the range `r` (`mtree_store_range`): trims or removes whatever was
-    /// there, across any number of nodes.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::store_range`].
-    pub fn store_range(
-        &mut self,
-        r: impl core::ops::RangeBounds<u64>,
-        entry: E,
-    ) -> Result<(), Error> {
-        let (first, last) = super::inclusive(r)?;
-        let w = Self::entry_word(entry)?;
-        self.write(first, last, w);
-        Ok(())
-    }
-
-    /// Stores the reserved zero entry (`XA_ZERO_ENTRY`) over the range `r`: the range counts
-    /// as occupied for insert and gap search but reads as empty through `load` and `iter`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidRange`] for an empty or inverted `r` (nothing is written).
-    pub fn store_zero_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
-        let (first, last) = super::inclusive(r)?;
-        self.write(first, last, ZERO_WORD);
-        Ok(())
-    }
-
-    /// Stores `entry` only if all of the range `r` is empty (`mtree_insert_range`).
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::insert_range`].
-    pub fn insert_range(
-        &mut self,
-        r: impl core::ops::RangeBounds<u64>,
-        entry: E,
-    ) -> Result<(), Error> {
-        let (first, last) = super::inclusive(r)?;
-        if self.is_occupied(first, last) {
-            return Err(Error::Occupied);
-        }
-        let w = Self::entry_word(entry)?;
-        self.write(first, last, w);
-        Ok(())
-    }
-
-    /// [`insert_range`](Self::insert_range) of one index.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::insert_range`].
-    pub fn insert(&mut self, index: u64, entry: E) -> Result<(), Error> {
-        self.insert_range(index..=index, entry)
-    }
-
-    /// Whether any index of `[first, last]` holds an entry (the zero entry counts).
-    pub(crate) fn is_occupied(&self, first: u64, last: u64) -> bool {
-        let mut w = self.walker();
-        if w.walk(first).is_none() {
-            return false;
-        }
-        loop {
-            if w.word != 0 {
-                return true;
-            }
-            if w.hi >= last {
-                return false;
-            }
-            if w.next_slot().is_none() {
-                return false;
-            }
-        }
-    }
-
-    /// Erases the range containing `index` (`mtree_erase`); returns it if it held an entry.
-    pub fn erase(&mut self, index: u64) -> Option<(u64, u64)> {
-        let mut w = self.walker();
-        w.walk(index)?;
-        if w.word == 0 {
-            return None;
-        }
-        let (lo, hi) = (w.lo, w.hi);
-        self.write_from(&mut w, true, lo, hi, 0);
-        Some((lo, hi))
-    }
-
-    /// Empties the range `r` (a NULL store).
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::erase_range`].
-    pub fn erase_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
-        let (first, last) = super::inclusive(r)?;
-        self.write(first, last, 0);
-        Ok(())
-    }
-
-    /// Empties the tree (`mtree_destroy`), keeping its options.
-    pub fn clear(&mut self) {
-        self.st.saved.clear();
-        let root = self.root.load(Ordering::Relaxed);
-        if root == 0 {
-            return;
-        }
-        let mut retired = Retired::new();
-        let n = self.node_from_item(root);
-        self.remove_subtree(n, 0, u64::MAX, &mut retired);
-        self.publish_root(0);
-        self.st.height = 0;
-        for n in retired {
-            self.retire_node(n);
-        }
-        self.drop_released();
-    }
-
     /// Height (levels).
     pub fn height(&self) -> usize {
         self.st.height
@@ -1190,19 +447,24 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// The entry at `index`, read under the writer.
     pub fn load(&self, index: u64) -> Option<E::Borrowed<'_>> {
-        let w = super::walk::load_word_at(self.root, self.internal, index);
-        // SAFETY: the writer is the only mutator and `&self` keeps it from writing while the
-        // borrow lives; the guard it holds covers RCU-deferred frees.
-        unsafe { super::borrow_word::<E>(w) }
+        // The writer is the only mutator and `&self` keeps it from writing while the borrow
+        // lives; the guard it holds covers RCU-deferred frees.
+        super::walk::load_word(self.view(), index).entry::<E>()
     }
 
-    /// Iterates under the writer (see [`MapleTree::iter`]).
-    pub fn iter(&self) -> super::Iter<'_, E> {
-        super::Iter::from_parts(self.root, self.internal, 0, u64::MAX)
+    /// Iterates under the writer (see [`MapleTree::iter`](crate::MapleTree::iter)).
+    pub fn iter(&self) -> Iter<'_, E> {
+        Iter::new(self.view(), 0, u64::MAX)
+    }
+
+    /// The reader view of the root, for reads under the writer borrowed from `&self` (the
+    /// writer cannot write while they live).
+    pub(crate) fn view(&self) -> super::node::RootRef<'_> {
+        self.root.view()
     }
 
     /// The tree's collector.
     pub(crate) fn collector(&self) -> &Collector {
-        self.collector
+        self.root.collector()
     }
 }

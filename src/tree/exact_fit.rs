@@ -1,0 +1,72 @@
+//! The exact fit (`mas_wr_exact_fit`): the write covers exactly one slot, which is replaced in
+//! place by one Release store (row P5), in both modes — unless a lowered pivot seals the slot
+//! (`seal`), which sends the write to the node store instead.
+
+use crate::entry::Entry;
+
+use super::big_node::LeafWrite;
+use super::node::NodeRef;
+use super::walk::Walker;
+use super::write::WriteGuard;
+
+impl<'t, E: Entry> WriteGuard<'t, E> {
+    /// The exact fit without the leaf image (`wr_exact_fit`): `[first, last]` is exactly the
+    /// walker's slot and `entry` is not NULL (a NULL store may widen over empty neighbours, so it
+    /// takes the general path). One Release store of the slot; the walker stays valid and now
+    /// reports `entry`. `false`, with nothing done, when the store is not an exact fit.
+    pub(crate) fn exact_fit_at(
+        &mut self,
+        lw: &mut Walker<'t>,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> bool {
+        if entry == 0 || lw.depth == 0 || lw.lo != first || lw.hi != last {
+            return false;
+        }
+        let leaf = *lw.leaf();
+        if !self.may_repoint(leaf.node, leaf.offset, lw.hi == leaf.max) {
+            self.st.stats.sealed_repoint += 1;
+            return false; // the leaf store copies the leaf instead
+        }
+        let old = lw.word.raw();
+        self.wr_exact_fit(lw, leaf.node, leaf.offset, old, entry);
+        lw.word = leaf.node.leaf_word(leaf.offset);
+        true
+    }
+
+    /// The exact fit found on the leaf image of a leaf store (a NULL write included, after its
+    /// widening); `false`, with nothing done, if it is not one or the slot is sealed.
+    pub(crate) fn exact_fit_in_leaf(&mut self, lw: &Walker<'t>, l: &LeafWrite) -> bool {
+        let n = lw.leaf().node;
+        if l.off != l.off_end
+            || l.r_min != l.first
+            || l.end_piv != l.last
+            || !self.may_repoint(n, l.off, l.end_piv == l.max)
+        {
+            return false;
+        }
+        self.wr_exact_fit(lw, n, l.off, l.ws[l.off], l.entry);
+        true
+    }
+
+    /// `mas_wr_exact_fit` proper: slot `off` of the leaf `n` (the leaf of `lw`), holding `old`,
+    /// gets `entry` by one Release store; the old entry is released.
+    fn wr_exact_fit(
+        &mut self,
+        lw: &Walker<'_>,
+        n: NodeRef<'_>,
+        off: usize,
+        old: usize,
+        entry: usize,
+    ) {
+        if old != entry {
+            n.publish_entry(off, entry);
+            self.release_entry(old);
+            self.after_leaf_change(lw, (old == 0) != (entry == 0));
+        } else if entry != 0 {
+            self.add_len(-1); // the range was already counted
+        }
+        self.st.stats.exact_fit += 1;
+    }
+}

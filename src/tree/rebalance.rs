@@ -1,0 +1,73 @@
+//! The rebalance (`mas_rebalance`): a level whose items would leave a non-rightmost node below
+//! minimum occupancy, or a non-rightmost leaf ending in NULL, pulls in its right neighbour (whose
+//! path joins the nodes the rebuild consumes). Adjacent NULLs are coalesced first.
+
+use crate::entry::Entry;
+
+use super::big_node::{Item, Items};
+use super::node::Kind;
+use super::rebuild::{rightmost_path, Rebuild};
+use super::write::WriteGuard;
+
+impl<'t, E: Entry> WriteGuard<'t, E> {
+    /// The leaf level: coalesces NULLs and pulls in right neighbours while the last leaf would
+    /// end in NULL or be underfull (in a tree of `height` levels).
+    pub(crate) fn fix_leaf_level(&mut self, rb: &mut Rebuild<'t>, height: usize) {
+        loop {
+            coalesce_nulls(&mut rb.items, &mut rb.entry_pos);
+            let not_last = rb.run_max != u64::MAX;
+            let needs_null_fix = rb.items.last().is_null() && not_last;
+            let underfull = rb.items.len() < Kind::Leaf.min_end() + 1 && not_last && height > 1;
+            if !(needs_null_fix || underfull) {
+                return;
+            }
+            self.pull_right(rb);
+        }
+    }
+
+    /// An internal level: pulls in right neighbours while it is underfull (not at the root).
+    pub(crate) fn fix_internal_level(&mut self, rb: &mut Rebuild<'t>) {
+        while rb.items.len() < rb.kind.min_end() + 1 && rb.run_max != u64::MAX && rb.level > 0 {
+            self.pull_right(rb);
+        }
+    }
+
+    /// Appends the slots of the right neighbour of the level's run to its items.
+    fn pull_right(&mut self, rb: &mut Rebuild<'t>) {
+        let nb = rightmost_path(&rb.paths, rb.level)
+            .right_neighbour(self.internal)
+            .expect("run_max < MAX implies a right neighbour");
+        let lvl = *nb.levels.last().unwrap();
+        for (i, (_, hi, slot)) in lvl.node.slots(lvl.min, lvl.max, self.internal).enumerate() {
+            let gap = self.child_gap(lvl.node, i);
+            rb.items.push(Item { hi, slot, gap });
+        }
+        rb.run_max = lvl.max;
+        rb.paths.push(nb);
+        rb.pulled = true;
+    }
+}
+
+/// Merges adjacent NULL items (keeping the later bound), tracking where the entry item went.
+fn coalesce_nulls(items: &mut Items<'_>, entry_pos: &mut usize) {
+    let mut out = 0usize;
+    let n = items.len();
+    let mut i = 0;
+    while i < n {
+        let it = items.get(i);
+        if out > 0 && it.is_null() && items.get(out - 1).is_null() {
+            items.set(out - 1, it);
+            if i == *entry_pos {
+                *entry_pos = out - 1;
+            }
+        } else {
+            if i == *entry_pos {
+                *entry_pos = out;
+            }
+            items.set(out, it);
+            out += 1;
+        }
+        i += 1;
+    }
+    items.truncate(out);
+}

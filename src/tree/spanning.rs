@@ -1,0 +1,31 @@
+//! The spanning store (`mas_wr_spanning_store`): a write whose range crosses leaves. Both
+//! paths (to the leaves holding `first` and `last`) are consumed by one rebuild (`rebuild`).
+
+use crate::entry::Entry;
+
+use super::path::Path;
+use super::walk::Walker;
+use super::write::WriteGuard;
+
+impl<'t, E: Entry> WriteGuard<'t, E> {
+    /// Stores `entry` over `[first, last]`, which crosses the leaf of `lw` (positioned on
+    /// `first`); returns the range written (a NULL store widens).
+    pub(crate) fn spanning_store(
+        &mut self,
+        lw: &Walker<'t>,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> (u64, u64) {
+        let mut rw = self.walker();
+        rw.walk(last).expect("non-empty tree");
+        let r = self.rebuild(
+            Path::from_walker(lw),
+            Path::from_walker(&rw),
+            first,
+            last,
+            entry,
+        );
+        (r.first, r.last)
+    }
+}

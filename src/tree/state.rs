@@ -1,0 +1,125 @@
+//! The writer's private state (height, shared-entry counts, statistics, seals, the saved path):
+//! only the holder of the writer lock (or `&mut`) touches it.
+
+use std::collections::HashMap;
+
+use crate::sync::MutexGuard;
+
+use super::seal::Seals;
+use super::walk::SavedPath;
+
+/// Which write path a store took, counted per tree (see [`MapleTree::stats`](crate::MapleTree::stats)). Names follow the
+/// kernel's `enum store_type` and `mas_wr_append` cases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// One slot replaced in place (`wr_exact_fit`).
+    pub exact_fit: u64,
+    /// Two slots changed in place, one boundary moved (`wr_slot_store`, exclusive mode only).
+    pub slot_store: u64,
+    /// Three slots changed in place, two boundaries moved (exclusive mode only).
+    pub slot_store3: u64,
+    /// `+1` append at the end of the last range (in place, also under concurrent readers).
+    pub append_end: u64,
+    /// `+1` append at the start of the last range (in place in exclusive mode only).
+    pub append_start: u64,
+    /// Three-way append: a range strictly inside the last range (in place, also under readers).
+    pub append_three_way: u64,
+    /// The leaf rebuilt as one node (`wr_node_store`): a new node swapped in, or in place.
+    pub node_store: u64,
+    /// Parents copied because a pivot lowered in place within the current grace period sealed
+    /// re-pointing their child in place (see the publication protocol in `node`).
+    pub sealed_copy: u64,
+    /// Writes that would have appended in place into a node whose range shrank within the
+    /// current grace period (after an append split), done by copy-on-write instead.
+    pub sealed_extend: u64,
+    /// Exact fits into a slot whose bound was lowered in place within the current grace period,
+    /// done by copy-on-write instead.
+    pub sealed_repoint: u64,
+    /// A node split (`wr_split_store`), counted per write.
+    pub split: u64,
+    /// Splits of the full rightmost leaf by truncation during in-order appends (no copy-on-write;
+    /// see the `append` module). Also counted in `split`.
+    pub append_split: u64,
+    /// Of those, splits where the full leaf kept the new entry as its sixteenth slot and only the
+    /// rest of the old last range moved on (in place without readers, by copy-on-write of the
+    /// leaf and its parent under them): in-order builds then fill leaves completely.
+    pub append_fill: u64,
+    /// The root split, growing the tree by one level.
+    pub grow: u64,
+    /// A node fell below minimum occupancy and was merged/redistributed (`wr_rebalance`).
+    pub rebalance: u64,
+    /// A write that crossed leaves (`wr_spanning_store`).
+    pub spanning_store: u64,
+    /// The height shrank.
+    pub shrink: u64,
+    /// A whole-space write or the first write into an empty tree (`wr_new_root`/`wr_store_root`).
+    pub new_root: u64,
+    /// Nodes allocated.
+    pub nodes_allocated: u64,
+    /// Times a lock-free reader walked again from the root because it met a node the writer had
+    /// replaced (or a state only such a race produces). Filled in by [`MapleTree::stats`](crate::MapleTree::stats).
+    pub reader_restarts: u64,
+    /// Nodes freed or retired.
+    pub nodes_freed: u64,
+}
+
+/// Writer-private bookkeeping: only the holder of the writer lock (or `&mut`) touches it.
+pub(crate) struct WriterState {
+    /// Levels of the tree (0 = empty).
+    pub(crate) height: usize,
+    /// Entry words held by more than one slot (a range split around a new entry), and how many.
+    pub(crate) multi: HashMap<usize, usize>,
+    pub(crate) stats: Stats,
+    /// `MT_FLAGS_ALLOC_WRAPPED`.
+    pub(crate) cyclic_wrapped: bool,
+    /// The seed-001 switch: in-place appends (on by default).
+    pub(crate) append: bool,
+    /// The path of the last in-place append, if no write changed the structure since (empty
+    /// otherwise: every write empties it first; see `WriteGuard::write`).
+    pub(crate) saved: SavedPath,
+    /// What in-place stores left sealed for readers that read before them (see `seal`).
+    pub(crate) seals: Seals,
+    /// Exclusive mode: entry words a write released, dropped once it is complete.
+    pub(crate) released: Vec<usize>,
+}
+
+impl WriterState {
+    /// The state of an empty tree.
+    pub(crate) fn new() -> Self {
+        WriterState {
+            height: 0,
+            multi: HashMap::new(),
+            stats: Stats::default(),
+            cyclic_wrapped: false,
+            append: true,
+            saved: SavedPath::default(),
+            seals: Seals::new(),
+            released: Vec::new(),
+        }
+    }
+}
+
+/// The writer state as a write guard holds it: through the lock (RCU mode) or `&mut`.
+pub(crate) enum StateRef<'t> {
+    Locked(MutexGuard<'t, WriterState>),
+    Exclusive(&'t mut WriterState),
+}
+
+impl core::ops::Deref for StateRef<'_> {
+    type Target = WriterState;
+    fn deref(&self) -> &WriterState {
+        match self {
+            StateRef::Locked(g) => g,
+            StateRef::Exclusive(r) => r,
+        }
+    }
+}
+impl core::ops::DerefMut for StateRef<'_> {
+    fn deref_mut(&mut self) -> &mut WriterState {
+        match self {
+            StateRef::Locked(g) => &mut *g,
+            StateRef::Exclusive(r) => r,
+        }
+    }
+}

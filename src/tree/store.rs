@@ -1,0 +1,344 @@
+//! The store (`mas_store` and `mas_wr_store_type`): walks to the leaf holding `first`, then
+//! sends the write down one path, each in its own module:
+//!
+//! | path | module | exclusive (`&mut`) | RCU (`&self` + lock) | why it is safe under readers |
+//! |---|---|---|---|---|
+//! | exact fit | `exact_fit` | in place | in place | one Release store of the slot |
+//! | append `+1` at the end | `append` | in place | in place | new slot/pivot written beyond the end, then the old end pivot lowered by one Release store |
+//! | three-way append | `append` | in place | in place | two new slots and their pivots beyond the end, then the old end pivot lowered last |
+//! | append `+1` at the start | `append` | in place | node store | it moves a boundary of a range that stays visible |
+//! | slot store (2 or 3 slots) | `slot_store` | in place | node store | same |
+//! | node store | `node_store` | in place | fresh leaf, one pointer publish | readers see the old or the new leaf |
+//! | append split | `append_split` | truncation | truncation, or copy-on-write | see the module |
+//! | split, rebalance | `rebuild` (`split`, `rebalance`) | fresh nodes | fresh nodes, one pointer publish | readers see the old or the new subtree |
+//! | spanning store | `spanning` → `rebuild` | fresh nodes | fresh nodes, one pointer publish | same |
+//!
+//! Readers find a node's end from its pivots only (see `node`), which is what makes both appends
+//! safe: until the old end pivot is lowered, every slot beyond it is unreachable, and once it is
+//! lowered everything beyond it is already written. The public write API of the write guard
+//! (`store_range`, `insert_range`, `erase`, `clear`, ...) is here too.
+
+use crate::entry::{Entry, Owned, ZERO_WORD};
+use crate::error::Error;
+
+use super::append_split::LastSlot;
+use super::big_node::{Item, Items, LeafWrite};
+use super::node::{Kind, Loaded, RANGE_SLOTS};
+use super::path::{Path, Retired};
+use super::walk::Walker;
+use super::write::WriteGuard;
+
+/// Outcome of the single-leaf classification.
+enum Leafed {
+    Done(u64, u64),
+    Rebuild(u64, u64),
+}
+
+impl<'t, E: Entry> WriteGuard<'t, E> {
+    /// Stores `entry` (0 = nothing) over `[first, last]`; returns the range written (a NULL
+    /// store reports the widened NULL range). `first <= last` is the caller's job.
+    pub(crate) fn write(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
+        let mut w = self.walker();
+        // The saved path is emptied at the start of every write (`write_from`, `clear`) and
+        // saved again only at the end of an in-place append, which changes no node's place or
+        // limits; so a non-empty one still describes the live tree (`restore` checks every node
+        // of it against the tree's own words anyway).
+        let walked = w.restore(self.root, &self.st.saved, first);
+        self.write_from(&mut w, walked, first, last, entry)
+    }
+
+    /// [`write`](Self::write), reusing a walker already positioned on the slot holding `first`.
+    pub(crate) fn write_from(
+        &mut self,
+        lw: &mut Walker<'t>,
+        walked: bool,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> (u64, u64) {
+        if entry != 0 {
+            // The new range; what it overwrites is counted down by `release_entry` (a range
+            // removed) and up by `share_entry` (a range split in two).
+            self.add_len(1);
+        }
+        let r = self.store_from(lw, walked, first, last, entry);
+        self.drop_released();
+        r
+    }
+
+    /// The store itself; the caller drops the entries it released once it is complete.
+    fn store_from(
+        &mut self,
+        lw: &mut Walker<'t>,
+        walked: bool,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> (u64, u64) {
+        debug_assert!(first <= last);
+        self.st.saved.clear();
+        self.schedule_seals();
+        let Some(old) = self.root.node() else {
+            if entry == 0 {
+                return (0, u64::MAX);
+            }
+            self.new_leaf_root(first, last, entry);
+            return (first, last);
+        };
+        // A whole-space store is a new root (`wr_new_root`), unless one slot already covers the
+        // whole space: then it is an exact fit (step 4 comes first).
+        if first == 0
+            && last == u64::MAX
+            && !(lw.walk(0).is_some() && lw.lo == 0 && lw.hi == u64::MAX)
+        {
+            let mut retired = Retired::new();
+            self.remove_subtree(old, 0, u64::MAX, &mut retired);
+            if entry == 0 {
+                self.root.publish_empty();
+                self.st.height = 0;
+                self.st.stats.new_root += 1;
+            } else {
+                self.new_leaf_root(0, u64::MAX, entry); // counts the new root
+            }
+            for n in retired {
+                self.retire_node(n);
+            }
+            return (0, u64::MAX);
+        }
+        let (a, b) = self.write_in_tree(lw, walked, first, last, entry);
+        if entry == 0 && a == 0 && b == u64::MAX {
+            // Nothing is left: the single NULL leaf goes, the tree becomes empty (as
+            // `mas_new_root` of a NULL does).
+            self.clear();
+        }
+        (a, b)
+    }
+
+    fn write_in_tree(
+        &mut self,
+        lw: &mut Walker<'t>,
+        walked: bool,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> (u64, u64) {
+        if !walked {
+            lw.walk(first).expect("non-empty tree");
+        }
+        if self.exact_fit_at(lw, first, last, entry) {
+            return (first, last);
+        }
+        let lw = &*lw;
+        // An append into the leaf's last slot (the slot reaches the leaf's max): no leaf image.
+        let leaf_max = lw.leaf().max;
+        if entry != 0
+            && self.st.append
+            && lw.hi == leaf_max
+            && last <= leaf_max
+            && self.append_in_place(lw, lw.lo, lw.word.raw(), first, last, entry)
+        {
+            return (first, last);
+        }
+        let leaf = *lw.leaf();
+        if last < leaf.max || (last == leaf.max && (entry != 0 || leaf.max == u64::MAX)) {
+            match self.leaf_store(lw, first, last, entry) {
+                Leafed::Done(a, b) => return (a, b),
+                Leafed::Rebuild(a, b) => {
+                    let lpath = Path::from_walker(lw);
+                    let r = self.rebuild(lpath.clone(), lpath, a, b, entry);
+                    return (r.first, r.last);
+                }
+            }
+        }
+        self.spanning_store(lw, first, last, entry)
+    }
+
+    fn new_leaf_root(&mut self, first: u64, last: u64, entry: usize) {
+        let mut items = Items::new();
+        if first > 0 {
+            items.push(Item::slot(first - 1, 0));
+        }
+        items.push(Item::slot(last, entry));
+        if last < u64::MAX {
+            items.push(Item::slot(u64::MAX, 0));
+        }
+        let n = self.alloc_node(Kind::Leaf);
+        self.write_items(n.node(), items.as_slice(), u64::MAX);
+        self.publish_root(n);
+        self.st.height = 1;
+        self.st.stats.new_root += 1;
+    }
+
+    /// A write inside one leaf: the fast paths, or a request to rebuild (node store, split,
+    /// rebalance) with the NULL-widened range.
+    fn leaf_store(&mut self, lw: &Walker<'t>, first: u64, last: u64, entry: usize) -> Leafed {
+        let leaf = *lw.leaf();
+        let mut l = LeafWrite::empty();
+        l.read(leaf, first, last, entry);
+        if l.ends_in_null {
+            return Leafed::Rebuild(l.first, l.last);
+        }
+        let (first, last, end) = (l.first, l.last, l.end);
+        // Exact fit (in place unless a lowered pivot seals the slot: then a node store).
+        if self.exact_fit_in_leaf(lw, &l) {
+            return Leafed::Done(first, last);
+        }
+        if l.new_end >= RANGE_SLOTS
+            && self.st.append
+            && l.off == end
+            && l.max == u64::MAX
+            && end >= 2
+        {
+            // In-order append into the full rightmost leaf: split by truncation (`append_split`).
+            let ls = LastSlot {
+                end,
+                r_min: l.r_min,
+                content: l.ws[end],
+                prev_hi: l.his[end - 1],
+                prev_word: l.ws[end - 1],
+                prev2_hi: l.his[end - 2],
+            };
+            self.append_split(lw, first, last, entry, ls);
+            return Leafed::Done(first, last);
+        }
+        let is_root = lw.depth == 1;
+        if l.new_end >= RANGE_SLOTS
+            || (l.new_end < Kind::Leaf.min_end() && !is_root && l.max != u64::MAX)
+        {
+            return Leafed::Rebuild(first, last);
+        }
+        // Appends: the write starts in the last slot.
+        if self.st.append && l.off == end && l.new_end > end {
+            if self.append_in_place(lw, l.r_min, l.ws[end], first, last, entry) {
+                return Leafed::Done(first, last);
+            }
+            if !self.may_extend(leaf.node) {
+                self.st.stats.sealed_extend += 1;
+            }
+        }
+        // Slot stores: the slot count does not change (exclusive mode only).
+        if self.slot_store(lw, &l) {
+            return Leafed::Done(first, last);
+        }
+        // Node store: the leaf rebuilt as one node (fresh in RCU mode, in place otherwise).
+        self.wr_node_store(lw, &l);
+        Leafed::Done(first, last)
+    }
+
+    // ----- public write API -----------------------------------------------------------------------
+
+    /// Stores `entry` over the range `r` (`mtree_store_range`): trims or removes whatever was
+    /// there, across any number of nodes.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::store_range`](crate::MapleTree::store_range).
+    pub fn store_range(
+        &mut self,
+        r: impl core::ops::RangeBounds<u64>,
+        entry: E,
+    ) -> Result<(), Error> {
+        let (first, last) = super::inclusive(r)?;
+        let w = Owned::new(entry)?.into_raw();
+        self.write(first, last, w);
+        Ok(())
+    }
+
+    /// Stores the reserved zero entry (`XA_ZERO_ENTRY`) over the range `r`: the range counts
+    /// as occupied for insert and gap search but reads as empty through `load` and `iter`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`] for an empty or inverted `r` (nothing is written).
+    pub fn store_zero_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
+        let (first, last) = super::inclusive(r)?;
+        self.write(first, last, ZERO_WORD);
+        Ok(())
+    }
+
+    /// Stores `entry` only if all of the range `r` is empty (`mtree_insert_range`).
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::insert_range`](crate::MapleTree::insert_range).
+    pub fn insert_range(
+        &mut self,
+        r: impl core::ops::RangeBounds<u64>,
+        entry: E,
+    ) -> Result<(), Error> {
+        let (first, last) = super::inclusive(r)?;
+        if self.is_occupied(first, last) {
+            return Err(Error::Occupied);
+        }
+        let w = Owned::new(entry)?.into_raw();
+        self.write(first, last, w);
+        Ok(())
+    }
+
+    /// [`insert_range`](Self::insert_range) of one index.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::insert_range`](crate::MapleTree::insert_range).
+    pub fn insert(&mut self, index: u64, entry: E) -> Result<(), Error> {
+        self.insert_range(index..=index, entry)
+    }
+
+    /// Whether any index of `[first, last]` holds an entry (the zero entry counts).
+    pub(crate) fn is_occupied(&self, first: u64, last: u64) -> bool {
+        let mut w = self.walker();
+        if w.walk(first).is_none() {
+            return false;
+        }
+        loop {
+            if w.word != Loaded::NONE {
+                return true;
+            }
+            if w.hi >= last {
+                return false;
+            }
+            if w.next_slot().is_none() {
+                return false;
+            }
+        }
+    }
+
+    /// Erases the range containing `index` (`mtree_erase`); returns it if it held an entry.
+    pub fn erase(&mut self, index: u64) -> Option<(u64, u64)> {
+        let mut w = self.walker();
+        w.walk(index)?;
+        if w.word == Loaded::NONE {
+            return None;
+        }
+        let (lo, hi) = (w.lo, w.hi);
+        self.write_from(&mut w, true, lo, hi, 0);
+        Some((lo, hi))
+    }
+
+    /// Empties the range `r` (a NULL store).
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::erase_range`](crate::MapleTree::erase_range).
+    pub fn erase_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
+        let (first, last) = super::inclusive(r)?;
+        self.write(first, last, 0);
+        Ok(())
+    }
+
+    /// Empties the tree (`mtree_destroy`), keeping its options.
+    pub fn clear(&mut self) {
+        self.st.saved.clear();
+        let Some(n) = self.root.node() else {
+            return;
+        };
+        let mut retired = Retired::new();
+        self.remove_subtree(n, 0, u64::MAX, &mut retired);
+        self.root.publish_empty();
+        self.st.height = 0;
+        for n in retired {
+            self.retire_node(n);
+        }
+        self.drop_released();
+    }
+}
