@@ -328,7 +328,7 @@ impl<'g> Walker<'g> {
 
     /// Moves to the next slot holding an entry (not empty, not the zero entry): a tight loop
     /// within the leaf, [`next_leaf`](Self::next_leaf) across leaves.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_entry(&mut self) -> Option<()> {
         loop {
             if self.depth == 0 || self.hi == u64::MAX {
