@@ -177,7 +177,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// [`next_slow`](Self::next_slow). Checks what `Walker::next_leaf` checks on this path, in
     /// its order: the leaf alive, not the parent's last child, the parent alive, the child slot
     /// (after its pivot) non-empty and a leaf.
-    #[inline(never)]
+    #[inline(always)]
     fn next_cross(
         &mut self,
         mut off: usize,
