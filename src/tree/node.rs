@@ -1050,27 +1050,40 @@ std::thread_local! {
         const { core::cell::RefCell::new(NodeCache(Vec::new())) };
 }
 
-/// Memory for one node: a cached allocation, or a new one.
+/// A cached node allocation, if this thread's cache holds one.
+#[cfg(not(loom))]
+#[inline]
+fn cached_box() -> Option<Box<core::mem::MaybeUninit<Node>>> {
+    let p = NODE_CACHE
+        .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.0.pop()))
+        .ok()
+        .flatten()?;
+    // SAFETY: a cached address is a `Box<Node>` allocation nothing references (see `free_box`),
+    // taken out of the cache once; `MaybeUninit<Node>` has `Node`'s layout.
+    Some(unsafe { Box::from_raw(p.as_ptr().cast::<core::mem::MaybeUninit<Node>>()) })
+}
+
+/// Memory for one node, to be fully overwritten: a cached allocation, or a new one.
 #[cfg(not(loom))]
 #[inline]
 fn node_box() -> Box<core::mem::MaybeUninit<Node>> {
-    let cached = NODE_CACHE
-        .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.0.pop()))
-        .ok()
-        .flatten();
-    match cached {
-        // SAFETY: a cached address is a `Box<Node>` allocation nothing references (see
-        // `free_box`), taken out of the cache once; `MaybeUninit<Node>` has `Node`'s layout.
-        Some(p) => unsafe { Box::from_raw(p.as_ptr().cast::<core::mem::MaybeUninit<Node>>()) },
-        None => Box::new_uninit(),
-    }
+    cached_box().unwrap_or_else(Box::new_uninit)
 }
 
 /// A zeroed node (as [`Node::new`]), from the cache if it holds one.
 #[cfg(not(loom))]
 #[inline]
 fn new_node() -> Box<Node> {
-    Box::write(node_box(), Node::new())
+    let Some(mut b) = cached_box() else {
+        return Box::new(Node::new());
+    };
+    // SAFETY: outside loom a `Node` is only atomics (`repr(C)`, no padding), for which all-zero
+    // bytes are valid values — the node `Node::new` makes; `b` is a cached allocation for one
+    // `Node` that nothing else references.
+    unsafe {
+        b.as_mut_ptr().write_bytes(0, 1);
+        b.assume_init()
+    }
 }
 
 /// Under loom: a plain box.
