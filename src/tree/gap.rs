@@ -196,9 +196,7 @@ fn search<const REV: bool>(root: NodeRef<'_>, internal: Kind, q: Query) -> Optio
                     return None;
                 }
                 d -= 1;
-                let Some(f) = path[d] else {
-                    return None;
-                };
+                let f = path[d]?;
                 (lo, hi) = (nmin, nmax);
                 (n, nmin, nmax, i) = (f.n, f.nmin, f.nmax, f.i);
                 read = 0;
