@@ -115,7 +115,7 @@ fn search<const REV: bool>(root: NodeRef<'_>, internal: Kind, q: Query) -> Optio
     let mut read;
     let (mut n, mut nmin, mut nmax) = (root, 0, u64::MAX);
     'enter: loop {
-        let p = n.kind().pivots();
+        let mut p = n.kind().pivots();
         // The slot holding the window's edge on the search's side: the upper bound of slot `i`
         // starting at `lo` is its pivot kept inside `[lo, nmax]`, or `nmax` past the pivots.
         let target = if rev { max.min(nmax) } else { min.max(nmin) };
@@ -199,6 +199,7 @@ fn search<const REV: bool>(root: NodeRef<'_>, internal: Kind, q: Query) -> Optio
                 let f = path[d]?;
                 (lo, hi) = (nmin, nmax);
                 (n, nmin, nmax, i) = (f.n, f.nmin, f.nmax, f.i);
+                p = n.kind().pivots();
                 read = 0;
             }
         }
@@ -321,6 +322,46 @@ mod tests {
         }
     }
 
+    /// Aligned searches through leaves whose gaps are large enough but misaligned back out of
+    /// them into allocation-tree (10-slot) parents, in both directions.
+    #[test]
+    fn backs_out_of_leaves() {
+        for alloc in [false, true] {
+            let tree = if alloc {
+                MapleTree::<Value>::new_alloc()
+            } else {
+                MapleTree::<Value>::new()
+            };
+            // 3-long ranges, 2-long gaps `[5j + 3, 5j + 4]`: a gap holds a multiple of 64 only
+            // every 64 ranges, so an aligned search passes many leaves it enters.
+            for j in 0..20_000u64 {
+                tree.store_range(5 * j, 5 * j + 2, Value::new(j)).unwrap();
+            }
+            let g = tree.pin();
+            let root = tree.reader(&g);
+            let r = root.node().unwrap();
+            for start in (0..90_000).step_by(997) {
+                for rev in [false, true] {
+                    let q = Query {
+                        min: start,
+                        max: start + 9_000,
+                        size: 1,
+                        align: 64,
+                        rev,
+                    };
+                    let want = old_search(r, 0, u64::MAX, root.internal(), q);
+                    let got = if rev {
+                        search::<true>(r, root.internal(), q)
+                    } else {
+                        search::<false>(r, root.internal(), q)
+                    };
+                    assert_eq!(got, want, "from {start} rev {rev}");
+                    assert!(want.is_some());
+                }
+            }
+        }
+    }
+
     /// The iterative search answers what the recursive one did, on irregular trees of both
     /// kinds, for windows, sizes and alignments that make it backtrack.
     #[test]
@@ -344,14 +385,22 @@ mod tests {
                 tree.store_range(at, at + len, Value::new(i)).unwrap();
                 at += len + 1 + rnd(3) * rnd(5);
             }
+            // A regular stretch: 3-long ranges and 2-long gaps, where aligned searches enter
+            // leaves whose gaps are large enough but misaligned, and back out of them.
+            at += 10;
+            for i in 0..3000u64 {
+                tree.store_range(at + 5 * i, at + 5 * i + 2, Value::new(i))
+                    .unwrap();
+            }
+            at += 15_000;
             let g = tree.pin();
             let root = tree.reader(&g);
             let r = root.node().unwrap();
-            for _ in 0..4000 {
+            for _ in 0..20000 {
                 let min = rnd(at + 100);
                 let max = min + rnd(at / 4 + 2);
-                let size = 1 + rnd(12);
-                let align = 1 << rnd(4);
+                let size = 1 + rnd(12) * (1 + rnd(4));
+                let align = 1 << rnd(6);
                 for rev in [false, true] {
                     let q = Query {
                         min,
