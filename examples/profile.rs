@@ -12,10 +12,11 @@
 //! machine where times cannot. `scripts/bench-profile.sh` runs the whole set.
 //!
 //! Usage: `profile WORKLOAD MAP [N]`; WORKLOAD is one of build, lookup_hit, lookup_miss,
-//! random_store, erase_half, iterate, gap_rev, fork_old, fork_new, slot_store, node_store,
+//! random_store, erase_half, iterate, gap_rev, fork_old, fork_new, dup, slot_store, node_store,
 //! rewrite; MAP is maple (allocation tree, exclusive writer), maple-rcu (writes through the lock)
 //! or btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new, the
-//! source's entries, default 135). Prints the number of operations measured.
+//! source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped outside
+//! the count). Prints the number of operations measured.
 
 #[path = "../benches/support/btree_range.rs"]
 #[allow(dead_code)]
@@ -84,6 +85,13 @@ impl Map {
         }
         m
     }
+}
+
+/// Drops a copy outside the count: its name matches the driver's `--toggle-collect='*measured*'`,
+/// so entering it toggles collection off and leaving it toggles it back on.
+#[inline(never)]
+fn unmeasured_drop(t: MapleTree<Value>) {
+    drop(t);
 }
 
 #[inline(never)]
@@ -212,6 +220,17 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             }
             *ops = count;
         }
+        "dup" => {
+            let count = (270_000 / n).max(2);
+            let Map::Maple(src, _) = m else {
+                panic!("dup is for the maple tree")
+            };
+            for _ in 0..count {
+                let new = black_box(src.dup());
+                unmeasured_drop(new);
+            }
+            *ops = count;
+        }
         "slot_store" => {
             let count = 200_000;
             let Map::Maple(t, rcu) = m else { panic!() };
@@ -260,7 +279,7 @@ fn main() {
     let mut n = given.unwrap_or(1_000_000);
     let mut m = match work {
         "build" | "random_store" => Map::new(map),
-        "fork_old" | "fork_new" => {
+        "fork_old" | "fork_new" | "dup" => {
             // The source's entry count: bench_forking's 135 unless given.
             n = given.unwrap_or(135);
             Map::built(map, n)

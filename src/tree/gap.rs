@@ -9,6 +9,7 @@
 use crate::error::Error;
 
 use super::node::{Kind, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
+use super::walk::MAX_DEPTH;
 
 /// Size of the NULL range `[lo, hi]`, saturating.
 #[inline]
@@ -79,83 +80,128 @@ struct Query {
     rev: bool,
 }
 
-/// Searches the subtree of `n` (covering `[nmin, nmax]`) for the first (or, reversed, last) fit.
-/// It starts at the slot holding the window's edge on the search's side and moves away from it,
-/// reading each pivot once; slots outside the window are never looked at. Under a concurrent
-/// writer the answer is a hint (as the kernel's is), but the walk stays inside the node and ends.
+/// An ancestor of the node being searched: `n` (covering `[nmin, nmax]`), whose slot `i` is
+/// that node (so the slot covers the node's `[nmin, nmax]`).
+#[derive(Clone, Copy)]
+struct Frame<'g> {
+    n: NodeRef<'g>,
+    nmin: u64,
+    nmax: u64,
+    i: usize,
+}
+
+/// Searches the tree from `root` for the first (or, reversed, last) fit, iteratively: in each
+/// node it starts at the slot holding the window's edge on the search's side and moves away
+/// from it; slots outside the window are never looked at. Each pivot of the node being scanned
+/// is read once (those passed on the way to the edge are kept for the steps back of a reversed
+/// search); only a step back in an ancestor the search returned to, after a child without a
+/// fit, reads a pivot again. Under a concurrent writer the answer is a hint (as the kernel's
+/// is), but the walk stays inside each node and ends.
 ///
 /// A child is entered only if it could hold a fit: its range (clipped to the window) admits an
 /// aligned `size`-range and, in allocation trees, its largest gap is at least `size` — necessary
 /// conditions, so an aligned search may enter a subtree whose gaps are large enough but
 /// misaligned, and move on to the next one.
-fn search(n: NodeRef<'_>, nmin: u64, nmax: u64, internal: Kind, q: Query) -> Option<u64> {
-    let Query {
-        min,
-        max,
-        size,
-        rev,
-        ..
-    } = q;
-    let p = n.kind().pivots();
-    // Upper bound of slot `i` starting at `lo`, kept inside `[lo, nmax]`.
-    let bound = |i: usize, lo: u64| -> u64 {
-        if i >= p {
-            return nmax;
-        }
-        let v = n.pivot(i);
-        if v >= nmax {
-            nmax
-        } else {
-            v.max(lo)
-        }
-    };
-    // The slot holding the window's edge on the search's side.
-    let target = if rev { max.min(nmax) } else { min.max(nmin) };
-    let (mut i, mut lo) = (0, nmin);
-    let mut hi = bound(0, lo);
-    while hi < target {
-        i += 1;
-        lo = hi + 1;
-        hi = bound(i, lo);
-    }
-    loop {
-        if hi >= min && lo <= max {
-            if n.is_leaf() {
-                if n.slot(i) == 0 {
-                    if let Some(s) = fit(lo, hi, min, max, q) {
-                        return Some(s);
-                    }
-                }
-            } else if fit(lo, hi, min, max, q).is_some()
-                && (internal != Kind::ARange || n.gap(i) >= size)
-            {
-                // An empty child slot is a state only a race with the writer produces (see
-                // `NodeRef::try_child`); the answer is a hint then anyway, so skip it.
-                if let Some(c) = n.try_child(i, internal) {
-                    if let Some(s) = search(c, lo, hi, internal, q) {
-                        return Some(s);
-                    }
-                }
+fn search<const REV: bool>(root: NodeRef<'_>, internal: Kind, q: Query) -> Option<u64> {
+    debug_assert_eq!(q.rev, REV);
+    let Query { min, max, size, .. } = q;
+    let rev = REV;
+    // The ancestors of the node being scanned (`path[..d]`), root first.
+    let mut path: [Option<Frame<'_>>; MAX_DEPTH] = [None; MAX_DEPTH];
+    let mut d = 0;
+    // Pivots of the node being scanned, `piv[j]` for `j < read` (a reversed search's steps
+    // back read them from here).
+    let mut piv = [0u64; RANGE_PIVOTS];
+    let mut read;
+    let (mut n, mut nmin, mut nmax) = (root, 0, u64::MAX);
+    'enter: loop {
+        let mut p = n.kind().pivots();
+        // The slot holding the window's edge on the search's side: the upper bound of slot `i`
+        // starting at `lo` is its pivot kept inside `[lo, nmax]`, or `nmax` past the pivots.
+        let target = if rev { max.min(nmax) } else { min.max(nmin) };
+        let (mut i, mut lo) = (0, nmin);
+        let mut hi;
+        loop {
+            if i >= p {
+                hi = nmax;
+                break;
             }
-        }
-        if rev {
-            if i == 0 || lo <= min || lo <= nmin {
-                return None;
-            }
-            i -= 1;
-            hi = lo - 1;
-            lo = if i == 0 {
-                nmin
-            } else {
-                n.pivot(i - 1).saturating_add(1).clamp(nmin, hi)
-            };
-        } else {
-            if hi >= max || hi >= nmax {
-                return None;
+            let v = n.pivot(i);
+            piv[i] = v;
+            hi = if v >= nmax { nmax } else { v.max(lo) };
+            if hi >= target {
+                break;
             }
             i += 1;
             lo = hi + 1;
-            hi = bound(i, lo);
+        }
+        read = i.min(p);
+        loop {
+            if hi >= min && lo <= max {
+                if n.is_leaf() {
+                    if n.slot(i) == 0 {
+                        if let Some(s) = fit(lo, hi, min, max, q) {
+                            return Some(s);
+                        }
+                    }
+                } else if fit(lo, hi, min, max, q).is_some()
+                    && (internal != Kind::ARange || n.gap(i) >= size)
+                {
+                    // An empty child slot is a state only a race with the writer produces (see
+                    // `NodeRef::try_child`); the answer is a hint then anyway, so skip it.
+                    if let Some(c) = n.try_child(i, internal) {
+                        if d < MAX_DEPTH {
+                            path[d] = Some(Frame { n, nmin, nmax, i });
+                            d += 1;
+                            (n, nmin, nmax) = (c, lo, hi);
+                            continue 'enter;
+                        }
+                    }
+                }
+            }
+            // The next slot of this node, or back to the parent's (no fit in this node).
+            loop {
+                if rev {
+                    if i > 0 && lo > min && lo > nmin {
+                        i -= 1;
+                        hi = lo - 1;
+                        lo = if i == 0 {
+                            nmin
+                        } else {
+                            let v = if i - 1 < read {
+                                piv[i - 1]
+                            } else {
+                                n.pivot(i - 1)
+                            };
+                            v.saturating_add(1).clamp(nmin, hi)
+                        };
+                        break;
+                    }
+                } else if hi < max && hi < nmax {
+                    i += 1;
+                    lo = hi + 1;
+                    hi = if i >= p {
+                        nmax
+                    } else {
+                        let v = n.pivot(i);
+                        if v >= nmax {
+                            nmax
+                        } else {
+                            v.max(lo)
+                        }
+                    };
+                    break;
+                }
+                if d == 0 {
+                    return None;
+                }
+                d -= 1;
+                let f = path[d]?;
+                (lo, hi) = (nmin, nmax);
+                (n, nmin, nmax, i) = (f.n, f.nmin, f.nmax, f.i);
+                p = n.kind().pivots();
+                read = 0;
+            }
         }
     }
 }
@@ -191,7 +237,193 @@ pub(crate) fn empty_area_aligned_at(
     };
     let found = match root.node() {
         None => fit(0, u64::MAX, min, max, q),
-        Some(r) => search(r, 0, u64::MAX, root.internal(), q),
+        Some(r) if rev => search::<true>(r, root.internal(), q),
+        Some(r) => search::<false>(r, root.internal(), q),
     };
     found.ok_or(Error::NoRoom)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MapleTree, Value};
+
+    /// The recursive search this module had before the iterative one, kept as the reference.
+    #[allow(clippy::too_many_lines)]
+    fn old_search(n: NodeRef<'_>, nmin: u64, nmax: u64, internal: Kind, q: Query) -> Option<u64> {
+        let Query {
+            min,
+            max,
+            size,
+            rev,
+            ..
+        } = q;
+        let p = n.kind().pivots();
+        // Upper bound of slot `i` starting at `lo`, kept inside `[lo, nmax]`.
+        let bound = |i: usize, lo: u64| -> u64 {
+            if i >= p {
+                return nmax;
+            }
+            let v = n.pivot(i);
+            if v >= nmax {
+                nmax
+            } else {
+                v.max(lo)
+            }
+        };
+        // The slot holding the window's edge on the search's side.
+        let target = if rev { max.min(nmax) } else { min.max(nmin) };
+        let (mut i, mut lo) = (0, nmin);
+        let mut hi = bound(0, lo);
+        while hi < target {
+            i += 1;
+            lo = hi + 1;
+            hi = bound(i, lo);
+        }
+        loop {
+            if hi >= min && lo <= max {
+                if n.is_leaf() {
+                    if n.slot(i) == 0 {
+                        if let Some(s) = fit(lo, hi, min, max, q) {
+                            return Some(s);
+                        }
+                    }
+                } else if fit(lo, hi, min, max, q).is_some()
+                    && (internal != Kind::ARange || n.gap(i) >= size)
+                {
+                    // An empty child slot is a state only a race with the writer produces (see
+                    // `NodeRef::try_child`); the answer is a hint then anyway, so skip it.
+                    if let Some(c) = n.try_child(i, internal) {
+                        if let Some(s) = old_search(c, lo, hi, internal, q) {
+                            return Some(s);
+                        }
+                    }
+                }
+            }
+            if rev {
+                if i == 0 || lo <= min || lo <= nmin {
+                    return None;
+                }
+                i -= 1;
+                hi = lo - 1;
+                lo = if i == 0 {
+                    nmin
+                } else {
+                    n.pivot(i - 1).saturating_add(1).clamp(nmin, hi)
+                };
+            } else {
+                if hi >= max || hi >= nmax {
+                    return None;
+                }
+                i += 1;
+                lo = hi + 1;
+                hi = bound(i, lo);
+            }
+        }
+    }
+
+    /// Aligned searches through leaves whose gaps are large enough but misaligned back out of
+    /// them into allocation-tree (10-slot) parents, in both directions.
+    #[test]
+    fn backs_out_of_leaves() {
+        for alloc in [false, true] {
+            let tree = if alloc {
+                MapleTree::<Value>::new_alloc()
+            } else {
+                MapleTree::<Value>::new()
+            };
+            // 3-long ranges, 2-long gaps `[5j + 3, 5j + 4]`: a gap holds a multiple of 64 only
+            // every 64 ranges, so an aligned search passes many leaves it enters.
+            for j in 0..20_000u64 {
+                tree.store_range(5 * j, 5 * j + 2, Value::new(j)).unwrap();
+            }
+            let g = tree.pin();
+            let root = tree.reader(&g);
+            let r = root.node().unwrap();
+            for start in (0..90_000).step_by(997) {
+                for rev in [false, true] {
+                    let q = Query {
+                        min: start,
+                        max: start + 9_000,
+                        size: 1,
+                        align: 64,
+                        rev,
+                    };
+                    let want = old_search(r, 0, u64::MAX, root.internal(), q);
+                    let got = if rev {
+                        search::<true>(r, root.internal(), q)
+                    } else {
+                        search::<false>(r, root.internal(), q)
+                    };
+                    assert_eq!(got, want, "from {start} rev {rev}");
+                    assert!(want.is_some());
+                }
+            }
+        }
+    }
+
+    /// The iterative search answers what the recursive one did, on irregular trees of both
+    /// kinds, for windows, sizes and alignments that make it backtrack.
+    #[test]
+    fn iterative_matches_recursive() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for alloc in [false, true] {
+            let tree = if alloc {
+                MapleTree::<Value>::new_alloc()
+            } else {
+                MapleTree::<Value>::new()
+            };
+            let mut at = 0u64;
+            for i in 0..4000u64 {
+                let len = rnd(9);
+                tree.store_range(at, at + len, Value::new(i)).unwrap();
+                at += len + 1 + rnd(3) * rnd(5);
+            }
+            // A regular stretch: 3-long ranges and 2-long gaps, where aligned searches enter
+            // leaves whose gaps are large enough but misaligned, and back out of them.
+            at += 10;
+            for i in 0..3000u64 {
+                tree.store_range(at + 5 * i, at + 5 * i + 2, Value::new(i))
+                    .unwrap();
+            }
+            at += 15_000;
+            let g = tree.pin();
+            let root = tree.reader(&g);
+            let r = root.node().unwrap();
+            for _ in 0..20000 {
+                let min = rnd(at + 100);
+                let max = min + rnd(at / 4 + 2);
+                let size = 1 + rnd(12) * (1 + rnd(4));
+                let align = 1 << rnd(6);
+                for rev in [false, true] {
+                    let q = Query {
+                        min,
+                        max,
+                        size,
+                        align,
+                        rev,
+                    };
+                    if check_window(min, max, size).is_err() {
+                        continue;
+                    }
+                    let want = old_search(r, 0, u64::MAX, root.internal(), q);
+                    let got = if rev {
+                        search::<true>(r, root.internal(), q)
+                    } else {
+                        search::<false>(r, root.internal(), q)
+                    };
+                    assert_eq!(
+                        got, want,
+                        "{min}..={max} size {size} align {align} rev {rev}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -8,10 +8,19 @@ use core::marker::PhantomData;
 
 use crate::entry::Entry;
 
-use super::node::{Loaded, NodeRef, RootRef, RANGE_PIVOTS};
+use super::node::{Kind, Loaded, NodeRef, RootRef, RANGE_PIVOTS};
 use super::walk::Walker;
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
+///
+/// The front keeps its own leaf position (the fast path): while `leaf` is `Some`, the front's
+/// current slot is `off` of that leaf, covering `[lo, hi]`, the last range yielded; the leaf
+/// covers `[min, max]` and is child `poff` of `parent` (whose max is `pmax`), and the walker's
+/// record of its parent offset, leaf and slot is stale (written back by
+/// [`sync_front`](Self::sync_front) before the walker moves). `next` reads each slot's pivot and
+/// word once in a tight loop and crosses to the parent's next child itself, with the checks of
+/// `Walker::next_leaf` on that path; everything else (the first step, the parent's last child,
+/// dead nodes, restarts) goes through the walker. `None`: the walker is authoritative.
 pub struct Iter<'g, E> {
     front: Walker<'g>,
     back: Walker<'g>,
@@ -20,21 +29,63 @@ pub struct Iter<'g, E> {
     /// Something was yielded from that end (later ranges must not overlap it).
     front_yielded: bool,
     back_yielded: bool,
-    /// Next index the front may yield from (inclusive).
+    /// Next index the front may yield from (inclusive); while `leaf` is `Some` it is `hi + 1`
+    /// instead (see [`front_pos`](Self::front_pos)).
     front_pos: u64,
     /// Last index the back may yield up to (inclusive).
     back_pos: u64,
+    /// Ended (`leaf` is then `None`).
     done: bool,
-    /// The front's leaf, for the in-leaf loop of `next`: while it is `Some`, the front's current
-    /// slot is `front_off` of it, covering `[front_lo, front_hi]`, in a leaf whose max is
-    /// `front_max`, and the walker's own record of its leaf offset and slot is stale (written
-    /// back by `sync_front` before the walker moves). `None`: the walker is authoritative.
-    front_leaf: Option<NodeRef<'g>>,
-    front_max: u64,
-    front_off: usize,
-    front_lo: u64,
-    front_hi: u64,
+    internal: Kind,
+    leaf: Option<NodeRef<'g>>,
+    off: usize,
+    lo: u64,
+    hi: u64,
+    min: u64,
+    max: u64,
+    parent: Option<NodeRef<'g>>,
+    poff: usize,
+    pmax: u64,
     _e: PhantomData<&'g E>,
+}
+
+/// The fast path's scan of leaf `$n` (whose max is `$max`) from the slot after `$i` (whose
+/// bound is `$hi`, below `$max`), inside a method of [`Iter`] (`$s` is its `self`): each slot's
+/// pivot is read once, then its word; a pivot at or above the max (or the slot past the pivots)
+/// ends the leaf, that slot's bound clamped to the max. Returns the first entry found (through
+/// `yield_front`), or evaluates `$end` with the leaf's last slot as `($ei, $elo, $ehi)`. A macro
+/// rather than a function so that the yield is a plain `return` at both uses.
+macro_rules! scan_leaf {
+    ($s:ident, $n:expr, $max:expr, $i:expr, $hi:expr, |$ei:ident, $elo:ident, $ehi:ident| $end:expr) => {{
+        let (n, max): (NodeRef<'g>, u64) = ($n, $max);
+        let (mut i, mut hi): (usize, u64) = ($i, $hi);
+        debug_assert!(hi < max);
+        loop {
+            i = i.wrapping_add(1);
+            let lo = hi + 1;
+            let w = if i < RANGE_PIVOTS {
+                let p = n.range_pivot(i);
+                let w = n.range_word(i);
+                if p < max {
+                    hi = p;
+                    // Read under the guard of 'g that created this iterator.
+                    if let Some(b) = w.entry::<E>() {
+                        return $s.yield_front(i, lo, hi, b);
+                    }
+                    continue;
+                }
+                w
+            } else {
+                n.range_word(i)
+            };
+            // The leaf's last slot, `[lo, max]`.
+            if let Some(b) = w.entry::<E>() {
+                return $s.yield_front(i, lo, max, b);
+            }
+            let ($ei, $elo, $ehi) = (i, lo, max);
+            break $end;
+        }
+    }};
 }
 
 impl<'g, E: Entry> Iter<'g, E> {
@@ -49,107 +100,146 @@ impl<'g, E: Entry> Iter<'g, E> {
             front_pos: first,
             back_pos: last,
             done: first > last,
-            front_leaf: None,
-            front_max: 0,
-            front_off: 0,
-            front_lo: 0,
-            front_hi: 0,
+            internal: root.internal(),
+            leaf: None,
+            off: 0,
+            lo: 0,
+            hi: 0,
+            min: 0,
+            max: 0,
+            parent: None,
+            poff: 0,
+            pmax: 0,
             _e: PhantomData,
         }
     }
 
+    /// Next index the front may yield from.
+    #[inline]
+    fn front_pos(&self) -> u64 {
+        if self.leaf.is_some() {
+            self.hi + 1
+        } else {
+            self.front_pos
+        }
+    }
+
+    /// Ends the iteration.
+    #[inline]
+    fn finish(&mut self) {
+        self.done = true;
+        self.leaf = None;
+    }
+
     /// The window left to yield from, and whether the iterator has ended (for `Debug`).
     pub(crate) fn positions(&self) -> (u64, u64, bool) {
-        (self.front_pos, self.back_pos, self.done)
+        (self.front_pos(), self.back_pos, self.done)
     }
 }
 
 impl<'g, E: Entry + 'g> Iter<'g, E> {
-    /// Yields the entry `w` of the fast path's slot `front_off`, `[lo, hi]`.
+    /// Yields the entry `b` of slot `off` of the fast path's leaf, `[lo, hi]`.
     #[inline(always)]
     fn yield_front(
         &mut self,
+        off: usize,
         lo: u64,
         hi: u64,
-        w: Loaded<'g>,
+        b: E::Borrowed<'g>,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        self.front_lo = lo;
-        self.front_hi = hi;
         if hi >= self.back_pos {
-            // The last range the front may yield (`lo > back_pos` implies `hi > back_pos`).
-            self.done = true;
-            if lo > self.back_pos {
-                return None;
-            }
-        } else {
-            self.front_pos = hi + 1;
+            return self.yield_last(lo, hi, b);
         }
-        debug_assert!(w.is_entry());
-        // Read under the guard of 'g that created this iterator; an entry (checked by the
-        // caller).
-        Some((lo, hi, w.entry::<E>()?))
+        self.off = off;
+        self.lo = lo;
+        self.hi = hi;
+        Some((lo, hi, b))
     }
 
-    /// The front's fast path at the last slot of its leaf (`front_off`, `[front_lo, front_hi]`):
-    /// across to the parent's next child (`Walker::next_sibling_leaf`, the checks of
-    /// `next_leaf`) and on through that leaf, or through [`next_slow`](Self::next_slow).
+    /// The front's last range (it reaches `back_pos`), if it starts within the window.
+    #[cold]
     #[inline(never)]
-    fn next_cross(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
+    fn yield_last(
+        &mut self,
+        lo: u64,
+        hi: u64,
+        b: E::Borrowed<'g>,
+    ) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        self.finish();
+        if lo > self.back_pos {
+            return None;
+        }
+        Some((lo, hi, b))
+    }
+
+    /// The fast path at the last slot of its leaf (`off`, `[lo, hi]`, `hi` the leaf's max):
+    /// across to the parent's next child and on through that leaf, or through
+    /// [`next_slow`](Self::next_slow). Checks what `Walker::next_leaf` checks on this path, in
+    /// its order: the leaf alive, not the parent's last child, the parent alive, the child slot
+    /// (after its pivot) non-empty and a leaf.
+    #[inline(always)]
+    fn next_cross(
+        &mut self,
+        mut off: usize,
+        mut lo: u64,
+        mut hi: u64,
+    ) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        let last_hi = self.hi;
         loop {
-            let hi = self.front_hi;
             if hi == u64::MAX {
-                self.done = true;
+                self.finish();
                 return None;
             }
-            let Some((n, max)) = self.front.enter_next_sibling_leaf(hi) else {
+            let (Some(n), Some(p)) = (self.leaf, self.parent) else {
                 break;
             };
-            self.front_leaf = Some(n);
-            self.front_max = max;
-            let (mut i, mut lo) = (0, hi + 1);
-            loop {
-                let hi = if i < RANGE_PIVOTS {
-                    let p = n.range_pivot(i);
-                    if p < max {
-                        p
-                    } else {
-                        max
-                    }
-                } else {
-                    max
-                };
-                let w = n.range_word(i);
-                if w.is_entry() {
-                    self.front_off = i;
-                    return self.yield_front(lo, hi, w);
-                }
-                if hi >= max {
-                    self.front_off = i;
-                    self.front_lo = lo;
-                    self.front_hi = hi;
-                    break;
-                }
-                i += 1;
-                lo = hi + 1;
+            if n.is_dead() || hi >= self.pmax || p.is_dead() {
+                break;
             }
+            let pi = self.poff + 1;
+            let max = p.slot_max(pi, self.pmax);
+            let Some(c) = p.try_child(pi, self.internal) else {
+                break;
+            };
+            // (A child ending at or before `hi` covers nothing: no writer makes one; the
+            // walker deals with it.)
+            if !c.is_leaf() || hi >= max {
+                break;
+            }
+            self.poff = pi;
+            self.leaf = Some(c);
+            self.min = hi + 1;
+            self.max = max;
+            // From a virtual slot before 0 that ends at `hi` (`min - 1`).
+            scan_leaf!(self, c, max, usize::MAX, hi, |i, l, h| (off, lo, hi) =
+                (i, l, h));
         }
+        self.sync_front(off, lo, hi);
+        self.front_pos = last_hi + 1;
         let (lo, hi, w) = self.next_slow()?;
         // Read under the guard of 'g that created this iterator.
         let b = w.entry::<E>()?;
         Some((lo, hi, b))
     }
 
+    /// Hands the position the fast path reached (slot `off` of its leaf, `[lo, hi]`) back to the
+    /// walker, and leaves the fast path.
+    fn sync_front(&mut self, off: usize, lo: u64, hi: u64) {
+        if let Some(n) = self.leaf.take() {
+            if self.parent.is_some() {
+                self.front.set_parent_leaf(self.poff, n, self.min, self.max);
+            }
+            let w = n.range_word(off);
+            self.front.set_leaf_slot(off, lo, hi, w);
+        }
+    }
+
     /// The front's step through the walker (first step, leaf crossings, restarts): moves to the
     /// next entry, applies the overlap and end checks, and caches the leaf for the fast path.
     #[inline(never)]
     fn next_slow(&mut self) -> Option<(u64, u64, Loaded<'g>)> {
+        debug_assert!(self.leaf.is_none());
         let step = if self.front_started {
-            if let Some(n) = self.front_leaf.take() {
-                // Hand the position the fast path reached back to the walker.
-                let w = n.range_word(self.front_off);
-                self.front
-                    .set_leaf_slot(self.front_off, self.front_lo, self.front_hi, w);
-            }
             self.front.next_entry()
         } else {
             self.front_started = true;
@@ -163,7 +253,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             })
         };
         if step.is_none() {
-            self.done = true;
+            self.finish();
             return None;
         }
         // A walker that restarted from the root (it met a replaced node) lands on the range
@@ -171,26 +261,36 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         // skip such a range rather than yield an overlap.
         while self.front_yielded && self.front.lo < self.front_pos {
             if self.front.next_entry().is_none() {
-                self.done = true;
+                self.finish();
                 return None;
             }
         }
         if self.front.lo > self.back_pos {
-            self.done = true;
+            self.finish();
             return None;
         }
         self.front_yielded = true;
         let (lo, hi) = (self.front.lo, self.front.hi);
         if hi >= self.back_pos {
-            self.done = true;
+            self.finish();
         } else {
             self.front_pos = hi + 1;
-            let leaf = self.front.leaf();
-            self.front_leaf = Some(leaf.node);
-            self.front_max = leaf.max;
-            self.front_off = leaf.offset;
-            self.front_lo = lo;
-            self.front_hi = hi;
+            let path = self.front.path();
+            let leaf = path[path.len() - 1];
+            if path.len() >= 2 {
+                let p = path[path.len() - 2];
+                self.parent = Some(p.node);
+                self.poff = p.offset;
+                self.pmax = p.max;
+            } else {
+                self.parent = None;
+            }
+            self.leaf = Some(leaf.node);
+            self.min = leaf.min;
+            self.max = leaf.max;
+            self.off = leaf.offset;
+            self.lo = lo;
+            self.hi = hi;
         }
         Some((lo, hi, self.front.word))
     }
@@ -201,40 +301,19 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
         // Fast path: the next entry in the same leaf, as `Walker::next_entry` finds it (each
         // slot's bound is its pivot, read once, clamped to the leaf's max), without touching the
         // walker. No overlap check is needed: `lo` follows the last yielded range.
-        if let Some(n) = self.front_leaf {
-            let max = self.front_max;
-            let (mut i, mut lo, mut hi) = (self.front_off, 0, self.front_hi);
-            while hi < max {
-                i += 1;
-                lo = hi + 1;
-                hi = if i < RANGE_PIVOTS {
-                    let p = n.range_pivot(i);
-                    if p < max {
-                        p
-                    } else {
-                        max
-                    }
-                } else {
-                    max
-                };
-                let w = n.range_word(i);
-                if w.is_entry() {
-                    self.front_off = i;
-                    return self.yield_front(lo, hi, w);
-                }
+        if let Some(n) = self.leaf {
+            let (max, i, hi) = (self.max, self.off, self.hi);
+            if hi >= max {
+                return self.next_cross(i, self.lo, hi);
             }
-            if i != self.front_off {
-                self.front_off = i;
-                self.front_lo = lo;
-                self.front_hi = hi;
-            }
-            return self.next_cross();
+            let (i, lo, hi) = scan_leaf!(self, n, max, i, hi, |i, lo, hi| (i, lo, hi));
+            return self.next_cross(i, lo, hi);
+        }
+        if self.done {
+            return None;
         }
         let (lo, hi, w) = self.next_slow()?;
         // Read under the guard of 'g that created this iterator.
@@ -255,12 +334,12 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
             self.back.walk(self.back_pos)
         };
         if step.is_none() {
-            self.done = true;
+            self.finish();
             return None;
         }
         loop {
-            if self.back.hi < self.front_pos {
-                self.done = true;
+            if self.back.hi < self.front_pos() {
+                self.finish();
                 return None;
             }
             // As in `next`: after a restart, skip a range that reaches past what was yielded.
@@ -270,8 +349,8 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
                 if let Some(b) = self.back.word.entry::<E>() {
                     let (lo, hi) = (self.back.lo, self.back.hi);
                     self.back_yielded = true;
-                    if lo <= self.front_pos || lo == 0 {
-                        self.done = true;
+                    if lo <= self.front_pos() || lo == 0 {
+                        self.finish();
                     } else {
                         self.back_pos = lo - 1;
                     }
@@ -279,7 +358,7 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
                 }
             }
             if self.back.prev_slot().is_none() {
-                self.done = true;
+                self.finish();
                 return None;
             }
         }

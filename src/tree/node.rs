@@ -462,7 +462,7 @@ impl<'t> WriterRoot<'t> {
     /// Allocates a fresh, zeroed, unpublished node, owned by the writer until published.
     #[inline]
     pub(crate) fn alloc(self, kind: Kind) -> Fresh<'t> {
-        Fresh(NodeRef::leak(kind, Box::new(Node::new())))
+        Fresh(NodeRef::leak(kind, new_node()))
     }
 
     /// A fresh, unpublished copy of the leaf `src` (implied max `max`) with every entry within
@@ -1038,6 +1038,121 @@ impl Drop for Node {
     }
 }
 
+// ===== Node cache (allocation and free of node memory) ======================================
+//
+// Outside loom, node allocations go through a bounded per-thread free list instead of straight
+// to the global allocator: a freed node (exclusive-mode frees, the whole tree's free, retired
+// nodes after their grace period — on whichever thread collects them) is kept, up to
+// `NODE_CACHE_CAP` per thread, and handed out again by the next allocation on that thread, zeroed
+// (`new_node`) or fully overwritten (`copy_box`). A thread's cache is given back to the allocator
+// when the thread exits. Under loom nodes carry allocation tracking and a liveness cell, so
+// they keep plain boxes.
+
+/// Most free nodes one thread keeps (256 bytes each: 64 KiB).
+#[cfg(not(loom))]
+const NODE_CACHE_CAP: usize = 256;
+
+#[cfg(not(loom))]
+const _: () = assert!(!core::mem::needs_drop::<Node>());
+
+/// A thread's free nodes: addresses of `Box<Node>` allocations nothing references.
+#[cfg(not(loom))]
+struct NodeCache(Vec<NonNull<Node>>);
+
+#[cfg(not(loom))]
+impl Drop for NodeCache {
+    fn drop(&mut self) {
+        for p in self.0.drain(..) {
+            // SAFETY: each address is a `Box<Node>` allocation given to the cache by `free_box`,
+            // which nothing references any more, held once.
+            drop(unsafe { Box::from_raw(p.as_ptr()) });
+        }
+    }
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static NODE_CACHE: core::cell::RefCell<NodeCache> =
+        const { core::cell::RefCell::new(NodeCache(Vec::new())) };
+}
+
+/// A cached node allocation, if this thread's cache holds one.
+#[cfg(not(loom))]
+#[inline]
+fn cached_box() -> Option<Box<core::mem::MaybeUninit<Node>>> {
+    let p = NODE_CACHE
+        .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.0.pop()))
+        .ok()
+        .flatten()?;
+    // SAFETY: a cached address is a `Box<Node>` allocation nothing references (see `free_box`),
+    // taken out of the cache once; `MaybeUninit<Node>` has `Node`'s layout.
+    Some(unsafe { Box::from_raw(p.as_ptr().cast::<core::mem::MaybeUninit<Node>>()) })
+}
+
+/// Memory for one node, to be fully overwritten: a cached allocation, or a new one.
+#[cfg(not(loom))]
+#[inline]
+fn node_box() -> Box<core::mem::MaybeUninit<Node>> {
+    cached_box().unwrap_or_else(Box::new_uninit)
+}
+
+/// A zeroed node (as [`Node::new`]), from the cache if it holds one.
+#[cfg(not(loom))]
+#[inline]
+fn new_node() -> Box<Node> {
+    let Some(mut b) = cached_box() else {
+        return Box::new(Node::new());
+    };
+    // SAFETY: outside loom a `Node` is only atomics (`repr(C)`, no padding), for which all-zero
+    // bytes are valid values — the node `Node::new` makes; `b` is a cached allocation for one
+    // `Node` that nothing else references.
+    unsafe {
+        b.as_mut_ptr().write_bytes(0, 1);
+        b.assume_init()
+    }
+}
+
+/// Under loom: a plain box.
+#[cfg(loom)]
+#[inline]
+fn new_node() -> Box<Node> {
+    Box::new(Node::new())
+}
+
+/// Frees a node nothing references any more: into this thread's cache if it has room, else
+/// back to the allocator. (`Node` has no drop glue outside loom, so keeping the memory without
+/// dropping it in place loses nothing.)
+#[cfg(not(loom))]
+#[inline]
+fn free_box(b: Box<Node>) {
+    let p = NonNull::from(Box::leak(b));
+    let kept = NODE_CACHE
+        .try_with(|c| match c.try_borrow_mut() {
+            Ok(mut c) if c.0.len() < NODE_CACHE_CAP => {
+                if c.0.capacity() == 0 {
+                    c.0.reserve_exact(NODE_CACHE_CAP);
+                }
+                c.0.push(p);
+                true
+            }
+            _ => false,
+        })
+        .unwrap_or(false);
+    if !kept {
+        // SAFETY: `p` came from `Box::leak` just above and was not kept: this is its one free.
+        drop(unsafe { Box::from_raw(p.as_ptr()) });
+    }
+}
+
+/// Under loom: dropped (poisoned) and deallocated at once.
+#[cfg(loom)]
+#[inline]
+fn free_box(b: Box<Node>) {
+    drop(b);
+}
+
+// ===== end of the node cache ===================================================================
+
 /// A handle to a node: its address, its kind, and the lifetime of the guard (or writer lock) that
 /// keeps it allocated.
 #[derive(Clone, Copy)]
@@ -1143,7 +1258,7 @@ impl<'g> NodeRef<'g> {
     #[cfg(not(loom))]
     #[inline]
     fn copy_box(&self) -> Box<Node> {
-        let mut b = Box::<Node>::new_uninit();
+        let mut b = node_box();
         // SAFETY: `b` is a fresh allocation for one `Node`, so it cannot overlap the live node
         // behind `self.ptr` (allocated for 'g, see `node`). Outside loom a `Node` is only
         // atomics (`repr(C)`, no padding), for which the copied bytes are valid values, so the
@@ -1189,7 +1304,7 @@ impl<'g> NodeRef<'g> {
     unsafe fn free_now(self) {
         // SAFETY: the node came from `Box::leak` in `alloc`, and the caller guarantees it is
         // unreachable, so reconstituting and dropping the box is the unique free.
-        drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+        free_box(unsafe { Box::from_raw(self.ptr.as_ptr()) });
     }
 
     /// Frees a node once every guard pinned now has been dropped; `freed` runs right after the
@@ -1216,7 +1331,7 @@ impl<'g> NodeRef<'g> {
         // the box drop the unique, last access.
         unsafe {
             guard.defer_unchecked(move || {
-                drop(Box::from_raw(
+                free_box(Box::from_raw(
                     core::ptr::with_exposed_provenance_mut::<Node>(addr),
                 ));
                 freed();

@@ -303,44 +303,32 @@ impl<'g> Walker<'g> {
         self.word = word;
     }
 
-    /// An iterator's leaf crossing in the common case: when the current leaf (whose max is
-    /// `leaf_max`, the current slot being its last) is not its parent's last child, makes the
-    /// parent's next child the walker's leaf, at offset 0, and returns it with its max. The
-    /// caller (an iterator that keeps its own slot) reads the slots itself and records where it
-    /// stopped with [`set_leaf_slot`](Self::set_leaf_slot) before the walker moves again.
-    /// `None`, with nothing changed, whenever the crossing needs [`next_leaf`](Self::next_leaf)
-    /// instead: no parent, the leaf or its parent dead, the child slot empty, or the leaf the
-    /// parent's last child (next_leaf then restarts or climbs as usual, counting restarts).
-    /// Checks exactly what `next_leaf` checks on this path.
+    /// Records a leaf crossing an iterator made by itself: the leaf is now `leaf` (covering
+    /// `[min, max]`, at offset 0), child `parent_offset` of the same parent as before. The walker
+    /// must be positioned at least two levels deep; the caller then records its slot with
+    /// [`set_leaf_slot`](Self::set_leaf_slot) before the walker moves again.
     #[inline]
-    pub(crate) fn enter_next_sibling_leaf(&mut self, leaf_max: u64) -> Option<(NodeRef<'g>, u64)> {
-        if self.depth < 2 {
-            return None;
-        }
+    pub(crate) fn set_parent_leaf(
+        &mut self,
+        parent_offset: usize,
+        leaf: NodeRef<'g>,
+        min: u64,
+        max: u64,
+    ) {
+        debug_assert!(self.depth >= 2);
         let d = self.depth - 1;
-        let pl = *self.at(d - 1);
-        if self.at(d).node.is_dead() || leaf_max >= pl.max || pl.node.is_dead() {
-            return None;
-        }
-        let i = pl.offset + 1;
-        let max = pl.node.slot_max(i, pl.max);
-        let c = pl.node.try_child(i, self.internal())?;
-        if !c.is_leaf() {
-            return None;
-        }
-        self.at_mut(d - 1).offset = i;
+        self.at_mut(d - 1).offset = parent_offset;
         *self.at_mut(d) = Level {
-            node: c,
-            min: leaf_max + 1,
+            node: leaf,
+            min,
             max,
             offset: 0,
         };
-        Some((c, max))
     }
 
     /// Moves to the next slot holding an entry (not empty, not the zero entry): a tight loop
     /// within the leaf, [`next_leaf`](Self::next_leaf) across leaves.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_entry(&mut self) -> Option<()> {
         loop {
             if self.depth == 0 || self.hi == u64::MAX {
