@@ -335,7 +335,7 @@ mod tests {
             // 3-long ranges, 2-long gaps `[5j + 3, 5j + 4]`: a gap holds a multiple of 64 only
             // every 64 ranges, so an aligned search passes many leaves it enters.
             for j in 0..20_000u64 {
-                tree.store_range(5 * j, 5 * j + 2, Value::new(j)).unwrap();
+                tree.store_range(5 * j..=5 * j + 2, Value::new(j)).unwrap();
             }
             let g = tree.pin();
             let root = tree.reader(&g);
@@ -382,14 +382,14 @@ mod tests {
             let mut at = 0u64;
             for i in 0..4000u64 {
                 let len = rnd(9);
-                tree.store_range(at, at + len, Value::new(i)).unwrap();
+                tree.store_range(at..=at + len, Value::new(i)).unwrap();
                 at += len + 1 + rnd(3) * rnd(5);
             }
             // A regular stretch: 3-long ranges and 2-long gaps, where aligned searches enter
             // leaves whose gaps are large enough but misaligned, and back out of them.
             at += 10;
             for i in 0..3000u64 {
-                tree.store_range(at + 5 * i, at + 5 * i + 2, Value::new(i))
+                tree.store_range(at + 5 * i..=at + 5 * i + 2, Value::new(i))
                     .unwrap();
             }
             at += 15_000;
