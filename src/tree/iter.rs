@@ -12,16 +12,15 @@ use super::node::{Kind, Loaded, NodeRef, RootRef, RANGE_PIVOTS};
 use super::walk::Walker;
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
-
-// The front keeps its own leaf position (the fast path): while `leaf` is `Some`, the front's
-// current slot is `off` of that leaf, covering `[lo, hi]`, the last range yielded; the leaf
-// covers `[min, max]` and is child `poff` of `parent` (whose max is `pmax`), and the walker's
-// record of its parent offset, leaf and slot is stale (written back by
-// `sync_front` before the walker moves). `next` reads each slot's pivot and
-// word once in a tight loop and crosses to the parent's next child itself, with the checks of
-// `Walker::next_leaf` on that path; everything else (the first step, the parent's last child,
-// dead nodes, restarts) goes through the walker. `None`: the walker is authoritative.
 pub struct Iter<'g, E> {
+    // The front keeps its own leaf position (the fast path): while `leaf` is `Some`, the front's
+    // current slot is `off` of that leaf, covering `[lo, hi]`, the last range yielded; the leaf
+    // covers `[min, max]` and is child `poff` of `parent` (whose max is `pmax`), and the walker's
+    // record of its parent offset, leaf and slot is stale (written back by
+    // `sync_front` before the walker moves). `next` reads each slot's pivot and
+    // word once in a tight loop and crosses to the parent's next child itself, with the checks of
+    // `Walker::next_leaf` on that path; everything else (the first step, the parent's last child,
+    // dead nodes, restarts) goes through the walker. `None`: the walker is authoritative.
     front: Walker<'g>,
     back: Walker<'g>,
     front_started: bool,
