@@ -107,7 +107,7 @@ mod tests;
 
 use core::fmt;
 
-pub use fdtable::FdTable;
+pub use fdtable::{Fd, FdTable};
 pub use file::{
     pipe, EventFd, File, FileOperations, PipeReader, PipeWriter, RealFile, RegularFile,
 };
