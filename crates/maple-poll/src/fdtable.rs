@@ -142,6 +142,8 @@ impl FdTable {
     #[inline]
     pub fn fdget<'g>(&'g self, fd: i32, shared: bool, guard: &'g Guard) -> Option<Fd<'g>> {
         let file = self.lookup_fd_rcu(fd, guard)?;
+        #[cfg(loom)]
+        let shared = shared && !crate::loom_knobs::fdget_borrow_shared();
         if !shared {
             return Some(Fd {
                 file,

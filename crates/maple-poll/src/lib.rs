@@ -94,6 +94,9 @@
 
 mod fdtable;
 mod file;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_knobs;
 mod select;
 mod sync;
 mod sys;
