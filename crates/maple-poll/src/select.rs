@@ -493,17 +493,22 @@ pub fn window_bookkeeping_ns() -> f64 {
 
 fn measure_bookkeeping() -> Result<f64, Errno> {
     const N: u64 = 128;
-    let files = Arc::new(FdTable::new());
-    let pfds = (0..N)
-        .map(|_| files.open_regular().map(|fd| PollFd::new(fd, POLLOUT)))
-        .collect::<Result<Vec<_>, _>>()?;
     let mm = Arc::new(UserMemory::new(4096, WindowMode::Counted)?);
-    mm.write_pollfds(mm.base(), &pfds)?;
-    let mut tasks = [CopyOut::PerFdPutUser, CopyOut::SingleWindowUnsafe].map(|s| {
-        let mut t = Task::new(Arc::clone(&files), Arc::clone(&mm));
+    // Each task has its own table (not shared: `fdget` borrows), with descriptors 0..N.
+    let task = |s| -> Result<Task, Errno> {
+        let files = FdTable::new();
+        let pfds = (0..N)
+            .map(|_| files.open_regular().map(|fd| PollFd::new(fd, POLLOUT)))
+            .collect::<Result<Vec<_>, _>>()?;
+        mm.write_pollfds(mm.base(), &pfds)?;
+        let mut t = Task::new(Arc::new(files), Arc::clone(&mm));
         t.set_copy_out(s);
-        t
-    });
+        Ok(t)
+    };
+    let mut tasks = [
+        task(CopyOut::PerFdPutUser)?,
+        task(CopyOut::SingleWindowUnsafe)?,
+    ];
     // Warm up (caches, branch predictors, clock), then many short alternated batches: the best
     // batch of each is the one least disturbed by other load.
     let warm = Instant::now();
