@@ -139,7 +139,7 @@ impl FdTable {
     /// it already dropped to zero, which means closed), so that a concurrent `close` cannot run
     /// `->release` before the returned [`Fd`] is dropped (`fdput`). `None` for negative or closed
     /// descriptors.
-    #[inline]
+    #[inline(always)]
     pub fn fdget<'g>(&'g self, fd: i32, shared: bool, guard: &'g Guard) -> Option<Fd<'g>> {
         let file = self.lookup_fd_rcu(fd, guard)?;
         #[cfg(loom)]
@@ -258,6 +258,7 @@ impl core::ops::Deref for Fd<'_> {
 }
 
 impl Drop for Fd<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
         if self.counted {
             self.file.fput();

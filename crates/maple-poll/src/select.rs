@@ -151,11 +151,28 @@ fn do_pollfd(
     files: Files<'_>,
     guard: &maple_tree::Guard,
 ) -> PollMask {
+    // One copy per case, so that the private table's (poll2's) has no reference to put.
+    if files.shared {
+        do_pollfd_in::<true>(pfd, pt, files.fdt, guard)
+    } else {
+        do_pollfd_in::<false>(pfd, pt, files.fdt, guard)
+    }
+}
+
+/// `do_pollfd`'s body for a table that is shared or not (a constant, so that each copy has one
+/// path: the private one puts no reference, the shared one always does).
+#[inline(always)]
+fn do_pollfd_in<const SHARED: bool>(
+    pfd: &PollFd,
+    pt: &mut PollTable<'_>,
+    fdt: &FdTable,
+    guard: &maple_tree::Guard,
+) -> PollMask {
     let fd = pfd.fd;
     if fd < 0 {
         return 0;
     }
-    let Some(file) = files.fdt.fdget(fd, files.shared, guard) else {
+    let Some(file) = fdt.fdget(fd, SHARED, guard) else {
         return POLLNVAL;
     };
     let filter = demangle_poll(pfd.events) | POLLERR | POLLHUP;
