@@ -1173,7 +1173,7 @@ struct ReleaseProbe {
 
 impl FileOperations for ReleaseProbe {
     fn poll(&self, _pt: &mut PollTable<'_>) -> PollMask {
-        if self.released.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        if self.released.load(std::sync::atomic::Ordering::Relaxed) == 0 {
             POLLIN
         } else {
             POLLERR
@@ -1181,7 +1181,7 @@ impl FileOperations for ReleaseProbe {
     }
     fn release(&self) {
         self.released
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     fn name(&self) -> &'static str {
         "release-probe"
@@ -1209,7 +1209,7 @@ fn fdget_borrows_on_a_private_table_and_references_on_a_shared_one() {
     assert!(f.is_counted());
     assert_eq!(f.f_count(), 2);
     files.close(fd).unwrap();
-    assert_eq!(released.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(released.load(std::sync::atomic::Ordering::Relaxed), 0);
     assert_eq!(
         f.f_op().poll(&mut PollTable {
             qproc: None,
@@ -1218,7 +1218,7 @@ fn fdget_borrows_on_a_private_table_and_references_on_a_shared_one() {
         POLLIN
     );
     drop(f); // fdput: the last reference, ->release now
-    assert_eq!(released.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(released.load(std::sync::atomic::Ordering::Relaxed), 1);
     assert!(files.fdget(fd, true, &guard).is_none());
     assert!(files.lookup_fd_rcu(fd, &guard).is_none());
 }
