@@ -34,6 +34,11 @@ RUSTFLAGS="--cfg loom --cfg crossbeam_loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR
   LOOM_MAX_PREEMPTIONS="${MM_LOOM_MAX_PREEMPTIONS:-3}" RUST_BACKTRACE=0 \
   cargo test --release -p maple-mm --test loom_vma_lock --test loom_uffd_event -- --test-threads=1 --nocapture
 
+step "loom models of maple-poll: the wake-up handshake, a file's lifetime across poll, their broken twins (each must fail)"
+RUSTFLAGS="--cfg loom --cfg crossbeam_loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" \
+  LOOM_MAX_PREEMPTIONS="${POLL_LOOM_MAX_PREEMPTIONS:-3}" RUST_BACKTRACE=0 \
+  cargo test --release -p maple-poll --test loom_poll_wake --test loom_file_ref -- --test-threads=1 --nocapture
+
 if [ -d loom-tests ]; then
   step "loom models: single writes, sequences of writes, mutants (each prints its executions and time)"
   (cd loom-tests && RUSTFLAGS="--cfg loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \

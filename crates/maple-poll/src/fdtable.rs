@@ -124,13 +124,36 @@ impl FdTable {
         self.fdt.pin()
     }
 
-    /// `fdget`: the file behind `fd`, borrowed for as long as `guard` lives (no reference count
-    /// taken, like the kernel's light `fdget` under RCU). `None` for negative or closed
-    /// descriptors.
+    /// `files_lookup_fd_rcu`: the file behind `fd`, borrowed for as long as `guard` lives (no
+    /// reference taken: the memory stays until the guard is dropped, but another thread's
+    /// `close` may run `->release` meanwhile). `None` for negative or closed descriptors.
     #[inline]
-    pub fn fdget<'g>(&'g self, fd: i32, guard: &'g Guard) -> Option<&'g File> {
+    pub fn lookup_fd_rcu<'g>(&'g self, fd: i32, guard: &'g Guard) -> Option<&'g File> {
         let fd = u64::try_from(fd).ok()?;
         self.fdt.load(fd, guard)
+    }
+
+    /// `fdget`, as the kernel's `__fget_light` decides: when the table is not `shared` (no other
+    /// task can reach it, `files->count == 1`), the file is borrowed, since nobody can close it
+    /// meanwhile; otherwise a reference is taken (`__fget_files_rcu`: the count is raised unless
+    /// it already dropped to zero, which means closed), so that a concurrent `close` cannot run
+    /// `->release` before the returned [`Fd`] is dropped (`fdput`). `None` for negative or closed
+    /// descriptors.
+    #[inline(always)]
+    pub fn fdget<'g>(&'g self, fd: i32, shared: bool, guard: &'g Guard) -> Option<Fd<'g>> {
+        let file = self.lookup_fd_rcu(fd, guard)?;
+        #[cfg(loom)]
+        let shared = shared && !crate::loom_knobs::fdget_borrow_shared();
+        if !shared {
+            return Some(Fd {
+                file,
+                counted: false,
+            });
+        }
+        file.get_file_not_zero().then_some(Fd {
+            file,
+            counted: true,
+        })
     }
 
     /// `fget`: a counted handle on the file behind `fd`.
@@ -175,19 +198,20 @@ impl FdTable {
         }
     }
 
-    /// `read(fd, buf)` (non-blocking files).
+    /// `read(fd, buf)` (non-blocking files). The table is reachable by every holder of `&self`,
+    /// so the file is referenced for the call ([`fdget`](Self::fdget) with `shared`).
     pub fn read(&self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
         let guard = self.pin();
-        self.fdget(fd, &guard).ok_or(Errno::EBADF)?.f_op().read(buf)
+        let f = self.fdget(fd, true, &guard).ok_or(Errno::EBADF)?;
+        f.f_op().read(buf)
     }
 
-    /// `write(fd, buf)` (non-blocking files).
+    /// `write(fd, buf)` (non-blocking files), the file referenced for the call as in
+    /// [`read`](Self::read).
     pub fn write(&self, fd: i32, buf: &[u8]) -> Result<usize, Errno> {
         let guard = self.pin();
-        self.fdget(fd, &guard)
-            .ok_or(Errno::EBADF)?
-            .f_op()
-            .write(buf)
+        let f = self.fdget(fd, true, &guard).ok_or(Errno::EBADF)?;
+        f.f_op().write(buf)
     }
 
     /// Checks the tree's invariants (tests).
@@ -207,6 +231,46 @@ impl core::fmt::Debug for FdTable {
         f.debug_struct("FdTable")
             .field("open", &self.count())
             .field("rlimit_nofile", &self.rlimit_nofile())
+            .finish()
+    }
+}
+
+/// What [`FdTable::fdget`] returns (the kernel's `struct fd`): the file, borrowed or with a
+/// reference taken. Dropping it is `fdput`: the reference, if one was taken, is put (`fput`),
+/// and the last one runs `->release`.
+pub struct Fd<'g> {
+    file: &'g File,
+    counted: bool,
+}
+
+impl Fd<'_> {
+    /// Whether a reference was taken (`FDPUT_FPUT`).
+    pub fn is_counted(&self) -> bool {
+        self.counted
+    }
+}
+
+impl core::ops::Deref for Fd<'_> {
+    type Target = File;
+    fn deref(&self) -> &File {
+        self.file
+    }
+}
+
+impl Drop for Fd<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.counted {
+            self.file.fput();
+        }
+    }
+}
+
+impl core::fmt::Debug for Fd<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Fd")
+            .field("file", self.file)
+            .field("counted", &self.counted)
             .finish()
     }
 }

@@ -104,7 +104,14 @@ impl File {
     /// `fput`: drops one reference; the last one calls `->release`.
     pub(crate) fn fput(&self) {
         // ORDERING: M8
-        if self.f_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let order = Ordering::AcqRel;
+        #[cfg(loom)]
+        let order = if crate::loom_knobs::relaxed_fput() {
+            Ordering::Relaxed
+        } else {
+            order
+        };
+        if self.f_count.fetch_sub(1, order) == 1 {
             self.f_op.release();
         }
     }
@@ -205,11 +212,9 @@ impl EventFd {
     pub fn count(&self) -> u64 {
         *self.count.lock()
     }
-}
 
-impl FileOperations for EventFd {
-    fn poll(&self, pt: &mut PollTable<'_>) -> PollMask {
-        pt.poll_wait(&self.wqh);
+    /// The readiness mask of the counter now.
+    fn events(&self) -> PollMask {
         let count = *self.count.lock();
         let mut events = 0;
         if count > 0 {
@@ -222,6 +227,22 @@ impl FileOperations for EventFd {
             events |= POLLOUT;
         }
         events
+    }
+}
+
+impl FileOperations for EventFd {
+    /// `eventfd_poll`: registers first, then reads the counter. A write that the read misses
+    /// comes after the registration, so it finds the poller on the queue and wakes it; read
+    /// before registering, a write in between would wake nobody.
+    fn poll(&self, pt: &mut PollTable<'_>) -> PollMask {
+        #[cfg(loom)]
+        if crate::loom_knobs::poll_before_wait() {
+            let events = self.events();
+            pt.poll_wait(&self.wqh);
+            return events;
+        }
+        pt.poll_wait(&self.wqh);
+        self.events()
     }
 
     /// `eventfd_read`: 8 bytes; `EINVAL` if shorter, `EAGAIN` at 0.

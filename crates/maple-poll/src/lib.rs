@@ -94,6 +94,9 @@
 
 mod fdtable;
 mod file;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_knobs;
 mod select;
 mod sync;
 mod sys;
@@ -107,7 +110,7 @@ mod tests;
 
 use core::fmt;
 
-pub use fdtable::FdTable;
+pub use fdtable::{Fd, FdTable};
 pub use file::{
     pipe, EventFd, File, FileOperations, PipeReader, PipeWriter, RealFile, RegularFile,
 };

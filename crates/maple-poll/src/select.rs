@@ -134,19 +134,45 @@ impl PollList {
     }
 }
 
-/// `do_pollfd`: the readiness of one entry, filtered by its events plus `ERR | HUP`.
+/// The polling task's descriptor table (`current->files`) and whether another task shares it
+/// (`files->count > 1`), which decides whether `fdget` takes a reference.
+#[derive(Clone, Copy)]
+struct Files<'a> {
+    fdt: &'a FdTable,
+    shared: bool,
+}
+
+/// `do_pollfd`: the readiness of one entry, filtered by its events plus `ERR | HUP`. The file
+/// is held from `fdget` to `fdput` (the end of this function), across `->poll`.
 #[inline]
 fn do_pollfd(
     pfd: &PollFd,
     pt: &mut PollTable<'_>,
-    files: &FdTable,
+    files: Files<'_>,
+    guard: &maple_tree::Guard,
+) -> PollMask {
+    // One copy per case, so that the private table's (poll2's) has no reference to put.
+    if files.shared {
+        do_pollfd_in::<true>(pfd, pt, files.fdt, guard)
+    } else {
+        do_pollfd_in::<false>(pfd, pt, files.fdt, guard)
+    }
+}
+
+/// `do_pollfd`'s body for a table that is shared or not (a constant, so that each copy has one
+/// path: the private one puts no reference, the shared one always does).
+#[inline(always)]
+fn do_pollfd_in<const SHARED: bool>(
+    pfd: &PollFd,
+    pt: &mut PollTable<'_>,
+    fdt: &FdTable,
     guard: &maple_tree::Guard,
 ) -> PollMask {
     let fd = pfd.fd;
     if fd < 0 {
         return 0;
     }
-    let Some(file) = files.fdget(fd, guard) else {
+    let Some(file) = fdt.fdget(fd, SHARED, guard) else {
         return POLLNVAL;
     };
     let filter = demangle_poll(pfd.events) | POLLERR | POLLHUP;
@@ -167,7 +193,7 @@ struct PollRun {
 fn do_poll(
     list: &mut PollList,
     wait: &mut PollWqueues,
-    files: &FdTable,
+    files: Files<'_>,
     end_time: Option<Instant>,
     zero: bool,
 ) -> (Result<usize, Errno>, PollRun) {
@@ -177,7 +203,7 @@ fn do_poll(
     loop {
         let mut count = 0usize;
         {
-            let guard = files.pin();
+            let guard = files.fdt.pin();
             for chunk in list.chunks_mut() {
                 for pfd in chunk.iter_mut() {
                     let mut pt = PollTable {
@@ -331,17 +357,15 @@ impl Task {
             // A timeout too large for the clock is as good as none.
             PollTimeout::After(d) => (Instant::now().checked_add(d), false),
         };
+        // `files->count == 1`: no other handle on the table, so nobody can close meanwhile.
+        let shared = Arc::get_mut(&mut self.files).is_none();
         let mm = Arc::clone(&self.mm);
         let mut ua = mm.uaccess();
-        let (r, run) = do_sys_poll(
-            &mut ua,
-            &self.files,
-            ufds,
-            nfds,
-            end_time,
-            zero,
-            self.copy_out,
-        );
+        let files = Files {
+            fdt: &self.files,
+            shared,
+        };
+        let (r, run) = do_sys_poll(&mut ua, files, ufds, nfds, end_time, zero, self.copy_out);
         self.last = ua.stats();
         self.stats += self.last;
         self.calls += 1;
@@ -364,7 +388,7 @@ impl core::fmt::Debug for Task {
 
 fn do_sys_poll(
     ua: &mut Uaccess<'_>,
-    files: &FdTable,
+    files: Files<'_>,
     ufds: u64,
     nfds: u64,
     end_time: Option<Instant>,
@@ -372,7 +396,7 @@ fn do_sys_poll(
     copy_out: CopyOut,
 ) -> (Result<usize, Errno>, PollRun) {
     let none = PollRun::default();
-    if nfds > files.rlimit_nofile() {
+    if nfds > files.fdt.rlimit_nofile() {
         return (Err(Errno::EINVAL), none);
     }
     let mut list = PollList {
@@ -486,17 +510,22 @@ pub fn window_bookkeeping_ns() -> f64 {
 
 fn measure_bookkeeping() -> Result<f64, Errno> {
     const N: u64 = 128;
-    let files = Arc::new(FdTable::new());
-    let pfds = (0..N)
-        .map(|_| files.open_regular().map(|fd| PollFd::new(fd, POLLOUT)))
-        .collect::<Result<Vec<_>, _>>()?;
     let mm = Arc::new(UserMemory::new(4096, WindowMode::Counted)?);
-    mm.write_pollfds(mm.base(), &pfds)?;
-    let mut tasks = [CopyOut::PerFdPutUser, CopyOut::SingleWindowUnsafe].map(|s| {
-        let mut t = Task::new(Arc::clone(&files), Arc::clone(&mm));
+    // Each task has its own table (not shared: `fdget` borrows), with descriptors 0..N.
+    let task = |s| -> Result<Task, Errno> {
+        let files = FdTable::new();
+        let pfds = (0..N)
+            .map(|_| files.open_regular().map(|fd| PollFd::new(fd, POLLOUT)))
+            .collect::<Result<Vec<_>, _>>()?;
+        mm.write_pollfds(mm.base(), &pfds)?;
+        let mut t = Task::new(Arc::new(files), Arc::clone(&mm));
         t.set_copy_out(s);
-        t
-    });
+        Ok(t)
+    };
+    let mut tasks = [
+        task(CopyOut::PerFdPutUser)?,
+        task(CopyOut::SingleWindowUnsafe)?,
+    ];
     // Warm up (caches, branch predictors, clock), then many short alternated batches: the best
     // batch of each is the one least disturbed by other load.
     let warm = Instant::now();

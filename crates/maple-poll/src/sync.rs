@@ -1,8 +1,10 @@
 //! The one place that names the synchronisation primitives of the crate: std's atomics and
 //! `parking_lot`'s locks normally, loom's (in `parking_lot`'s shape, without poisoning) under
 //! `cfg(loom)`, so that the wait queues, the file reference counts and the descriptor table can
-//! be put on loom's model checker. Every `Release`/`Acquire` access cites its row of the ordering
-//! table in `maple-mm`'s `sync` module (rows M8–M10).
+//! be put on loom's model checker (`tests/loom_poll_wake.rs`: the wake-up handshake;
+//! `tests/loom_file_ref.rs`: a file's lifetime across poll; their broken twins are switched on
+//! by `loom_knobs`). Every `Release`/`Acquire` access cites its row of the ordering table in
+//! `maple-mm`'s `sync` module (rows M8–M10).
 //!
 //! Std's under loom too: the process-wide id counter ([`IdCounter`]), the atomics laid over real
 //! user memory (`sys`: [`UserAtomicI32`], [`UserAtomicU16`], built with `from_ptr` on mmap'd

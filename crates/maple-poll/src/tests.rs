@@ -1164,3 +1164,82 @@ fn will_it_scale_drivers() {
         .iter()
         .all(|r| r.read_windows_per_call == 1.0 && r.write_windows_per_call == 1.0));
 }
+
+/// A file whose `->release` is counted and which reports whether `->poll` ran on it after its
+/// release.
+struct ReleaseProbe {
+    released: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl FileOperations for ReleaseProbe {
+    fn poll(&self, _pt: &mut PollTable<'_>) -> PollMask {
+        if self.released.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            POLLIN
+        } else {
+            POLLERR
+        }
+    }
+    fn release(&self) {
+        self.released
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn name(&self) -> &'static str {
+        "release-probe"
+    }
+}
+
+#[test]
+fn fdget_borrows_on_a_private_table_and_references_on_a_shared_one() {
+    let released = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let files = FdTable::new();
+    let fd = files
+        .install(ReleaseProbe {
+            released: Arc::clone(&released),
+        })
+        .unwrap();
+    let guard = files.pin();
+    let f = files.fdget(fd, false, &guard).unwrap();
+    assert!(!f.is_counted());
+    assert_eq!(f.f_count(), 1);
+    drop(f);
+    assert_eq!(files.fget(fd).unwrap().f_count(), 1);
+
+    // __fget_light on a shared table: a reference, so a close meanwhile cannot release.
+    let f = files.fdget(fd, true, &guard).unwrap();
+    assert!(f.is_counted());
+    assert_eq!(f.f_count(), 2);
+    files.close(fd).unwrap();
+    assert_eq!(released.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert_eq!(
+        f.f_op().poll(&mut PollTable {
+            qproc: None,
+            key: 0
+        }),
+        POLLIN
+    );
+    drop(f); // fdput: the last reference, ->release now
+    assert_eq!(released.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert!(files.fdget(fd, true, &guard).is_none());
+    assert!(files.lookup_fd_rcu(fd, &guard).is_none());
+}
+
+#[test]
+fn poll_puts_every_reference_it_takes() {
+    let files = Arc::new(FdTable::new());
+    let fd = files.open_regular().unwrap();
+    let mm = Arc::new(UserMemory::new(4096, WindowMode::Counted).unwrap());
+    mm.write_pollfds(mm.base(), &[PollFd::new(fd, POLLOUT)])
+        .unwrap();
+    // Shared (this test holds a handle too): `do_pollfd`'s `fdget` references the file and its
+    // `fdput` puts the reference (the loom model `loom_file_ref` checks the ordering).
+    let mut task = Task::new(Arc::clone(&files), Arc::clone(&mm));
+    assert_eq!(task.sys_poll(mm.base(), 1, 0), Ok(1));
+    assert_eq!(files.fget(fd).unwrap().f_count(), 1);
+    drop(task);
+    // Private (the task holds the only handle): borrowed.
+    let probe = Arc::clone(&files);
+    let mut task = Task::new(files, Arc::clone(&mm));
+    drop(probe);
+    assert_eq!(task.sys_poll(mm.base(), 1, 0), Ok(1));
+    assert_eq!(task.files().fget(fd).unwrap().f_count(), 1);
+}

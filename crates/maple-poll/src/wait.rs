@@ -132,6 +132,33 @@ impl Waiter {
         drop(st);
         self.cv.notify_all();
     }
+
+    /// `poll_schedule_timeout` with no real descriptor registered: sleeps until `triggered` (or
+    /// `deadline`), then clears it. `false` if it timed out without a wake-up.
+    ///
+    /// `triggered` is cleared only after the sleep, with the waiter's lock held: the clear cannot
+    /// move before the readiness check of the pass that came before (the kernel's
+    /// `smp_store_mb(pwq->triggered, 0)`), so a wake-up between that check and this sleep is
+    /// seen here.
+    fn sleep_until_triggered(&self, deadline: Option<Instant>) -> bool {
+        let mut st = self.state.lock();
+        #[cfg(loom)]
+        if crate::loom_knobs::clear_triggered_on_entry() {
+            st.triggered = false;
+        }
+        while !st.triggered {
+            match deadline {
+                None => self.cv.wait(&mut st),
+                Some(d) => {
+                    if self.cv.wait_until(&mut st, d).timed_out() && !st.triggered {
+                        return false;
+                    }
+                }
+            }
+        }
+        st.triggered = false;
+        true
+    }
 }
 
 struct PollTableEntry {
@@ -224,21 +251,10 @@ impl PollWqueues {
     /// Clears `triggered` before returning.
     pub(crate) fn schedule_timeout(&mut self, deadline: Option<Instant>) -> bool {
         let waiter = self.waiter();
-        let mut st = waiter.state.lock();
         if self.os.is_empty() {
-            while !st.triggered {
-                match deadline {
-                    None => waiter.cv.wait(&mut st),
-                    Some(d) => {
-                        if waiter.cv.wait_until(&mut st, d).timed_out() && !st.triggered {
-                            return false;
-                        }
-                    }
-                }
-            }
-            st.triggered = false;
-            return true;
+            return waiter.sleep_until_triggered(deadline);
         }
+        let mut st = waiter.state.lock();
         if st.triggered {
             st.triggered = false;
             return true;

@@ -329,19 +329,20 @@ pub fn per_call_costs(
 ) -> Result<Vec<CallCost>, Errno> {
     const BATCH: u32 = 100;
     let nr = testcase.nr_files();
-    let files = Arc::new(FdTable::new());
-    let pfds = (0..nr)
-        .map(|_| files.open_regular().map(|fd| PollFd::new(fd, POLLOUT)))
-        .collect::<Result<Vec<_>, _>>()?;
     let mm = Arc::new(UserMemory::new(4096, window)?);
-    let mut tasks: Vec<Task> = CopyOut::ALL
-        .iter()
-        .map(|&s| {
-            let mut t = Task::new(Arc::clone(&files), Arc::clone(&mm));
-            t.set_copy_out(s);
-            t
-        })
-        .collect();
+    // One thread: each task has its own table (files->count == 1, as a single-threaded
+    // process), so `fdget` borrows; the same descriptors 0..nr in each.
+    let mut tasks = Vec::with_capacity(CopyOut::ALL.len());
+    let mut pfds = Vec::new();
+    for s in CopyOut::ALL {
+        let files = FdTable::new();
+        pfds = (0..nr)
+            .map(|_| files.open_regular().map(|fd| PollFd::new(fd, POLLOUT)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut t = Task::new(Arc::new(files), Arc::clone(&mm));
+        t.set_copy_out(s);
+        tasks.push(t);
+    }
     let mut best = [f64::INFINITY; 4];
     let start = Instant::now();
     let mut rounds = 0;
