@@ -13,10 +13,11 @@
 //!
 //! Usage: `profile WORKLOAD MAP [N]`; WORKLOAD is one of build, lookup_hit, lookup_miss,
 //! random_store, erase_half, iterate, gap (`gap_rev` forwards, maple only), gap_rev, fork_old,
-//! fork_new, dup, slot_store, node_store, rewrite; MAP is maple (allocation tree, exclusive writer), maple-rcu (writes through the lock)
-//! or btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new, the
-//! source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped outside
-//! the count). Prints the number of operations measured.
+//! fork_new, dup, slot_store, node_store, rewrite; MAP is maple (allocation tree, exclusive
+//! writer), maple-rcu (writes through the lock) or btreemap. N is the number of ranges (default
+//! 1,000,000; for fork_old and fork_new, the source's entries, default 135; `dup` is
+//! `fork_new`'s `dup` alone, the copy dropped outside the count). Prints the number of
+//! operations measured.
 
 #[path = "../benches/support/btree_range.rs"]
 #[allow(dead_code)]
