@@ -88,6 +88,15 @@ struct Span<'g> {
     max: u64,
 }
 
+/// An ancestor of the node being searched: its span and the slot taken in it.
+#[derive(Clone, Copy)]
+struct Frame<'g> {
+    min: u64,
+    max: u64,
+    i: usize,
+    n: NodeRef<'g>,
+}
+
 /// What a slot offers the search.
 enum Look<'g> {
     /// A fit: the search's answer.
@@ -108,12 +117,12 @@ enum Look<'g> {
 /// kernel's is), but the walk stays inside each node and ends.
 ///
 /// A child is entered only if it could hold a fit: in allocation trees its largest gap is at
-/// least `size`, and its range (clipped to the window) admits an aligned `size`-range —
-/// necessary conditions, so an aligned search may enter a subtree whose gaps are large enough
-/// but misaligned, and move on to the next one.
+/// least `size`, and its range (clipped to the window) holds `size` indices — necessary
+/// conditions, so a search may enter a subtree whose gaps are large enough but lie outside the
+/// window or are misaligned, and move on to the next one.
 fn search<const REV: bool>(root: NodeRef<'_>, internal: Kind, q: Query) -> Option<u64> {
     debug_assert_eq!(q.rev, REV);
-    let mut path: Levels<(Span<'_>, usize), MAX_DEPTH> = Levels::new();
+    let mut path: Levels<Frame<'_>, MAX_DEPTH> = Levels::new();
     let mut d = 0;
     let mut at = Span {
         n: root,
@@ -126,7 +135,15 @@ fn search<const REV: bool>(root: NodeRef<'_>, internal: Kind, q: Query) -> Optio
             Look::Fit(s) => return Some(s),
             // A path deeper than a tree can be is a state only a race produces: skip the child.
             Look::Child(c) if d < MAX_DEPTH => {
-                path.set(d, (at, i));
+                path.set(
+                    d,
+                    Frame {
+                        min: at.min,
+                        max: at.max,
+                        i,
+                        n: at.n,
+                    },
+                );
                 d += 1;
                 at = Span {
                     n: c,
@@ -149,7 +166,13 @@ fn search<const REV: bool>(root: NodeRef<'_>, internal: Kind, q: Query) -> Optio
             }
             d -= 1;
             (lo, hi) = (at.min, at.max);
-            (at, i) = *path.get(d);
+            let f = *path.get(d);
+            at = Span {
+                n: f.n,
+                min: f.min,
+                max: f.max,
+            };
+            i = f.i;
         }
     }
 }
@@ -168,7 +191,7 @@ fn edge<const REV: bool>(at: Span<'_>, q: Query) -> (usize, u64, u64) {
 }
 
 /// Slot `i` of `n`, covering `[lo, hi]`: a fit in a NULL leaf slot, or a child that could hold
-/// one (`mas_awalk`'s test: the recorded gap of an allocation tree, the clipped range). An empty
+/// one (`mas_awalk`'s test: the recorded gap of an allocation tree, the clipped range's size). An empty
 /// child slot is a state only a race with the writer produces (see `NodeRef::try_child`); the
 /// answer is a hint then anyway, so the slot is passed.
 #[inline(always)]
@@ -186,7 +209,9 @@ fn look<'g>(n: NodeRef<'g>, i: usize, lo: u64, hi: u64, internal: Kind, q: Query
     if internal == Kind::ARange && n.gap(i) < q.size {
         return Look::Pass;
     }
-    if fit(lo, hi, q.min, q.max, q).is_none() {
+    // The clipped range holds `size` indices (the slot meets the window, so `a <= b`).
+    let (a, b) = (lo.max(q.min), hi.min(q.max));
+    if b - a < q.size - 1 {
         return Look::Pass;
     }
     n.try_child(i, internal).map_or(Look::Pass, Look::Child)
