@@ -191,9 +191,9 @@ fn edge<const REV: bool>(at: Span<'_>, q: Query) -> (usize, u64, u64) {
 }
 
 /// Slot `i` of `n`, covering `[lo, hi]`: a fit in a NULL leaf slot, or a child that could hold
-/// one (`mas_awalk`'s test: the recorded gap of an allocation tree, the clipped range's size). An empty
-/// child slot is a state only a race with the writer produces (see `NodeRef::try_child`); the
-/// answer is a hint then anyway, so the slot is passed.
+/// one (`mas_awalk`'s test: the recorded gap of an allocation tree, the clipped range's size).
+/// An empty child slot is a state only a race with the writer produces (see
+/// `NodeRef::try_child`); the answer is a hint then anyway, so the slot is passed.
 #[inline(always)]
 fn look<'g>(n: NodeRef<'g>, i: usize, lo: u64, hi: u64, internal: Kind, q: Query) -> Look<'g> {
     // Every slot looked at meets the window (the edge slot holds its edge, a step is taken

@@ -1,6 +1,8 @@
 //! `mt_validate`: every invariant the kernel's `mt_validate` checks, plus height, parent links,
-//! gap values, "no non-rightmost leaf ends in NULL", and entry ownership. One checker, used by unit, property,
-//! fuzz, loom and stress tests.
+//! gap values, "no non-rightmost leaf ends in NULL", and entry ownership. One checker, used by
+//! unit, property, fuzz, loom and stress tests; a walk in pre-order, one function per kind of
+//! check (the parent slot, the node's shape, each slot's limits, leaf slots, children and their
+//! gaps, the end).
 
 use std::collections::HashMap;
 use std::fmt;
