@@ -367,6 +367,39 @@ mod tests {
         }
     }
 
+    /// The edge scan answers what a plain scan of `pivot` does, for every target around the
+    /// pivots of a leaf (15 pivots) and an allocation-tree root (9: the unpaired last pivot).
+    #[test]
+    fn pivot_scan_matches_plain_scan() {
+        let tree = MapleTree::<Value>::new_alloc();
+        for j in 0..2_000u64 {
+            tree.store_range(10 * j..=10 * j + 5, Value::new(j))
+                .unwrap();
+        }
+        let g = tree.pin();
+        let root = tree.reader(&g);
+        let r = root.node().unwrap();
+        let mut leaf = r;
+        while !leaf.is_leaf() {
+            leaf = leaf.child(0, root.internal());
+        }
+        assert_eq!(r.kind(), Kind::ARange);
+        for n in [r, leaf] {
+            let p = n.kind().pivots();
+            let top = n.pivot(p - 1).saturating_add(2);
+            for target in (0..=top.min(100_000)).chain([top, u64::MAX]) {
+                let i = (0..p).find(|&i| n.pivot(i) >= target).unwrap_or(p);
+                let below = if i == 0 { 0 } else { n.pivot(i - 1) };
+                let at = if i == p { u64::MAX } else { n.pivot(i) };
+                assert_eq!(
+                    n.pivot_at_or_above(target),
+                    (i, below, at),
+                    "{n:?} {target}"
+                );
+            }
+        }
+    }
+
     /// Aligned searches through leaves whose gaps are large enough but misaligned back out of
     /// them into allocation-tree (10-slot) parents, in both directions.
     #[test]
