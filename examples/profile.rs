@@ -12,11 +12,12 @@
 //! machine where times cannot. `scripts/bench-profile.sh` runs the whole set.
 //!
 //! Usage: `profile WORKLOAD MAP [N]`; WORKLOAD is one of build, lookup_hit, lookup_miss,
-//! random_store, erase_half, iterate, gap_rev, fork_old, fork_new, dup, slot_store, node_store,
-//! rewrite; MAP is maple (allocation tree, exclusive writer), maple-rcu (writes through the lock)
-//! or btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new, the
-//! source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped outside
-//! the count). Prints the number of operations measured.
+//! random_store, erase_half, iterate, gap (`gap_rev` forwards, maple only), gap_rev, fork_old,
+//! fork_new, dup, slot_store, node_store, rewrite; MAP is maple (allocation tree, exclusive
+//! writer), maple-rcu (writes through the lock) or btreemap. N is the number of ranges (default
+//! 1,000,000; for fork_old and fork_new, the source's entries, default 135; `dup` is
+//! `fork_new`'s `dup` alone, the copy dropped outside the count). Prints the number of
+//! operations measured.
 
 #[path = "../benches/support/btree_range.rs"]
 #[allow(dead_code)]
@@ -181,6 +182,18 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
                     Map::Btree(b) => b.empty_area_rev(lo, lo + 9_999, 3),
                 };
                 black_box(r.unwrap());
+            }
+            *ops = count;
+        }
+        "gap" => {
+            // `gap_rev`'s windows, searched forwards (the range map has no forward search).
+            let Map::Maple(t, _) = m else {
+                panic!("the forward gap search is for the maple tree")
+            };
+            let count = 100_000;
+            for _ in 0..count {
+                let lo = pick(rng.next(), 10 * n - 10_000 + 1);
+                black_box(t.empty_area(lo, lo + 9_999, 3).unwrap());
             }
             *ops = count;
         }

@@ -271,44 +271,55 @@ impl<'g> Core<'g> {
                 };
             }
             Status::Start => {}
-            Status::Pause => {
-                if self.last >= max {
+            Status::Pause | Status::None => {
+                if !self.find_setup_resume(max) {
                     return Some(Loaded::NONE);
-                }
-                self.last += 1;
-                self.index = self.last;
-                self.status = Status::Start;
-            }
-            Status::None => {
-                if self.last >= max {
-                    return Some(Loaded::NONE);
-                }
-                self.index = self.last;
-                self.status = Status::Start;
-            }
-            // Pointing at the range before the one it could not go below.
-            Status::Underflow => {
-                if self.index >= max {
-                    self.status = Status::Overflow;
-                    return Some(Loaded::NONE);
-                }
-                let word = self.walk();
-                if word != Loaded::NONE {
-                    return Some(word);
                 }
             }
-            Status::Overflow => {
-                if self.last >= max {
-                    return Some(Loaded::NONE);
-                }
-                let word = self.walk();
-                if word != Loaded::NONE {
+            Status::Underflow | Status::Overflow => {
+                if let Some(word) = self.find_setup_rewalk(max) {
                     return Some(word);
                 }
             }
         }
+        self.find_setup_walk(max)
+    }
+
+    /// [`find_setup`](Self::find_setup) from a paused cursor (it resumes after `last`) or one
+    /// with nothing there (at `last`): `false` if that is past `max`, else the status becomes
+    /// start.
+    fn find_setup_resume(&mut self, max: u64) -> bool {
+        if self.last >= max {
+            return false;
+        }
+        if self.status == Status::Pause {
+            self.last += 1;
+        }
+        self.index = self.last;
+        self.status = Status::Start;
+        true
+    }
+
+    /// [`find_setup`](Self::find_setup) after a limit was hit: an underflowed cursor points at
+    /// the range before the one it could not go below, an overflowed one at the last range it
+    /// reached. Either walks to `index` (unless already at `max`); the entry there is the answer.
+    fn find_setup_rewalk(&mut self, max: u64) -> Option<Loaded<'g>> {
+        if self.status == Status::Underflow {
+            if self.index >= max {
+                self.status = Status::Overflow;
+                return Some(Loaded::NONE);
+            }
+        } else if self.last >= max {
+            return Some(Loaded::NONE);
+        }
+        let word = self.walk();
+        (word != Loaded::NONE).then_some(word)
+    }
+
+    /// The end of [`find_setup`](Self::find_setup): a cursor at its start walks to `index`
+    /// (the first run, or a continuation); the entry there is the answer.
+    fn find_setup_walk(&mut self, max: u64) -> Option<Loaded<'g>> {
         if self.status == Status::Start {
-            // First run or continue.
             if self.index > max {
                 return Some(Loaded::NONE);
             }
@@ -330,42 +341,48 @@ impl<'g> Core<'g> {
             return Some(Loaded::NONE);
         }
         match self.status {
-            Status::Active => {}
-            Status::Start => {}
-            Status::Pause => {
+            Status::Active | Status::Start => {}
+            Status::Pause | Status::None => {
+                if !self.find_rev_setup_resume(min) {
+                    return Some(Loaded::NONE);
+                }
+            }
+            // The caller expects the cursor one after (overflow) or one before (underflow)
+            // where it is.
+            Status::Overflow | Status::Underflow => {
                 if self.index <= min {
                     self.status = Status::Underflow;
-                    return Some(Loaded::NONE);
-                }
-                self.index -= 1;
-                self.last = self.index;
-                self.status = Status::Start;
-            }
-            Status::None => {
-                if self.index <= min {
-                    return Some(Loaded::NONE);
-                }
-                self.last = self.index;
-                self.status = Status::Start;
-            }
-            // The caller expects the cursor one after where it is.
-            Status::Overflow => {
-                if self.index <= min {
-                    self.status = Status::Underflow;
-                    return Some(Loaded::NONE);
-                }
-                self.status = Status::Active;
-            }
-            // The caller expects the cursor one before where it is.
-            Status::Underflow => {
-                if self.index <= min {
                     return Some(Loaded::NONE);
                 }
                 self.status = Status::Active;
             }
         }
+        self.find_rev_setup_walk(min)
+    }
+
+    /// [`find_rev_setup`](Self::find_rev_setup) from a paused cursor (it resumes before
+    /// `index`; at `min` it underflows) or one with nothing there (at `index`): `false` if that
+    /// is below `min`, else the status becomes start.
+    fn find_rev_setup_resume(&mut self, min: u64) -> bool {
+        let pause = self.status == Status::Pause;
+        if self.index <= min {
+            if pause {
+                self.status = Status::Underflow;
+            }
+            return false;
+        }
+        if pause {
+            self.index -= 1;
+        }
+        self.last = self.index;
+        self.status = Status::Start;
+        true
+    }
+
+    /// The end of [`find_rev_setup`](Self::find_rev_setup): a cursor at its start walks to
+    /// `index` (the first run, or a continuation); the entry there is the answer.
+    fn find_rev_setup_walk(&mut self, min: u64) -> Option<Loaded<'g>> {
         if self.status == Status::Start {
-            // First run or continue.
             if self.index < min {
                 return Some(Loaded::NONE);
             }

@@ -1747,4 +1747,42 @@ impl<'g> NodeRef<'g> {
         // else); the child stays allocated for 'g (see above).
         unsafe { NodeRef::from_word(w, internal) }
     }
+
+    /// The first pivot at or above `target`, as `(i, pivot[i - 1], pivot[i])` (0 stands for the
+    /// pivot before slot 0; `(pivots, last pivot, u64::MAX)` if no pivot is). The gap search's
+    /// scan to the window's edge: each pivot loaded once, in order, with the reader's ordering
+    /// (as [`pivot`](Self::pivot)), and no bounds checks.
+    #[inline]
+    pub(crate) fn pivot_at_or_above(&self, target: u64) -> (usize, u64, u64) {
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::reader_pivot_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Acquire;
+        let pivots = &self.node().words[..self.kind.pivots()];
+        let mut prev = 0;
+        // Two pivots a round (the pivot counts, 15 and 9, are odd): half the loop overhead.
+        let mut pairs = pivots.chunks_exact(2);
+        for (j, pair) in pairs.by_ref().enumerate() {
+            // ORDERING: P9 (a pivot, loaded before the slot it exposes; in order).
+            let v = pair[0].load(ord);
+            if v >= target {
+                return (2 * j, prev, v);
+            }
+            // ORDERING: P9 (as above).
+            let w = pair[1].load(ord);
+            if w >= target {
+                return (2 * j + 1, v, w);
+            }
+            prev = w;
+        }
+        if let [p] = pairs.remainder() {
+            // ORDERING: P9 (as above).
+            let v = p.load(ord);
+            if v >= target {
+                return (pivots.len() - 1, prev, v);
+            }
+            prev = v;
+        }
+        (pivots.len(), prev, u64::MAX)
+    }
 }

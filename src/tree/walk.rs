@@ -445,27 +445,41 @@ impl<'g> Walker<'g> {
         self.walk(target)
     }
 
-    /// Moves to the previous slot (NULL ranges included). `None` before index 0.
+    /// Moves to the previous slot (NULL ranges included). `None` before index 0
+    /// (`mas_prev_slot`).
     pub(crate) fn prev_slot(&mut self) -> Option<()> {
         if self.depth == 0 || self.lo == 0 {
             return None;
         }
-        let target = self.lo - 1;
         let leaf = *self.at(self.depth - 1);
         if self.lo > leaf.min {
-            let i = leaf.offset - 1;
-            let lo = if i == 0 {
-                leaf.min
-            } else {
-                leaf.node.pivot(i - 1) + 1
-            };
-            let s = leaf.node.leaf_word(i);
-            self.at_mut(self.depth - 1).offset = i;
-            self.lo = lo;
-            self.hi = target;
-            self.word = s;
+            self.prev_in_leaf(leaf);
             return Some(());
         }
+        self.prev_leaf(leaf)
+    }
+
+    /// [`prev_slot`](Self::prev_slot) inside the leaf: the slot before the current one.
+    #[inline]
+    fn prev_in_leaf(&mut self, leaf: Level<'g>) {
+        let i = leaf.offset - 1;
+        let lo = if i == 0 {
+            leaf.min
+        } else {
+            leaf.node.pivot(i - 1) + 1
+        };
+        let s = leaf.node.leaf_word(i);
+        self.at_mut(self.depth - 1).offset = i;
+        self.hi = self.lo - 1;
+        self.lo = lo;
+        self.word = s;
+    }
+
+    /// [`prev_slot`](Self::prev_slot) across a leaf boundary (`mas_prev_node`): climb to the
+    /// first ancestor with a child before ours and descend to that child's rightmost leaf (or
+    /// restart from the root past a dead node).
+    fn prev_leaf(&mut self, leaf: Level<'g>) -> Option<()> {
+        let target = self.lo - 1;
         if leaf.node.is_dead() {
             return self.restart_at(target);
         }
@@ -482,45 +496,53 @@ impl<'g> Walker<'g> {
             if self.at(d + 1).min > lvl.min {
                 let i = lvl.offset - 1;
                 self.at_mut(d).offset = i;
-                let mut max = target;
-                let mut min = if i == 0 {
+                let min = if i == 0 {
                     lvl.min
                 } else {
                     lvl.node.pivot(i - 1) + 1
                 };
-                let Some(mut n) = lvl.node.try_child(i, self.internal()) else {
+                let Some(n) = lvl.node.try_child(i, self.internal()) else {
                     return self.restart_at(target);
                 };
-                // Descend to the rightmost leaf of that child.
-                loop {
-                    d += 1;
-                    let end = n.end(max);
-                    let lo = if end == 0 { min } else { n.pivot(end - 1) + 1 };
-                    self.set(
-                        d,
-                        Level {
-                            node: n,
-                            min,
-                            max,
-                            offset: end,
-                        },
-                    );
-                    if n.is_leaf() {
-                        let s = n.leaf_word(end);
-                        self.depth = d + 1;
-                        self.lo = lo;
-                        self.hi = max;
-                        self.word = s;
-                        return Some(());
-                    }
-                    let Some(c) = n.try_child(end, self.internal()) else {
-                        return self.restart_at(target);
-                    };
-                    n = c;
-                    min = lo;
-                    let _ = &mut max;
-                }
+                return self.descend_rightmost(d + 1, n, min, target);
             }
+        }
+    }
+
+    /// Descends from `n` (level `d` of the path, covering `[min, max]`) to its rightmost leaf
+    /// and positions on that leaf's last slot, which ends at `max`.
+    fn descend_rightmost(
+        &mut self,
+        mut d: usize,
+        mut n: NodeRef<'g>,
+        mut min: u64,
+        max: u64,
+    ) -> Option<()> {
+        loop {
+            let end = n.end(max);
+            let lo = if end == 0 { min } else { n.pivot(end - 1) + 1 };
+            self.set(
+                d,
+                Level {
+                    node: n,
+                    min,
+                    max,
+                    offset: end,
+                },
+            );
+            if n.is_leaf() {
+                self.word = n.leaf_word(end);
+                self.depth = d + 1;
+                self.lo = lo;
+                self.hi = max;
+                return Some(());
+            }
+            let Some(c) = n.try_child(end, self.internal()) else {
+                return self.restart_at(max);
+            };
+            n = c;
+            min = lo;
+            d += 1;
         }
     }
 }
