@@ -37,6 +37,20 @@ pub struct Iter<'g, E> {
     done: bool,
     internal: Kind,
     leaf: Option<NodeRef<'g>>,
+    /// `leaf` while slot `off` is not its last (the two-slot step may look past it).
+    fast: Option<NodeRef<'g>>,
+    /// `min(max, back_pos)`: a pivot below it bounds a slot that is neither the leaf's last
+    /// nor reaches the back.
+    lim: u64,
+    /// The back's leaf while its fast path holds the position: slot `boff` of it, `[blo, bhi]`,
+    /// the leaf's min `bmin`; the back walker's record of that slot is stale meanwhile.
+    bfast: Option<NodeRef<'g>>,
+    boff: usize,
+    blo: u64,
+    bhi: u64,
+    bmin: u64,
+    /// The range `next_general` found.
+    out: (u64, u64),
     off: usize,
     lo: u64,
     hi: u64,
@@ -79,6 +93,7 @@ macro_rules! scan_leaf {
             };
             // The leaf's last slot, `[lo, max]`.
             if let Some(b) = w.entry::<E>() {
+                $s.fast = None;
                 return $s.yield_front(i, lo, max, b);
             }
             let ($ei, $elo, $ehi) = (i, lo, max);
@@ -101,6 +116,14 @@ impl<'g, E: Entry> Iter<'g, E> {
             done: first > last,
             internal: root.internal(),
             leaf: None,
+            fast: None,
+            lim: 0,
+            bfast: None,
+            boff: 0,
+            blo: 0,
+            bhi: 0,
+            bmin: 0,
+            out: (0, 0),
             off: 0,
             lo: 0,
             hi: 0,
@@ -128,6 +151,17 @@ impl<'g, E: Entry> Iter<'g, E> {
     fn finish(&mut self) {
         self.done = true;
         self.leaf = None;
+        self.fast = None;
+        self.bfast = None;
+    }
+
+    /// Enters leaf `n` (covering up to `max`) on the fast path.
+    #[inline]
+    fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64) {
+        self.leaf = Some(n);
+        self.fast = Some(n);
+        self.max = max;
+        self.lim = max.min(self.back_pos);
     }
 
     /// The window left to yield from, and whether the iterator has ended (for `Debug`).
@@ -206,9 +240,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 break;
             }
             self.poff = pi;
-            self.leaf = Some(c);
+            self.enter_leaf(c, max);
             self.min = hi + 1;
-            self.max = max;
             // From a virtual slot before 0 that ends at `hi` (`min - 1`).
             scan_leaf!(self, c, max, usize::MAX, hi, |i, l, h| (off, lo, hi) =
                 (i, l, h));
@@ -224,6 +257,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// Hands the position the fast path reached (slot `off` of its leaf, `[lo, hi]`) back to the
     /// walker, and leaves the fast path.
     fn sync_front(&mut self, off: usize, lo: u64, hi: u64) {
+        self.fast = None;
         if let Some(n) = self.leaf.take() {
             if self.parent.is_some() {
                 self.front.set_parent_leaf(self.poff, n, self.min, self.max);
@@ -284,9 +318,11 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             } else {
                 self.parent = None;
             }
-            self.leaf = Some(leaf.node);
+            self.enter_leaf(leaf.node, leaf.max);
+            if hi >= leaf.max {
+                self.fast = None;
+            }
             self.min = leaf.min;
-            self.max = leaf.max;
             self.off = leaf.offset;
             self.lo = lo;
             self.hi = hi;
@@ -300,6 +336,54 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
+        // Fastest path: slot `off` is not the leaf's last, so slot `off + 1` is within its end;
+        // with room for two more pivots, the next two slots without a loop (a range and the
+        // gap after it is the common shape). Each pivot is loaded before its slot, as in
+        // `scan_leaf`; a bound at or above `lim` (the leaf's last slot, or the back reached)
+        // goes the general way.
+        if let Some(n) = self.fast {
+            let (i, lim) = (self.off, self.lim);
+            if i < RANGE_PIVOTS - 2 {
+                let p1 = n.range_pivot(i + 1);
+                let w1 = n.range_word(i + 1);
+                if w1.raw() == 0 {
+                    if p1 < lim {
+                        let p2 = n.range_pivot(i + 2);
+                        let w2 = n.range_word(i + 2);
+                        // Read under the guard of 'g that created this iterator.
+                        if let (true, Some(b)) = (p2 < lim, w2.entry::<E>()) {
+                            self.off = i + 2;
+                            self.hi = p2;
+                            return Some((p1 + 1, p2, b));
+                        }
+                    }
+                } else if let (true, Some(b)) = (p1 < lim, w1.entry::<E>()) {
+                    let lo = self.hi + 1;
+                    self.off = i + 1;
+                    self.hi = p1;
+                    return Some((lo, p1, b));
+                }
+            }
+        }
+        // Everything else re-reads from slot `off`.
+        let b = self.next_general()?;
+        Some((self.out.0, self.out.1, b))
+    }
+}
+
+impl<'g, E: Entry + 'g> Iter<'g, E> {
+    /// [`next`](Iterator::next) past the two-slot step: the entry, its range in `out` (a small
+    /// return value keeps the fast path's result in registers).
+    #[inline(never)]
+    fn next_general(&mut self) -> Option<E::Borrowed<'g>> {
+        let (lo, hi, b) = self.next_scan()?;
+        self.out = (lo, hi);
+        Some(b)
+    }
+
+    /// The next entry from slot `off` of the front's leaf, across leaves, or through the walker.
+    #[inline(always)]
+    fn next_scan(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
         // Fast path: the next entry in the same leaf, as `Walker::next_entry` finds it (each
         // slot's bound is its pivot, read once, clamped to the leaf's max), without touching the
         // walker. No overlap check is needed: `lo` follows the last yielded range.
@@ -322,7 +406,80 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
 }
 
 impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
+    #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
+        if let Some(n) = self.bfast {
+            if let Some(r) = self.back_in_leaf(n) {
+                return r;
+            }
+        }
+        self.next_back_slow()
+    }
+}
+
+impl<'g, E: Entry + 'g> Iter<'g, E> {
+    /// The back's fast path, the mirror of `next`'s within a leaf: from slot `boff` (`[blo,
+    /// bhi]`) of leaf `n` down to the previous entry, each slot's lower bound the pivot before
+    /// it (below the back's slot, so below the leaf's end: pivots that no writer changes in
+    /// place). `None` when slot 0 holds no entry: the back's walker takes over from there.
+    #[inline(always)]
+    fn back_in_leaf(&mut self, n: NodeRef<'g>) -> Option<Option<(u64, u64, E::Borrowed<'g>)>> {
+        let front = self.front_pos();
+        let (mut j, mut lo) = (self.boff, self.blo);
+        if j == 0 {
+            return None;
+        }
+        loop {
+            j -= 1;
+            let hi = lo - 1;
+            lo = if j == 0 {
+                self.bmin
+            } else {
+                n.range_pivot(j - 1) + 1
+            };
+            if hi < front {
+                self.finish();
+                return Some(None);
+            }
+            // Read under the guard of 'g that created this iterator.
+            if let Some(b) = n.range_word(j).entry::<E>() {
+                (self.boff, self.blo, self.bhi) = (j, lo, hi);
+                self.back_yield(lo);
+                return Some(Some((lo, hi, b)));
+            }
+            if j == 0 {
+                // On slot 0, which holds no entry: the walker steps on from there.
+                (self.boff, self.blo, self.bhi) = (0, lo, hi);
+                return None;
+            }
+        }
+    }
+
+    /// Records that the back yielded a range starting at `lo`.
+    #[inline(always)]
+    fn back_yield(&mut self, lo: u64) {
+        self.back_yielded = true;
+        if lo <= self.front_pos() || lo == 0 {
+            self.finish();
+        } else {
+            self.back_pos = lo - 1;
+            self.lim = self.lim.min(self.back_pos);
+        }
+    }
+
+    /// Hands the back's fast-path position back to its walker.
+    fn sync_back(&mut self) {
+        if let Some(n) = self.bfast.take() {
+            let w = n.range_word(self.boff);
+            self.back.set_leaf_slot(self.boff, self.blo, self.bhi, w);
+        }
+    }
+
+    /// The back's step through its walker (first step, leaf crossings, restarts); caches the
+    /// leaf for the fast path after a yield.
+    #[inline(never)]
+    fn next_back_slow(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        self.sync_back();
         if self.done {
             return None;
         }
@@ -347,11 +504,12 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
             {
                 if let Some(b) = self.back.word.entry::<E>() {
                     let (lo, hi) = (self.back.lo, self.back.hi);
-                    self.back_yielded = true;
-                    if lo <= self.front_pos() || lo == 0 {
-                        self.finish();
-                    } else {
-                        self.back_pos = lo - 1;
+                    self.back_yield(lo);
+                    if !self.done {
+                        let leaf = *self.back.leaf();
+                        self.bfast = Some(leaf.node);
+                        (self.boff, self.blo, self.bhi) = (leaf.offset, lo, hi);
+                        self.bmin = leaf.min;
                     }
                     return Some((lo, hi, b));
                 }
