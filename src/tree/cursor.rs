@@ -15,7 +15,7 @@ use crate::error::Error;
 
 use crate::entry::Owned;
 
-use super::node::{Loaded, RootRef};
+use super::node::{Loaded, RootRef, RANGE_PIVOTS};
 use super::walk::Walker;
 use super::write::WriteGuard;
 
@@ -388,7 +388,45 @@ impl<'g> Core<'g> {
         None
     }
 
+    /// The common case of `find` and `next` (`mas_next_slot` staying in the node): active on a
+    /// current position below `max`, the next entry within the same leaf, found by one scan of
+    /// each slot's pivot (read once, clamped to the leaf's max) and then its word, as
+    /// `Walker::next_entry` does. `None`, with nothing changed, for everything else (the leaf's
+    /// last slot, an empty slot reaching `max`, the other statuses): the general move then
+    /// decides from the same position.
+    #[inline]
+    fn step_in_leaf(&mut self, max: u64) -> Option<Loaded<'g>> {
+        if self.status != Status::Active || !self.valid || self.root || self.last >= max {
+            return None;
+        }
+        let leaf = *self.w.leaf();
+        let (n, lmax) = (leaf.node, leaf.max);
+        let (mut i, mut hi) = (leaf.offset, self.w.hi);
+        loop {
+            if hi >= lmax || hi >= max {
+                return None;
+            }
+            i += 1;
+            let lo = hi + 1;
+            hi = if i < RANGE_PIVOTS {
+                n.range_pivot(i).min(lmax)
+            } else {
+                lmax
+            };
+            let word = n.range_word(i);
+            if Self::is_entry(word) {
+                self.w.set_leaf_slot(i, lo, hi, word);
+                self.index = lo;
+                self.last = hi;
+                return Some(word);
+            }
+        }
+    }
+
     fn find(&mut self, max: u64) -> Loaded<'g> {
+        if let Some(word) = self.step_in_leaf(max) {
+            return word;
+        }
         if let Some(word) = self.find_setup(max) {
             return word;
         }
@@ -422,6 +460,9 @@ impl<'g> Core<'g> {
     }
 
     fn next(&mut self, max: u64) -> Loaded<'g> {
+        if let Some(word) = self.step_in_leaf(max) {
+            return word;
+        }
         if let Some(word) = self.next_setup(max) {
             return word;
         }
