@@ -12,12 +12,12 @@
 //! machine where times cannot. `scripts/bench-profile.sh` runs the whole set.
 //!
 //! Usage: `profile WORKLOAD MAP [N]`; WORKLOAD is one of build, lookup_hit, lookup_miss,
-//! random_store, erase_half, iterate, gap (`gap_rev` forwards, maple only), gap_rev, fork_old,
-//! fork_new, dup, slot_store, node_store, rewrite; MAP is maple (allocation tree, exclusive
-//! writer), maple-rcu (writes through the lock) or btreemap. N is the number of ranges (default
-//! 1,000,000; for fork_old and fork_new, the source's entries, default 135; `dup` is
-//! `fork_new`'s `dup` alone, the copy dropped outside the count). Prints the number of
-//! operations measured.
+//! random_store, erase_half, iterate, iterate_rev (`iterate` backwards), gap (`gap_rev`
+//! forwards, maple only), gap_rev, fork_old, fork_new, dup, slot_store, node_store, rewrite; MAP
+//! is maple (allocation tree, exclusive writer), maple-rcu (writes through the lock) or
+//! btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new, the
+//! source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped outside
+//! the count). Prints the number of operations measured.
 
 #[path = "../benches/support/btree_range.rs"]
 #[allow(dead_code)]
@@ -279,6 +279,24 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
                 m.store(10 * i, 10 * i + 5, i);
             }
             *ops = count;
+        }
+        "iterate_rev" => {
+            let mut s = 0;
+            match m {
+                Map::Maple(t, _) => {
+                    let g = t.pin();
+                    for (_, _, v) in t.iter(&g).rev() {
+                        s += v.get();
+                    }
+                }
+                Map::Btree(b) => {
+                    for (_, _, v) in b.iter().rev() {
+                        s += v;
+                    }
+                }
+            }
+            assert_eq!(s, n * (n - 1) / 2);
+            *ops = n;
         }
         _ => panic!("unknown workload {work}"),
     }

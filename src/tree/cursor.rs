@@ -15,7 +15,7 @@ use crate::error::Error;
 
 use crate::entry::Owned;
 
-use super::node::{Loaded, RootRef};
+use super::node::{Loaded, NodeRef, RootRef, RANGE_PIVOTS};
 use super::walk::Walker;
 use super::write::WriteGuard;
 
@@ -405,7 +405,81 @@ impl<'g> Core<'g> {
         None
     }
 
+    /// The common case of `find` and `next` (`mas_next_slot` staying in the node): active on a
+    /// current position below `max`, the next entry within the same leaf, found by one scan of
+    /// each slot's pivot (read once, clamped to the leaf's max) and then its word, as
+    /// `Walker::next_entry` does, and on into the parent's next leaf ([`cross`](Self::cross)).
+    /// `None` for everything else (an empty slot reaching `max`, a crossing that needs a climb
+    /// or meets a dead node, the other statuses): the general move then decides from the last
+    /// position recorded (the cursor's, or slot 0 of a leaf crossed into, as the walker would
+    /// have left it).
+    #[inline]
+    fn step_in_leaf(&mut self, max: u64) -> Option<Loaded<'g>> {
+        if self.status != Status::Active || !self.valid || self.root || self.last >= max {
+            return None;
+        }
+        let leaf = *self.w.leaf();
+        let (mut n, mut lmax) = (leaf.node, leaf.max);
+        let (mut i, mut hi) = (leaf.offset, self.w.hi);
+        loop {
+            if hi >= max {
+                return None;
+            }
+            if hi >= lmax {
+                let word = self.cross(n, hi)?;
+                if Self::is_entry(word) {
+                    return Some(word);
+                }
+                let leaf = *self.w.leaf();
+                (n, lmax, i, hi) = (leaf.node, leaf.max, 0, self.w.hi);
+                continue;
+            }
+            i += 1;
+            let lo = hi + 1;
+            hi = if i < RANGE_PIVOTS {
+                n.range_pivot(i).min(lmax)
+            } else {
+                lmax
+            };
+            let word = n.range_word(i);
+            if Self::is_entry(word) {
+                self.w.set_leaf_slot(i, lo, hi, word);
+                self.index = lo;
+                self.last = hi;
+                return Some(word);
+            }
+        }
+    }
+
+    /// From the last slot of leaf `n` (ending at `hi`) to slot 0 of its parent's next child, as
+    /// `Walker::next_leaf` moves there: the leaf alive, not the parent's last child, the parent
+    /// alive, the child slot non-empty, a leaf, and ending above `hi`. The walker and the range
+    /// then stand on that slot; returns its word. `None`, nothing changed, otherwise.
+    fn cross(&mut self, n: NodeRef<'g>, hi: u64) -> Option<Loaded<'g>> {
+        let path = self.w.path();
+        let p = *path.get(path.len().checked_sub(2)?)?;
+        if n.is_dead() || hi >= p.max || p.node.is_dead() {
+            return None;
+        }
+        let i = p.offset + 1;
+        let max = p.node.slot_max(i, p.max);
+        let c = p.node.try_child(i, p.node.kind())?;
+        if !c.is_leaf() || max <= hi {
+            return None;
+        }
+        self.w.set_parent_leaf(i, c, hi + 1, max);
+        let (lo, hi0) = (hi + 1, c.slot_max(0, max));
+        let word = c.leaf_word(0);
+        self.w.set_leaf_slot(0, lo, hi0, word);
+        self.index = lo;
+        self.last = hi0;
+        Some(word)
+    }
+
     fn find(&mut self, max: u64) -> Loaded<'g> {
+        if let Some(word) = self.step_in_leaf(max) {
+            return word;
+        }
         if let Some(word) = self.find_setup(max) {
             return word;
         }
@@ -439,6 +513,9 @@ impl<'g> Core<'g> {
     }
 
     fn next(&mut self, max: u64) -> Loaded<'g> {
+        if let Some(word) = self.step_in_leaf(max) {
+            return word;
+        }
         if let Some(word) = self.next_setup(max) {
             return word;
         }

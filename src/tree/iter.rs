@@ -1,29 +1,30 @@
 //! Double-ended iteration over `(first, last, entry)`, lock-free.
 //!
-//! Each direction keeps its own walker (path), so a step is `O(1)` amortised. Under a concurrent
-//! writer, each yielded range existed at some moment of the iteration, ranges come out strictly
-//! increasing (or decreasing), and a range unchanged for the whole iteration is never skipped.
+//! Each direction keeps its own position (path), so a step is `O(1)` amortised. Under a
+//! concurrent writer, each yielded range existed at some moment of the iteration, ranges come
+//! out strictly increasing (or decreasing), and a range unchanged for the whole iteration is
+//! never skipped.
 
 use core::marker::PhantomData;
 
 use crate::entry::Entry;
 
-use super::node::{Kind, Loaded, NodeRef, RootRef, RANGE_PIVOTS};
-use super::walk::Walker;
+use super::node::{Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS};
+use super::walk::{Level, Walker, MAX_DEPTH};
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
 pub struct Iter<'g, E> {
-    // The front keeps its own leaf position (the fast path): while `leaf` is `Some`, the front's
-    // current slot is `off` of that leaf, covering `[lo, hi]`, the last range yielded; the leaf
-    // covers `[min, max]` and is child `poff` of `parent` (whose max is `pmax`), and the walker's
-    // record of its parent offset, leaf and slot is stale (written back by
-    // `sync_front` before the walker moves). `next` reads each slot's pivot and
-    // word once in a tight loop and crosses to the parent's next child itself, with the checks of
-    // `Walker::next_leaf` on that path; everything else (the first step, the parent's last child,
-    // dead nodes, restarts) goes through the walker. `None`: the walker is authoritative.
+    // The front keeps its own path (the fast path): while `leaf` is `Some`, the front's current
+    // slot is `off` of that leaf, ending at `hi` (the last range yielded ends there); the leaf
+    // covers `[min, max]` and is level `fdepth - 1` of `fpath`, whose other levels are its
+    // ancestors with the offsets taken (the leaf level there is stale: `off`, `min`, `max` are
+    // current, and so are `parent`, `pmax` and `poff` for the level above). `next` reads each
+    // slot's pivot and word once and crosses leaves itself, with the checks of
+    // `Walker::next_leaf` (`cross`, `climb`); the first step and restarts walk from the root
+    // with the walker (`next_slow`), whose path is then copied.
+    root: RootRef<'g>,
     front: Walker<'g>,
     back: Walker<'g>,
-    front_started: bool,
     back_started: bool,
     /// Something was yielded from that end (later ranges must not overlap it).
     front_yielded: bool,
@@ -37,14 +38,38 @@ pub struct Iter<'g, E> {
     done: bool,
     internal: Kind,
     leaf: Option<NodeRef<'g>>,
-    off: usize,
-    lo: u64,
+    /// `leaf` while slot `off` is not its last (the two-slot step may look past it).
+    fast: Option<NodeRef<'g>>,
+    /// `min(max, back_pos)`: a pivot below it bounds a slot that is neither the leaf's last
+    /// nor reaches the back.
+    lim: u64,
+    /// The back's leaf while its fast path holds the position: slot `boff` of it, `[blo, bhi]`,
+    /// the leaf's min `bmin`; the back walker's record of that slot is stale meanwhile.
+    bfast: Option<NodeRef<'g>>,
+    boff: usize,
+    blo: u64,
+    bhi: u64,
+    bmin: u64,
+    /// That leaf's max, its parent (`None`: the leaf is the root), the parent's min and the
+    /// leaf's offset in it (current; the back walker's record is stale).
+    bmax: u64,
+    bparent: Option<NodeRef<'g>>,
+    bpmin: u64,
+    bpoff: usize,
+    /// The range `next_general` found.
+    out: (u64, u64),
+    /// The slot after the current one (the current is `next_off - 1`; 0 before slot 0).
+    next_off: usize,
     hi: u64,
     min: u64,
     max: u64,
+    /// The leaf's parent (`None`: the leaf is the root), its max, and the leaf's offset in it
+    /// (current; `fpath`'s record of it is stale).
     parent: Option<NodeRef<'g>>,
-    poff: usize,
     pmax: u64,
+    poff: usize,
+    fpath: Levels<Level<'g>, MAX_DEPTH>,
+    fdepth: usize,
     _e: PhantomData<&'g E>,
 }
 
@@ -52,10 +77,10 @@ pub struct Iter<'g, E> {
 /// bound is `$hi`, below `$max`), inside a method of [`Iter`] (`$s` is its `self`): each slot's
 /// pivot is read once, then its word; a pivot at or above the max (or the slot past the pivots)
 /// ends the leaf, that slot's bound clamped to the max. Returns the first entry found (through
-/// `yield_front`), or evaluates `$end` with the leaf's last slot as `($ei, $elo, $ehi)`. A macro
-/// rather than a function so that the yield is a plain `return` at both uses.
+/// `yield_front`), or evaluates `$end` with the leaf's last slot as `($ei, $ehi)`. A macro
+/// rather than a function so that the yield is a plain `return`.
 macro_rules! scan_leaf {
-    ($s:ident, $n:expr, $max:expr, $i:expr, $hi:expr, |$ei:ident, $elo:ident, $ehi:ident| $end:expr) => {{
+    ($s:ident, $n:expr, $max:expr, $i:expr, $hi:expr, |$ei:ident, $ehi:ident| $end:expr) => {{
         let (n, max): (NodeRef<'g>, u64) = ($n, $max);
         let (mut i, mut hi): (usize, u64) = ($i, $hi);
         debug_assert!(hi < max);
@@ -79,9 +104,9 @@ macro_rules! scan_leaf {
             };
             // The leaf's last slot, `[lo, max]`.
             if let Some(b) = w.entry::<E>() {
-                return $s.yield_front(i, lo, max, b);
+                return $s.yield_end(i, lo, max, b);
             }
-            let ($ei, $elo, $ehi) = (i, lo, max);
+            let ($ei, $ehi) = (i, max);
             break $end;
         }
     }};
@@ -90,9 +115,9 @@ macro_rules! scan_leaf {
 impl<'g, E: Entry> Iter<'g, E> {
     pub(crate) fn new(root: RootRef<'g>, first: u64, last: u64) -> Self {
         Iter {
+            root,
             front: Walker::new(root),
             back: Walker::new(root),
-            front_started: false,
             back_started: false,
             front_yielded: false,
             back_yielded: false,
@@ -101,14 +126,27 @@ impl<'g, E: Entry> Iter<'g, E> {
             done: first > last,
             internal: root.internal(),
             leaf: None,
-            off: 0,
-            lo: 0,
+            fast: None,
+            lim: 0,
+            bfast: None,
+            boff: 0,
+            blo: 0,
+            bhi: 0,
+            bmin: 0,
+            bmax: 0,
+            bparent: None,
+            bpmin: 0,
+            bpoff: 0,
+            out: (0, 0),
+            next_off: 0,
             hi: 0,
             min: 0,
             max: 0,
             parent: None,
-            poff: 0,
             pmax: 0,
+            poff: 0,
+            fpath: Levels::new(),
+            fdepth: 0,
             _e: PhantomData,
         }
     }
@@ -128,6 +166,17 @@ impl<'g, E: Entry> Iter<'g, E> {
     fn finish(&mut self) {
         self.done = true;
         self.leaf = None;
+        self.fast = None;
+        self.bfast = None;
+    }
+
+    /// Enters leaf `n` (covering up to `max`) on the fast path.
+    #[inline]
+    fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64) {
+        self.leaf = Some(n);
+        self.fast = Some(n);
+        self.max = max;
+        self.lim = max.min(self.back_pos);
     }
 
     /// The window left to yield from, and whether the iterator has ended (for `Debug`).
@@ -149,10 +198,36 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         if hi >= self.back_pos {
             return self.yield_last(lo, hi, b);
         }
-        self.off = off;
-        self.lo = lo;
+        self.next_off = off + 1;
         self.hi = hi;
         Some((lo, hi, b))
+    }
+
+    /// Yields the entry `b` of the last slot `off` of the front's leaf, `[lo, max]`, and moves
+    /// on to the next leaf at once (the next call starts there on the fast path).
+    #[inline(always)]
+    fn yield_end(
+        &mut self,
+        off: usize,
+        lo: u64,
+        max: u64,
+        b: E::Borrowed<'g>,
+    ) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        if max >= self.back_pos {
+            return self.yield_last(lo, max, b);
+        }
+        (self.next_off, self.hi) = (off + 1, max);
+        if !self.cross() {
+            self.leave_front();
+        }
+        Some((lo, max, b))
+    }
+
+    /// Leaves the fast path at the current position: the next step walks from the root.
+    fn leave_front(&mut self) {
+        self.front_pos = self.hi + 1;
+        self.leaf = None;
+        self.fast = None;
     }
 
     /// The front's last range (it reaches `back_pos`), if it starts within the window.
@@ -171,93 +246,139 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some((lo, hi, b))
     }
 
-    /// The fast path at the last slot of its leaf (`off`, `[lo, hi]`, `hi` the leaf's max):
-    /// across to the parent's next child and on through that leaf, or through
-    /// [`next_slow`](Self::next_slow). Checks what `Walker::next_leaf` checks on this path, in
-    /// its order: the leaf alive, not the parent's last child, the parent alive, the child slot
-    /// (after its pivot) non-empty and a leaf.
+    /// From the last slot of the front's leaf (ending at `max`, below `u64::MAX`) to the
+    /// leftmost leaf after it, as `Walker::next_leaf` moves: the leaf alive; up to the first
+    /// ancestor, alive, with a child after the one taken; down that child's leftmost slots,
+    /// each child slot non-empty. The front then stands before the new leaf's slot 0
+    /// (`next_off` 0, ending at `min - 1`). `false` (nothing changed but `fpath`'s offsets, which
+    /// the walk that follows rewrites) when the walker must walk from the root instead: a dead
+    /// node (counted as a restart) or a state only a race can produce.
     #[inline(always)]
-    fn next_cross(
-        &mut self,
-        mut off: usize,
-        mut lo: u64,
-        mut hi: u64,
-    ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        let last_hi = self.hi;
+    fn cross(&mut self) -> bool {
+        let (Some(leaf), Some(p), target) = (self.leaf, self.parent, self.max + 1) else {
+            return self.climb();
+        };
+        if leaf.is_dead() || p.is_dead() {
+            self.root.restarted();
+            return false;
+        }
+        if self.max >= self.pmax {
+            return self.climb();
+        }
+        let i = self.poff + 1;
+        let max = p.slot_max(i, self.pmax);
+        let Some(c) = p.try_child(i, self.internal) else {
+            return false;
+        };
+        if !c.is_leaf() || max < target {
+            return false;
+        }
+        self.poff = i;
+        self.enter_leaf(c, max);
+        self.min = target;
+        self.next_off = 0;
+        self.hi = target - 1;
+        true
+    }
+
+    /// [`cross`](Self::cross) when the leaf is its parent's last child: through `fpath`, as
+    /// far up as needed (the parent's offset written back first).
+    #[inline(never)]
+    fn climb(&mut self) -> bool {
+        let (Some(leaf), target) = (self.leaf, self.max + 1) else {
+            return false;
+        };
+        if leaf.is_dead() {
+            self.root.restarted();
+            return false;
+        }
+        if self.fdepth >= 2 {
+            self.fpath.get_mut(self.fdepth - 2).offset = self.poff;
+        }
+        let (mut d, mut cmax) = (self.fdepth - 1, self.max);
+        let lvl = loop {
+            if d == 0 {
+                return false;
+            }
+            d -= 1;
+            let lvl = *self.fpath.get(d);
+            if lvl.node.is_dead() {
+                self.root.restarted();
+                return false;
+            }
+            if cmax < lvl.max {
+                break lvl;
+            }
+            cmax = lvl.max;
+        };
+        let i = lvl.offset + 1;
+        self.fpath.get_mut(d).offset = i;
+        let mut max = lvl.node.slot_max(i, lvl.max);
+        let Some(mut n) = lvl.node.try_child(i, self.internal) else {
+            return false;
+        };
+        if max < target {
+            return false;
+        }
         loop {
-            if hi == u64::MAX {
-                self.finish();
-                return None;
-            }
-            let (Some(n), Some(p)) = (self.leaf, self.parent) else {
+            d += 1;
+            self.fpath.set(
+                d,
+                Level {
+                    node: n,
+                    min: target,
+                    max,
+                    offset: 0,
+                },
+            );
+            if n.is_leaf() {
                 break;
+            }
+            let hi = n.slot_max(0, max);
+            let Some(c) = n.try_child(0, self.internal) else {
+                return false;
             };
-            if n.is_dead() || hi >= self.pmax || p.is_dead() {
-                break;
-            }
-            let pi = self.poff + 1;
-            let max = p.slot_max(pi, self.pmax);
-            let Some(c) = p.try_child(pi, self.internal) else {
-                break;
-            };
-            // (A child ending at or before `hi` covers nothing: no writer makes one; the
-            // walker deals with it.)
-            if !c.is_leaf() || hi >= max {
-                break;
-            }
-            self.poff = pi;
-            self.leaf = Some(c);
-            self.min = hi + 1;
-            self.max = max;
-            // From a virtual slot before 0 that ends at `hi` (`min - 1`).
-            scan_leaf!(self, c, max, usize::MAX, hi, |i, l, h| (off, lo, hi) =
-                (i, l, h));
+            (n, max) = (c, hi);
         }
-        self.sync_front(off, lo, hi);
-        self.front_pos = last_hi + 1;
-        let (lo, hi, w) = self.next_slow()?;
-        // Read under the guard of 'g that created this iterator.
-        let b = w.entry::<E>()?;
-        Some((lo, hi, b))
+        self.fdepth = d + 1;
+        self.set_parent();
+        self.enter_leaf(n, max);
+        self.min = target;
+        self.next_off = 0;
+        self.hi = target - 1;
+        true
     }
 
-    /// Hands the position the fast path reached (slot `off` of its leaf, `[lo, hi]`) back to the
-    /// walker, and leaves the fast path.
-    fn sync_front(&mut self, off: usize, lo: u64, hi: u64) {
-        if let Some(n) = self.leaf.take() {
-            if self.parent.is_some() {
-                self.front.set_parent_leaf(self.poff, n, self.min, self.max);
-            }
-            let w = n.range_word(off);
-            self.front.set_leaf_slot(off, lo, hi, w);
+    /// The parent scalars from `fpath`.
+    #[inline]
+    fn set_parent(&mut self) {
+        if self.fdepth >= 2 {
+            let p = *self.fpath.get(self.fdepth - 2);
+            (self.parent, self.pmax, self.poff) = (Some(p.node), p.max, p.offset);
+        } else {
+            self.parent = None;
         }
     }
 
-    /// The front's step through the walker (first step, leaf crossings, restarts): moves to the
-    /// next entry, applies the overlap and end checks, and caches the leaf for the fast path.
+    /// The front's step from the root, with the walker (the first step and restarts): to the
+    /// range containing `front_pos`, on to an entry, skipping a range that starts before
+    /// `front_pos` once something was yielded (a walk that restarted lands on the range
+    /// containing its index, which may have been created since: it must not overlap what was
+    /// yielded); applies the end checks and caches the walker's path for the fast path.
     #[inline(never)]
     fn next_slow(&mut self) -> Option<(u64, u64, Loaded<'g>)> {
         debug_assert!(self.leaf.is_none());
-        let step = if self.front_started {
-            self.front.next_entry()
-        } else {
-            self.front_started = true;
-            self.front.walk(self.front_pos).and_then(|()| {
-                let w = self.front.word;
-                if w.is_entry() {
-                    Some(())
-                } else {
-                    self.front.next_entry()
-                }
-            })
-        };
+        let step = self.front.walk(self.front_pos).and_then(|()| {
+            if self.front.word.is_entry() {
+                Some(())
+            } else {
+                self.front.next_entry()
+            }
+        });
         if step.is_none() {
             self.finish();
             return None;
         }
-        // A walker that restarted from the root (it met a replaced node) lands on the range
-        // containing its next index, which may have been created since and start before it:
-        // skip such a range rather than yield an overlap.
         while self.front_yielded && self.front.lo < self.front_pos {
             if self.front.next_entry().is_none() {
                 self.finish();
@@ -274,24 +395,27 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             self.finish();
         } else {
             self.front_pos = hi + 1;
-            let path = self.front.path();
-            let leaf = path[path.len() - 1];
-            if path.len() >= 2 {
-                let p = path[path.len() - 2];
-                self.parent = Some(p.node);
-                self.poff = p.offset;
-                self.pmax = p.max;
-            } else {
-                self.parent = None;
-            }
-            self.leaf = Some(leaf.node);
-            self.min = leaf.min;
-            self.max = leaf.max;
-            self.off = leaf.offset;
-            self.lo = lo;
+            self.cache_path();
             self.hi = hi;
         }
         Some((lo, hi, self.front.word))
+    }
+
+    /// Copies the walker's path into the fast path's.
+    fn cache_path(&mut self) {
+        let path = self.front.path();
+        for (d, l) in path.iter().enumerate() {
+            self.fpath.set(d, *l);
+        }
+        let leaf = path[path.len() - 1];
+        self.fdepth = path.len();
+        self.set_parent();
+        self.enter_leaf(leaf.node, leaf.max);
+        if self.front.hi >= leaf.max {
+            self.fast = None;
+        }
+        self.min = leaf.min;
+        self.next_off = leaf.offset + 1;
     }
 }
 
@@ -300,16 +424,116 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        // Fast path: the next entry in the same leaf, as `Walker::next_entry` finds it (each
-        // slot's bound is its pivot, read once, clamped to the leaf's max), without touching the
-        // walker. No overlap check is needed: `lo` follows the last yielded range.
-        if let Some(n) = self.leaf {
-            let (max, i, hi) = (self.max, self.off, self.hi);
-            if hi >= max {
-                return self.next_cross(i, self.lo, hi);
+        // Fastest path: slot `next_off` is within the leaf's end (the current slot is not the
+        // last); with room for two pivots, the next two slots without a loop (a range and the
+        // gap after it is the common shape). Each pivot is loaded before its slot, as in
+        // `scan_leaf`; a bound at or above `lim` (the leaf's last slot, or the back reached)
+        // goes the general way.
+        let b = 'slow: {
+            if let Some(n) = self.fast {
+                let (j, lim) = (self.next_off, self.lim);
+                if j < RANGE_PIVOTS - 1 {
+                    let p1 = n.range_pivot(j);
+                    let w1 = n.range_word(j);
+                    if w1.raw() == 0 {
+                        if p1 < lim {
+                            let p2 = n.range_pivot(j + 1);
+                            // Read under the guard of 'g that created this iterator.
+                            if let Some(b) = n.range_word(j + 1).entry::<E>() {
+                                if p2 < lim {
+                                    self.next_off = j + 2;
+                                    self.hi = p2;
+                                    return Some((p1 + 1, p2, b));
+                                }
+                                break 'slow self.yield_bound(j + 1, p1 + 1, p2, b);
+                            }
+                        }
+                    } else if let Some(b) = w1.entry::<E>() {
+                        let lo = self.hi + 1;
+                        if p1 < lim {
+                            self.next_off = j + 1;
+                            self.hi = p1;
+                            return Some((lo, p1, b));
+                        }
+                        break 'slow self.yield_bound(j, lo, p1, b);
+                    }
+                } else if j == RANGE_PIVOTS - 1 {
+                    // Slot 14 and the leaf's last possible slot, 15 (no pivot).
+                    let p1 = n.range_pivot(j);
+                    let w1 = n.range_word(j);
+                    if w1.raw() == 0 && p1 < lim {
+                        if let Some(b) = n.range_word(j + 1).entry::<E>() {
+                            break 'slow self.yield_last_slot(j + 1, p1 + 1, b);
+                        }
+                    }
+                }
             }
-            let (i, lo, hi) = scan_leaf!(self, n, max, i, hi, |i, lo, hi| (i, lo, hi));
-            return self.next_cross(i, lo, hi);
+            // Everything else re-reads from slot `next_off`.
+            self.next_general()
+        }?;
+        Some((self.out.0, self.out.1, b))
+    }
+}
+
+impl<'g, E: Entry + 'g> Iter<'g, E> {
+    /// [`next`](Iterator::next) past the two-slot step: the entry, its range in `out` (a small
+    /// return value keeps the fast path's result in registers).
+    #[inline(never)]
+    fn next_general(&mut self) -> Option<E::Borrowed<'g>> {
+        let (lo, hi, b) = self.next_scan()?;
+        self.out = (lo, hi);
+        Some(b)
+    }
+
+    /// The fast path's entry `b` in slot `off` from `lo`, whose bound `p` (`u64::MAX` past the
+    /// pivots) is at or above `lim`: the leaf's last slot (then on to the next leaf) or the
+    /// range reaching the back. Its range goes to `out`, as for `next_general`.
+    #[inline(never)]
+    fn yield_bound(
+        &mut self,
+        off: usize,
+        lo: u64,
+        p: u64,
+        b: E::Borrowed<'g>,
+    ) -> Option<E::Borrowed<'g>> {
+        let (lo, hi, b) = if p >= self.max {
+            self.yield_end(off, lo, self.max, b)
+        } else {
+            self.yield_front(off, lo, p, b)
+        }?;
+        self.out = (lo, hi);
+        Some(b)
+    }
+
+    /// [`yield_bound`](Self::yield_bound) for slot 15, past the pivots: the leaf's last slot.
+    #[inline(always)]
+    fn yield_last_slot(
+        &mut self,
+        off: usize,
+        lo: u64,
+        b: E::Borrowed<'g>,
+    ) -> Option<E::Borrowed<'g>> {
+        let (lo, hi, b) = self.yield_end(off, lo, self.max, b)?;
+        self.out = (lo, hi);
+        Some(b)
+    }
+
+    /// The next entry from slot `next_off` of the front's leaf, across leaves, or from the root.
+    #[inline(always)]
+    fn next_scan(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        while let Some(n) = self.leaf {
+            let (max, i, hi) = (self.max, self.next_off.wrapping_sub(1), self.hi);
+            if hi < max {
+                scan_leaf!(self, n, max, i, hi, |i, hi| (self.next_off, self.hi) =
+                    (i + 1, hi));
+            }
+            if self.hi == u64::MAX {
+                self.finish();
+                return None;
+            }
+            if !self.cross() {
+                self.leave_front();
+            }
         }
         if self.done {
             return None;
@@ -322,7 +546,178 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
 }
 
 impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
+    #[inline(always)]
     fn next_back(&mut self) -> Option<Self::Item> {
+        // Fastest path, the mirror of `next`'s: the two slots below the back's (slot `boff`,
+        // from `blo`) without a loop, each slot's lower bound the pivot before it (below the
+        // back's slot, so below the leaf's end: pivots that no writer changes in place). A
+        // range that would reach the front goes the general way.
+        if let Some(n) = self.bfast {
+            let k = self.boff;
+            if k >= 3 {
+                let front = self.front_pos();
+                let p = n.range_pivot(k - 2);
+                let w1 = n.range_word(k - 1);
+                // Read under the guard of 'g that created this iterator.
+                if w1.raw() == 0 {
+                    let q = n.range_pivot(k - 3);
+                    if let (true, Some(b)) = (q >= front, n.range_word(k - 2).entry::<E>()) {
+                        return Some(self.back_fast_yield(k - 2, q + 1, p, b));
+                    }
+                } else if let (true, Some(b)) = (p >= front, w1.entry::<E>()) {
+                    let hi = self.blo - 1;
+                    return Some(self.back_fast_yield(k - 1, p + 1, hi, b));
+                }
+            }
+        }
+        let b = self.next_back_general()?;
+        Some((self.out.0, self.out.1, b))
+    }
+}
+
+impl<'g, E: Entry + 'g> Iter<'g, E> {
+    /// The back's fast-path yield of slot `k`, `[lo, hi]`, `lo` above the front's position.
+    #[inline(always)]
+    fn back_fast_yield(
+        &mut self,
+        k: usize,
+        lo: u64,
+        hi: u64,
+        b: E::Borrowed<'g>,
+    ) -> (u64, u64, E::Borrowed<'g>) {
+        (self.boff, self.blo, self.bhi) = (k, lo, hi);
+        self.back_pos = lo - 1;
+        self.lim = self.lim.min(lo - 1);
+        (lo, hi, b)
+    }
+
+    /// [`next_back`](DoubleEndedIterator::next_back) past the two-slot step: the entry, its
+    /// range in `out`.
+    #[inline(never)]
+    fn next_back_general(&mut self) -> Option<E::Borrowed<'g>> {
+        let (lo, hi, b) = loop {
+            if let Some(n) = self.bfast {
+                if let Some(r) = self.back_in_leaf(n) {
+                    break r?;
+                }
+                // On slot 0 of the leaf, which holds no entry.
+                if let Some(w) = self.back_cross() {
+                    if self.bhi < self.front_pos() {
+                        self.finish();
+                        return None;
+                    }
+                    // Read under the guard of 'g that created this iterator.
+                    if let Some(b) = w.entry::<E>() {
+                        self.back_yield(self.blo);
+                        break (self.blo, self.bhi, b);
+                    }
+                    continue;
+                }
+            }
+            break self.next_back_slow()?;
+        };
+        self.out = (lo, hi);
+        Some(b)
+    }
+
+    /// From slot 0 of the back's leaf to the last slot of the leaf before it, through the
+    /// parent, as `Walker::prev_slot` moves there: the leaf alive, not the parent's first
+    /// child, the parent alive, the child slot non-empty and a leaf; then that leaf's end (its
+    /// pivots read in order, as any reader derives it). Returns the slot's word, the back
+    /// standing on it; `None` (nothing changed) for everything else, left to the walker (which
+    /// restarts from the root past a dead node).
+    fn back_cross(&mut self) -> Option<Loaded<'g>> {
+        let (Some(n), Some(p)) = (self.bfast, self.bparent) else {
+            return None;
+        };
+        if self.bmin <= self.bpmin {
+            return None;
+        }
+        if n.is_dead() || p.is_dead() {
+            // The walker meets it too, and restarts (counted there).
+            return None;
+        }
+        let (i, max) = (self.bpoff - 1, self.bmin - 1);
+        let min = p.slot_min(i, self.bpmin);
+        let c = p.try_child(i, self.internal)?;
+        if !c.is_leaf() || min > max {
+            return None;
+        }
+        let end = c.end(max);
+        let lo = c.slot_min(end, min);
+        let w = c.leaf_word(end);
+        self.bfast = Some(c);
+        (self.bpoff, self.bmin, self.bmax) = (i, min, max);
+        (self.boff, self.blo, self.bhi) = (end, lo, max);
+        Some(w)
+    }
+
+    /// The back's fast path, the mirror of `next`'s within a leaf: from slot `boff` (`[blo,
+    /// bhi]`) of leaf `n` down to the previous entry, each slot's lower bound the pivot before
+    /// it (below the back's slot, so below the leaf's end: pivots that no writer changes in
+    /// place). `None` when slot 0 holds no entry: the back's walker takes over from there.
+    #[inline(always)]
+    fn back_in_leaf(&mut self, n: NodeRef<'g>) -> Option<Option<(u64, u64, E::Borrowed<'g>)>> {
+        let front = self.front_pos();
+        let (mut j, mut lo) = (self.boff, self.blo);
+        if j == 0 {
+            return None;
+        }
+        loop {
+            j -= 1;
+            let hi = lo - 1;
+            lo = if j == 0 {
+                self.bmin
+            } else {
+                n.range_pivot(j - 1) + 1
+            };
+            if hi < front {
+                self.finish();
+                return Some(None);
+            }
+            // Read under the guard of 'g that created this iterator.
+            if let Some(b) = n.range_word(j).entry::<E>() {
+                (self.boff, self.blo, self.bhi) = (j, lo, hi);
+                self.back_yield(lo);
+                return Some(Some((lo, hi, b)));
+            }
+            if j == 0 {
+                // On slot 0, which holds no entry: the walker steps on from there.
+                (self.boff, self.blo, self.bhi) = (0, lo, hi);
+                return None;
+            }
+        }
+    }
+
+    /// Records that the back yielded a range starting at `lo`.
+    #[inline(always)]
+    fn back_yield(&mut self, lo: u64) {
+        self.back_yielded = true;
+        if lo <= self.front_pos() || lo == 0 {
+            self.finish();
+        } else {
+            self.back_pos = lo - 1;
+            self.lim = self.lim.min(self.back_pos);
+        }
+    }
+
+    /// Hands the back's fast-path position back to its walker.
+    fn sync_back(&mut self) {
+        if let Some(n) = self.bfast.take() {
+            if self.bparent.is_some() {
+                self.back
+                    .set_parent_leaf(self.bpoff, n, self.bmin, self.bmax);
+            }
+            let w = n.range_word(self.boff);
+            self.back.set_leaf_slot(self.boff, self.blo, self.bhi, w);
+        }
+    }
+
+    /// The back's step through its walker (first step, leaf crossings, restarts); caches the
+    /// leaf for the fast path after a yield.
+    #[inline(never)]
+    fn next_back_slow(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        self.sync_back();
         if self.done {
             return None;
         }
@@ -347,11 +742,19 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
             {
                 if let Some(b) = self.back.word.entry::<E>() {
                     let (lo, hi) = (self.back.lo, self.back.hi);
-                    self.back_yielded = true;
-                    if lo <= self.front_pos() || lo == 0 {
-                        self.finish();
-                    } else {
-                        self.back_pos = lo - 1;
+                    self.back_yield(lo);
+                    if !self.done {
+                        let path = self.back.path();
+                        let leaf = path[path.len() - 1];
+                        self.bparent = None;
+                        if path.len() >= 2 {
+                            let p = path[path.len() - 2];
+                            (self.bparent, self.bpmin, self.bpoff) =
+                                (Some(p.node), p.min, p.offset);
+                        }
+                        self.bfast = Some(leaf.node);
+                        (self.boff, self.blo, self.bhi) = (leaf.offset, lo, hi);
+                        (self.bmin, self.bmax) = (leaf.min, leaf.max);
                     }
                     return Some((lo, hi, b));
                 }
@@ -389,8 +792,13 @@ mod tests {
                 x ^= x << 17;
                 let len = x % 7;
                 let gap = (x >> 8) % 4;
-                tree.store_range(at..=at + len, Value::new(i)).unwrap();
-                model.insert(at, (at + len, i));
+                if i % 7 == 3 {
+                    // Occupied, but read as empty by iteration and cursors.
+                    tree.lock().store_zero_range(at..=at + len).unwrap();
+                } else {
+                    tree.store_range(at..=at + len, Value::new(i)).unwrap();
+                    model.insert(at, (at + len, i));
+                }
                 at += len + 1 + gap;
             }
             let all: Vec<_> = model.iter().map(|(&a, &(b, v))| (a, b, v)).collect();
@@ -423,6 +831,25 @@ mod tests {
             rear.reverse();
             front.extend(rear);
             assert_eq!(front, all);
+            // The cursor's in-leaf step: `find` to the end, and `find`/`next` under a limit.
+            let mut c = tree.cursor(0, &g);
+            let mut found = Vec::new();
+            while let Some(v) = c.find(u64::MAX) {
+                found.push((c.index(), c.last(), v.get()));
+            }
+            assert_eq!(found, all);
+            let limit = all[all.len() / 2].0;
+            for next in [false, true] {
+                let mut c = tree.cursor(0, &g);
+                let mut found = Vec::new();
+                let mut step = c.find(limit);
+                while let Some(v) = step {
+                    found.push((c.index(), c.last(), v.get()));
+                    step = if next { c.next(limit) } else { c.find(limit) };
+                }
+                let want: Vec<_> = all.iter().copied().filter(|r| r.0 <= limit).collect();
+                assert_eq!(found, want, "next: {next}");
+            }
             // Bounded ranges, edges inside entries and inside gaps.
             for (first, last) in [(0, 0), (5, 97), (1234, 1234), (100, 9000), (7000, u64::MAX)] {
                 let want: Vec<_> = all
