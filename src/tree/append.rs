@@ -6,6 +6,7 @@
 
 use crate::entry::Entry;
 
+use super::node::Write;
 use super::node::{Kind, RANGE_SLOTS};
 use super::walk::{Level, Walker};
 use super::write::WriteGuard;
@@ -16,7 +17,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// an append at the start in RCU mode).
     pub(crate) fn append_in_place(
         &mut self,
-        lw: &Walker<'t>,
+        lw: &Walker<'t, Write>,
         r_min: u64,
         content: usize,
         first: u64,
@@ -44,7 +45,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// nothing done, when none applies.
     fn append_stores(
         &mut self,
-        leaf: Level<'t>,
+        leaf: Level<'t, Write>,
         r_min: u64,
         content: usize,
         first: u64,
@@ -104,7 +105,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// decides the new one without a scan.
     fn after_append(
         &self,
-        lw: &Walker<'_>,
+        lw: &Walker<'_, Write>,
         r_min: u64,
         content: usize,
         first: u64,
@@ -142,7 +143,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let g = if left.max(right) >= r_min - leaf.min {
             left.max(right)
         } else {
-            super::gap::leaf_max_gap(leaf.node, leaf.min, leaf.max)
+            super::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max)
         };
         self.propagate_gap(&lw.path()[..lw.depth - 1], g);
     }

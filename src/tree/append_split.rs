@@ -26,6 +26,7 @@ use smallvec::SmallVec;
 
 use crate::entry::Entry;
 
+use super::node::Write;
 use super::big_node::Item;
 use super::node::{Fresh, Kind, RANGE_SLOTS};
 use super::walk::{Level, Walker};
@@ -51,7 +52,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// write starts in the last slot, and the leaf has no room.
     pub(crate) fn append_split(
         &mut self,
-        lw: &Walker<'t>,
+        lw: &Walker<'t, Write>,
         first: u64,
         last: u64,
         entry: usize,
@@ -113,7 +114,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// parent has no free slot: then the truncation below climbs instead.
     fn append_fill_cow(
         &mut self,
-        lw: &Walker<'t>,
+        lw: &Walker<'t, Write>,
         first: u64,
         last: u64,
         entry: usize,
@@ -166,7 +167,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// A copy of the last node of `path` (on the right edge) whose last child is replaced by the
     /// two children of `pair`, published in its place (one store of the grandparent's slot, or
     /// of the root); the old node is retired.
-    fn replace_parent_with_pair(&mut self, path: &[Level<'t>], pair: [Item<'t>; 2]) {
+    fn replace_parent_with_pair(&mut self, path: &[Level<'t, Write>], pair: [Item<'t>; 2]) {
         let d = path.len() - 1;
         let p = path[d];
         debug_assert_eq!(p.max, u64::MAX);
@@ -191,13 +192,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// The leaf of `lw` now ends at `kept_max`; `items` (up to `u64::MAX`) go into a new leaf
     /// appended after it, the parents gaining it by the in-place `+1` append or by truncation.
-    fn append_climb(&mut self, lw: &Walker<'t>, kept_max: u64, items: &[Item<'t>]) {
+    fn append_climb(&mut self, lw: &Walker<'t, Write>, kept_max: u64, items: &[Item<'t>]) {
         let leaf = *lw.leaf();
         let new_leaf = self.alloc_node(Kind::Leaf);
         self.write_items(new_leaf.node(), items, u64::MAX);
         let mut new_gap = self.node_max_gap(new_leaf.node(), kept_max + 1, u64::MAX);
         let mut kept_gap = if self.is_alloc() {
-            super::gap::leaf_max_gap(leaf.node, leaf.min, kept_max)
+            super::gap::leaf_max_gap(leaf.node.view(), leaf.min, kept_max)
         } else {
             0
         };
@@ -257,7 +258,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// stale one of a freed node at the same address).
     fn append_to_parent(
         &mut self,
-        path: &[Level<'t>],
+        path: &[Level<'t, Write>],
         kept_max: u64,
         kept_gap: u64,
         new: Fresh<'t>,

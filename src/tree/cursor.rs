@@ -15,7 +15,7 @@ use crate::error::Error;
 
 use crate::entry::Owned;
 
-use super::node::{Loaded, RootRef};
+use super::node::{Access, Loaded, Read, RootRef, Write};
 use super::walk::Walker;
 use super::write::WriteGuard;
 
@@ -40,8 +40,8 @@ pub enum Status {
 /// Position logic shared by both cursors: the kernel's `ma_state` moves (`mas_walk`,
 /// `mas_find`, `mas_next`, ... with their `mas_*_setup` status handling and `mas_next_slot` /
 /// `mas_prev_slot` stepping), on a [`Walker`] path.
-struct Core<'g> {
-    w: Walker<'g>,
+struct Core<'g, A: Access = Read> {
+    w: Walker<'g, A>,
     /// The walker's position is current (the kernel's `mas->node` is set and matches
     /// `index`/`last`).
     valid: bool,
@@ -54,8 +54,8 @@ struct Core<'g> {
     root: bool,
 }
 
-impl<'g> Core<'g> {
-    fn new(root: RootRef<'g>, index: u64) -> Self {
+impl<'g, A: Access> Core<'g, A> {
+    fn new(root: RootRef<'g, A>, index: u64) -> Self {
         Core {
             w: Walker::new(root),
             valid: false,
@@ -686,7 +686,7 @@ impl<'g, E: Entry + 'g> Cursor<'g, E> {
 /// ```
 pub struct CursorMut<'w, 't, E> {
     wg: &'w mut WriteGuard<'t, E>,
-    core: Core<'t>,
+    core: Core<'t, Write>,
     /// Preallocated range, checked by `store_prealloc`.
     prealloc: Option<(u64, u64)>,
 }
@@ -793,7 +793,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
 impl<'t, E: Entry + 't> WriteGuard<'t, E> {
     /// A writing cursor at `index`, in status [`Status::Start`].
     pub fn cursor<'w>(&'w mut self, index: u64) -> CursorMut<'w, 't, E> {
-        let core = Core::new(self.root.view(), index);
+        let core = Core::new(self.root.walk_root(), index);
         CursorMut {
             wg: self,
             core,

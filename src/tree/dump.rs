@@ -36,7 +36,7 @@ impl<E: Entry> WriteGuard<'_, E> {
             root.map_or(0, node_word)
         );
         if let Some(r) = root {
-            self.dump_node(&mut out, r, 0, u64::MAX, 0);
+            self.dump_node(&mut out, r.view(), 0, u64::MAX, 0);
         }
         out
     }
@@ -72,7 +72,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     pub fn dump_dot(&self) -> String {
         let mut out = String::from("digraph maple {\n  node [shape=record, fontname=monospace];\n");
         if let Some(r) = self.root.node() {
-            self.dot_node(&mut out, r, 0, u64::MAX);
+            self.dot_node(&mut out, r.view(), 0, u64::MAX);
         }
         out.push_str("}\n");
         out

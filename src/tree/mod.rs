@@ -727,7 +727,7 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
         {
             // The copy is built and published under `&mut new`: nobody can see it yet.
             let dst = new.root.exclusive();
-            let copy = dup::copy_node::<E>(dst, src, u64::MAX, &mut count);
+            let copy = dup::copy_node::<E>(dst, src.view(), u64::MAX, &mut count);
             dst.publish(copy);
         }
         *new.len.get_mut() = self.len();

@@ -240,6 +240,7 @@ impl Root {
         RootRef {
             root: self,
             internal: self.internal,
+            _a: PhantomData,
         }
     }
 
@@ -339,17 +340,21 @@ pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
 /// The root as a reader sees it: a root borrowed for `'g` while a guard of the tree's
 /// collector is pinned for `'g` (made by [`Root::reader`]) or while the writer holds the tree
 /// (made by [`WriterRoot::view`]). Loads only.
+///
+/// `A` is the access of the node handles it hands out: [`Read`] for readers; the writer's own
+/// walks get a `RootRef<'w, Write>` ([`WriterRoot::walk_root`]), whose nodes are [`Live`].
 #[derive(Clone, Copy)]
-pub(crate) struct RootRef<'g> {
+pub(crate) struct RootRef<'g, A: Access = Read> {
     root: &'g Root,
     /// `root.internal`, kept by value (read once, not after every Acquire load).
     internal: Kind,
+    _a: PhantomData<A>,
 }
 
-impl<'g> RootRef<'g> {
+impl<'g, A: Access> RootRef<'g, A> {
     /// The root node, if any (Acquire: pairs with the Release store that published it).
     #[inline]
-    pub(crate) fn node(self) -> Option<NodeRef<'g>> {
+    pub(crate) fn node(self) -> Option<NodeRef<'g, A>> {
         // ORDERING: P1 (the reader's load of the root word).
         let w = self.root.word.load(Ordering::Acquire);
         if w == 0 {
@@ -396,6 +401,18 @@ impl<'t> WriterRoot<'t> {
         RootRef {
             root: self.root,
             internal: self.root.internal,
+            _a: PhantomData,
+        }
+    }
+
+    /// The root for the writer's own walks (Acquire loads, as a reader's), whose nodes are
+    /// [`Live`] handles.
+    #[inline]
+    pub(crate) fn walk_root(self) -> RootRef<'t, Write> {
+        RootRef {
+            root: self.root,
+            internal: self.root.internal,
+            _a: PhantomData,
         }
     }
 
@@ -419,7 +436,7 @@ impl<'t> WriterRoot<'t> {
 
     /// The root node, if any, loaded by the writer (Relaxed: the writer wrote it itself).
     #[inline]
-    pub(crate) fn node(self) -> Option<NodeRef<'t>> {
+    pub(crate) fn node(self) -> Option<Live<'t>> {
         // ORDERING: P15 (writer-private root load).
         let w = self.root.word.load(Ordering::Relaxed);
         if w == 0 {
@@ -441,12 +458,12 @@ impl<'t> WriterRoot<'t> {
     /// Makes the live node `n` (a child of the root being collapsed away) the root, by the same
     /// store as [`publish`](Self::publish).
     #[inline]
-    pub(crate) fn promote(self, n: NodeRef<'t>) {
+    pub(crate) fn promote(self, n: Live<'t>) {
         self.store_root(n);
     }
 
     #[inline]
-    fn store_root(self, n: NodeRef<'t>) {
+    fn store_root(self, n: Live<'t>) {
         n.set_parent(None, 0);
         // ORDERING: P1 (and P16 for a tree nobody can see yet, e.g. a `dup` copy).
         self.root.word.store(node_word(n), Ordering::Release);
@@ -462,7 +479,7 @@ impl<'t> WriterRoot<'t> {
     /// Allocates a fresh, zeroed, unpublished node, owned by the writer until published.
     #[inline]
     pub(crate) fn alloc(self, kind: Kind) -> Fresh<'t> {
-        Fresh(NodeRef::leak(kind, new_node()))
+        Fresh(Live::leak(kind, new_node()))
     }
 
     /// A fresh, unpublished copy of the leaf `src` (implied max `max`) with every entry within
@@ -512,7 +529,7 @@ impl<'t> WriterRoot<'t> {
     /// In RCU mode, if `guard` is not pinned on this tree's collector.
     pub(crate) fn retire(
         self,
-        n: NodeRef<'t>,
+        n: Live<'t>,
         guard: Option<&Guard>,
         freed: impl FnOnce() + 'static,
     ) {
@@ -614,19 +631,19 @@ impl<'t> WriterRoot<'t> {
 /// or by being stored into another fresh node ([`Fresh::into_child`]), which is published
 /// later. Not `Copy`: it is published once.
 #[must_use = "a fresh node is leaked unless it is published"]
-pub(crate) struct Fresh<'t>(NodeRef<'t>);
+pub(crate) struct Fresh<'t>(Live<'t>);
 
 impl<'t> Fresh<'t> {
     /// The node, for filling it (and reading it back) before it is published.
     #[inline]
-    pub(crate) fn node(&self) -> NodeRef<'t> {
+    pub(crate) fn node(&self) -> Live<'t> {
         self.0
     }
 
     /// Hands the node over to a fresh parent being built (its slot is written with the other
     /// items of that parent and published with it).
     #[inline]
-    pub(crate) fn into_child(self) -> NodeRef<'t> {
+    pub(crate) fn into_child(self) -> Live<'t> {
         self.0
     }
 }
@@ -675,7 +692,7 @@ impl<'t> WriterRoot<'t> {
     #[inline]
     pub(crate) fn save_nodes<const N: usize>(
         self,
-        nodes: impl ExactSizeIterator<Item = NodeRef<'t>>,
+        nodes: impl ExactSizeIterator<Item = Live<'t>>,
         to: &mut SavedNodes<N>,
     ) {
         to.len = 0;
@@ -703,7 +720,7 @@ impl<'t> WriterRoot<'t> {
     pub(crate) fn saved_nodes<'s, const N: usize>(
         self,
         s: &'s SavedNodes<N>,
-    ) -> Option<impl Iterator<Item = NodeRef<'t>> + 's>
+    ) -> Option<impl Iterator<Item = Live<'t>> + 's>
     where
         't: 's,
     {
@@ -840,14 +857,14 @@ impl<T: Copy, const N: usize> Levels<T, N> {
 /// nothing) or a child node (internal nodes). Internal slots are written only from handles
 /// (`Slot::Child`), which is what makes decoding them sound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Slot<'g> {
+pub(crate) enum Slot<'g, A: Access = Read> {
     /// An entry word of a leaf (0: nothing).
     Entry(usize),
     /// A child of an internal node.
-    Child(NodeRef<'g>),
+    Child(NodeRef<'g, A>),
 }
 
-impl<'g> Slot<'g> {
+impl<'g, A: Access> Slot<'g, A> {
     /// The entry word (0 for a child, which is never NULL).
     #[inline]
     pub(crate) fn entry(self) -> usize {
@@ -869,7 +886,7 @@ impl<'g> Slot<'g> {
     ///
     /// On an entry (a leaf slot where a child was expected: a bug of the writer).
     #[inline]
-    pub(crate) fn child(self) -> NodeRef<'g> {
+    pub(crate) fn child(self) -> NodeRef<'g, A> {
         match self {
             Slot::Child(n) => n,
             Slot::Entry(_) => panic!("maple tree: an entry where a child was expected"),
@@ -1153,23 +1170,55 @@ fn free_box(b: Box<Node>) {
 
 // ===== end of the node cache ===================================================================
 
-/// A handle to a node: its address, its kind, and the lifetime of the guard (or writer lock) that
-/// keeps it allocated.
-#[derive(Clone, Copy)]
-pub(crate) struct NodeRef<'g> {
-    ptr: NonNull<Node>,
-    kind: Kind,
-    _guard: PhantomData<&'g Node>,
+/// What a node handle may do, as a type parameter of [`NodeRef`]: [`Read`] handles load only;
+/// [`Write`] handles ([`Live`]) also store. Sealed: the two markers are all there is.
+pub(crate) trait Access: Copy + Eq + core::fmt::Debug + sealed::Sealed {}
+
+mod sealed {
+    /// Keeps [`Access`](super::Access) to the node layer's two markers.
+    pub trait Sealed {}
+    impl Sealed for super::Read {}
+    impl Sealed for super::Write {}
 }
 
-impl PartialEq for NodeRef<'_> {
+/// Access of a reader's handles (and of the writer's shared read code): loads only. Every
+/// handle a [`RootRef`] made by [`Root::reader`] hands out is a `NodeRef<'g, Read>`, and no
+/// conversion leads from it to a [`Live`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Read {}
+impl Access for Read {}
+
+/// Access of the writer's handles to nodes of its tree: loads and in-place stores. Only a
+/// [`WriterRoot`] makes them (its root load, its walker's root, its saved path, its fresh
+/// nodes), and child loads from one give another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Write {}
+impl Access for Write {}
+
+/// A handle to a node: its address, its kind, the lifetime of the guard (or writer lock) that
+/// keeps it allocated, and what it may do ([`Access`]). `NodeRef<'g>` is the reader handle
+/// (loads only); the writer's is [`Live`].
+#[derive(Clone, Copy)]
+pub(crate) struct NodeRef<'g, A: Access = Read> {
+    ptr: NonNull<Node>,
+    kind: Kind,
+    _guard: PhantomData<(&'g Node, A)>,
+}
+
+/// A node of the tree the writer reached through its [`WriterRoot`] (or a fresh node it
+/// filled): the loads of a [`NodeRef`], the in-place Release stores (rows P3/P5/P9/P14) and the
+/// Relaxed stores beyond the end or into a fresh node (P2/P4/P6/P7/P8/P12/P13).
+/// [`view`](NodeRef::view) gives the reader handle for the shared read code.
+pub(crate) type Live<'w> = NodeRef<'w, Write>;
+
+impl<A: Access> PartialEq for NodeRef<'_, A> {
     fn eq(&self, other: &Self) -> bool {
         self.ptr == other.ptr
     }
 }
-impl Eq for NodeRef<'_> {}
+impl<A: Access> Eq for NodeRef<'_, A> {}
 
-impl core::fmt::Debug for NodeRef<'_> {
+impl<A: Access> core::fmt::Debug for NodeRef<'_, A> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{}@{:p}", self.kind.name(), self.ptr)
     }
@@ -1177,7 +1226,7 @@ impl core::fmt::Debug for NodeRef<'_> {
 
 /// Encodes a node as a child (or root) word.
 #[inline]
-pub(crate) fn node_word(n: NodeRef<'_>) -> usize {
+pub(crate) fn node_word<A: Access>(n: NodeRef<'_, A>) -> usize {
     let addr = n.ptr.as_ptr().expose_provenance();
     if n.kind == Kind::Leaf {
         addr | LEAF_TAG
@@ -1186,7 +1235,7 @@ pub(crate) fn node_word(n: NodeRef<'_>) -> usize {
     }
 }
 
-impl<'g> NodeRef<'g> {
+impl<'g, A: Access> NodeRef<'g, A> {
     /// Decodes a child (or root) word.
     ///
     /// # Safety
@@ -1222,14 +1271,14 @@ impl<'g> NodeRef<'g> {
     /// `src` must not change during the copy: the caller holds the writer lock of its tree (or
     /// owns it).
     #[inline]
-    fn copy_leaf_with<'n>(self, max: u64, mut entry: impl FnMut(usize) -> usize) -> NodeRef<'n> {
+    fn copy_leaf_with<'n>(self, max: u64, mut entry: impl FnMut(usize) -> usize) -> Live<'n> {
         debug_assert!(self.is_leaf());
         let mut b = self.copy_box();
         let end = b.end_mut(RANGE_PIVOTS, max);
         b.update_words(RANGE_PIVOTS..=RANGE_PIVOTS + end, |_, w| {
             entry(w as usize) as u64
         });
-        NodeRef::leak(Kind::Leaf, b)
+        Live::leak(Kind::Leaf, b)
     }
 
     /// As [`copy_leaf_with`](Self::copy_leaf_with), for an internal node (rows P2/P7/P12):
@@ -1241,7 +1290,7 @@ impl<'g> NodeRef<'g> {
         self,
         max: u64,
         mut child: impl FnMut(usize, u64) -> usize,
-    ) -> (NodeRef<'n>, usize) {
+    ) -> (Live<'n>, usize) {
         debug_assert!(!self.is_leaf());
         let kind = self.kind;
         let base = kind.slot_base();
@@ -1251,7 +1300,7 @@ impl<'g> NodeRef<'g> {
             let hi = if i < end { b.update(i, |p| p) } else { max };
             b.update(base + i, |_| child(i, hi) as u64);
         }
-        (NodeRef::leak(kind, b), end)
+        (Live::leak(kind, b), end)
     }
 
     /// A fresh, unpublished, boxed copy of this node's data words, parent word zero.
@@ -1287,7 +1336,7 @@ impl<'g> NodeRef<'g> {
 
     /// Publishes nothing: turns an unpublished box into a handle owned by the writer.
     #[inline]
-    fn leak<'n>(kind: Kind, b: Box<Node>) -> NodeRef<'n> {
+    fn leak<'n>(kind: Kind, b: Box<Node>) -> Live<'n> {
         NodeRef {
             ptr: NonNull::from(Box::leak(b)),
             kind,
@@ -1382,27 +1431,6 @@ impl<'g> NodeRef<'g> {
         self.node().words[i].load(ord)
     }
 
-    /// Writer store of pivot `i` on a fresh node or beyond the published end (Relaxed: published
-    /// later by a Release store).
-    #[inline]
-    pub(crate) fn init_pivot(&self, i: usize, v: u64) {
-        debug_assert!(i < self.kind.pivots());
-        // ORDERING: P7/P8 (published later by a Release store, P1/P3/P9).
-        self.node().words[i].store(v, Ordering::Relaxed);
-    }
-
-    /// Writer store of the single pivot that publishes an in-place change (Release).
-    #[inline]
-    pub(crate) fn publish_pivot(&self, i: usize, v: u64) {
-        debug_assert!(i < self.kind.pivots());
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::publish_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Release;
-        // ORDERING: P9 (the single publishing store of an in-place append).
-        self.node().words[i].store(v, ord);
-    }
-
     /// Pivot `i` of a leaf or range node (layout shared by both; no kind dispatch). Acquire, as
     /// [`pivot`](Self::pivot).
     #[inline]
@@ -1468,129 +1496,21 @@ impl<'g> NodeRef<'g> {
         Loaded::new(self.slot(i))
     }
 
+    /// The reader handle of this node (the shared read code takes only those): a copy.
+    #[inline]
+    pub(crate) fn view(self) -> NodeRef<'g> {
+        NodeRef {
+            ptr: self.ptr,
+            kind: self.kind,
+            _guard: PhantomData,
+        }
+    }
+
     /// [`leaf_word`](Self::leaf_word) without the kind dispatch (as [`range_slot`](Self::range_slot)).
     #[inline]
     pub(crate) fn range_word(&self, i: usize) -> Loaded<'g> {
         debug_assert!(self.is_leaf());
         Loaded::new(self.range_slot(i))
-    }
-
-    /// Writer store of a slot on a fresh node or beyond the published end (Relaxed).
-    #[inline]
-    fn init_word(&self, i: usize, w: usize) {
-        debug_assert!(i < self.kind.slots());
-        // ORDERING: P2/P4/P6 (published later by the Release store that exposes it).
-        self.node().words[self.kind.slot_base() + i].store(w as u64, Ordering::Relaxed);
-    }
-
-    /// Writer store of a slot that readers can already reach (Release).
-    #[inline]
-    fn publish_word(&self, i: usize, w: usize) {
-        debug_assert!(i < self.kind.slots());
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::slot_publish_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Release;
-        // ORDERING: P3/P5 (pairs with the readers' Acquire slot load).
-        self.node().words[self.kind.slot_base() + i].store(w as u64, ord);
-    }
-
-    /// Writer store of the entry word `w` (0: nothing) into leaf slot `i` of a fresh node or
-    /// beyond the published end (Relaxed, rows P4/P6).
-    ///
-    /// # Panics
-    ///
-    /// If this is not a leaf (internal slots hold only children).
-    #[inline]
-    pub(crate) fn init_entry(&self, i: usize, w: usize) {
-        assert!(
-            self.is_leaf(),
-            "maple tree: an entry stored into an internal node"
-        );
-        self.init_word(i, w);
-    }
-
-    /// Writer store of the entry word `w` into a leaf slot readers can already reach (Release,
-    /// row P5: the exact fit).
-    ///
-    /// # Panics
-    ///
-    /// If this is not a leaf.
-    #[inline]
-    pub(crate) fn publish_entry(&self, i: usize, w: usize) {
-        assert!(
-            self.is_leaf(),
-            "maple tree: an entry stored into an internal node"
-        );
-        self.publish_word(i, w);
-    }
-
-    /// Writer store of child `c` into slot `i` of a fresh internal node or beyond its published
-    /// end (Relaxed, rows P2/P6), recording this node as `c`'s parent (P13).
-    ///
-    /// # Panics
-    ///
-    /// If this is a leaf.
-    #[inline]
-    pub(crate) fn init_child(&self, i: usize, c: NodeRef<'_>) {
-        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
-        c.set_parent(Some(*self), i);
-        self.init_word(i, node_word(c));
-    }
-
-    /// Replaces child `i` of an internal node readers can already reach by `c` (fresh, fully
-    /// written): `c`'s parent word first (P13), then one Release store of the slot (P3).
-    ///
-    /// # Panics
-    ///
-    /// If this is a leaf.
-    #[inline]
-    pub(crate) fn publish_child(&self, i: usize, c: Fresh<'_>) {
-        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
-        let c = c.0;
-        c.set_parent(Some(*self), i);
-        self.publish_word(i, node_word(c));
-    }
-
-    /// The in-place `+1` append of a child to an internal node readers can reach, whose last
-    /// child is `end` and whose max is `max`: the fresh child `c` (covering up to `max`, largest
-    /// gap `c_gap`) goes into slot `end + 1` with its pivot and gap, the gap of child `end` becomes
-    /// `end_gap`, all Relaxed (rows P6/P8/P12); then pivot `end` is lowered to `end_max`, the one
-    /// Release store that publishes it all (P9).
-    ///
-    /// # Panics
-    ///
-    /// If this is a leaf or has no free slot.
-    pub(crate) fn append_child(
-        &self,
-        end: usize,
-        max: u64,
-        end_max: u64,
-        end_gap: u64,
-        c: Fresh<'_>,
-        c_gap: u64,
-    ) {
-        let kind = self.kind;
-        assert!(
-            end + 1 < kind.slots(),
-            "maple tree: no room to append a child"
-        );
-        self.init_child(end + 1, c.0);
-        if end + 1 < kind.pivots() {
-            self.init_pivot(end + 1, max);
-        }
-        if kind == Kind::ARange {
-            self.set_gap(end + 1, c_gap);
-            self.set_gap(end, end_gap);
-        }
-        self.publish_pivot(end, end_max);
-    }
-
-    /// Writer store of an empty slot beyond the end of a fresh node (Relaxed): zero words,
-    /// which no reader follows.
-    #[inline]
-    pub(crate) fn clear_slot(&self, i: usize) {
-        self.init_word(i, 0);
     }
 
     // ----- gaps (allocation-tree internal nodes) -----------------------------------------------
@@ -1603,31 +1523,7 @@ impl<'g> NodeRef<'g> {
         self.node().words[ARANGE_GAPS + i].load(Ordering::Relaxed)
     }
 
-    /// Sets the gap of child `i` (Relaxed: gaps are hints for the search, see the module table).
-    #[inline]
-    pub(crate) fn set_gap(&self, i: usize, v: u64) {
-        debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
-        // ORDERING: P12.
-        self.node().words[ARANGE_GAPS + i].store(v, Ordering::Relaxed);
-    }
-
     // ----- parent word ----------------------------------------------------------------------------
-
-    /// Records `parent` and this node's offset in it (`None`: this node is the root).
-    #[inline]
-    pub(crate) fn set_parent(&self, parent: Option<NodeRef<'_>>, offset: usize) {
-        let w = match parent {
-            Some(p) => {
-                let addr = p.ptr.as_ptr().expose_provenance();
-                debug_assert_eq!(addr & !ADDR_MASK, 0, "node address uses tag bits");
-                addr | (offset << OFFSET_SHIFT)
-            }
-            None => 0,
-        };
-        // ORDERING: P13/P17 (the writer's own bookkeeping; readers load the word only for the
-        // dead bit, P14, which this store never clears: a node is re-parented only while live).
-        self.node().parent.store(w, Ordering::Relaxed);
-    }
 
     /// The recorded parent address (0 for the root) and offset.
     #[inline]
@@ -1635,13 +1531,6 @@ impl<'g> NodeRef<'g> {
         // ORDERING: P13 (the writer's and `validate`'s own bookkeeping).
         let w = self.node().parent.load(Ordering::Relaxed);
         (w & ADDR_MASK, (w & OFFSET_MASK) >> OFFSET_SHIFT)
-    }
-
-    /// Marks a replaced node dead (Release), so readers that meet it restart.
-    #[inline]
-    fn mark_dead(&self) {
-        // ORDERING: P14 (and P17: the read-modify-write keeps the last re-parenting's bits).
-        self.node().parent.fetch_or(DEAD, Ordering::Release);
     }
 
     /// Whether the node was replaced (Acquire).
@@ -1703,7 +1592,7 @@ impl<'g> NodeRef<'g> {
         min: u64,
         max: u64,
         internal: Kind,
-    ) -> impl Iterator<Item = (u64, u64, Slot<'g>)> {
+    ) -> impl Iterator<Item = (u64, u64, Slot<'g, A>)> {
         let end = self.end(max);
         let mut lo = min;
         (0..=end).map(move |i| {
@@ -1723,7 +1612,7 @@ impl<'g> NodeRef<'g> {
     /// under the publication protocol; readers treat it as a race and restart rather than trust
     /// it (only `validate` reports corruption).
     #[inline]
-    pub(crate) fn try_child(&self, i: usize, internal: Kind) -> Option<NodeRef<'g>> {
+    pub(crate) fn try_child(&self, i: usize, internal: Kind) -> Option<NodeRef<'g, A>> {
         debug_assert!(!self.is_leaf());
         let w = self.slot(i);
         if w == 0 {
@@ -1739,12 +1628,186 @@ impl<'g> NodeRef<'g> {
     /// Sound because children of a node reachable under the guard are reachable too: a child is
     /// retired only after it has been unlinked, and unlinking happens-before the retire.
     #[inline]
-    pub(crate) fn child(&self, i: usize, internal: Kind) -> NodeRef<'g> {
+    pub(crate) fn child(&self, i: usize, internal: Kind) -> NodeRef<'g, A> {
         debug_assert!(!self.is_leaf());
         let w = self.slot(i);
         assert!(w != 0, "maple tree corrupted: internal slot {i} is empty");
         // SAFETY: the word is non-zero (checked) and is a node word (internal slots hold nothing
         // else); the child stays allocated for 'g (see above).
         unsafe { NodeRef::from_word(w, internal) }
+    }
+
+}
+
+/// The writer's stores, on [`Live`] handles only (a [`Read`] handle cannot reach them).
+impl<'w> Live<'w> {
+    /// Writer store of pivot `i` on a fresh node or beyond the published end (Relaxed: published
+    /// later by a Release store).
+    #[inline]
+    pub(crate) fn init_pivot(&self, i: usize, v: u64) {
+        debug_assert!(i < self.kind.pivots());
+        // ORDERING: P7/P8 (published later by a Release store, P1/P3/P9).
+        self.node().words[i].store(v, Ordering::Relaxed);
+    }
+
+    /// Writer store of the single pivot that publishes an in-place change (Release).
+    #[inline]
+    pub(crate) fn publish_pivot(&self, i: usize, v: u64) {
+        debug_assert!(i < self.kind.pivots());
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::publish_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Release;
+        // ORDERING: P9 (the single publishing store of an in-place append).
+        self.node().words[i].store(v, ord);
+    }
+
+    /// Writer store of a slot on a fresh node or beyond the published end (Relaxed).
+    #[inline]
+    fn init_word(&self, i: usize, w: usize) {
+        debug_assert!(i < self.kind.slots());
+        // ORDERING: P2/P4/P6 (published later by the Release store that exposes it).
+        self.node().words[self.kind.slot_base() + i].store(w as u64, Ordering::Relaxed);
+    }
+
+    /// Writer store of a slot that readers can already reach (Release).
+    #[inline]
+    fn publish_word(&self, i: usize, w: usize) {
+        debug_assert!(i < self.kind.slots());
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::slot_publish_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Release;
+        // ORDERING: P3/P5 (pairs with the readers' Acquire slot load).
+        self.node().words[self.kind.slot_base() + i].store(w as u64, ord);
+    }
+
+    /// Writer store of the entry word `w` (0: nothing) into leaf slot `i` of a fresh node or
+    /// beyond the published end (Relaxed, rows P4/P6).
+    ///
+    /// # Panics
+    ///
+    /// If this is not a leaf (internal slots hold only children).
+    #[inline]
+    pub(crate) fn init_entry(&self, i: usize, w: usize) {
+        assert!(
+            self.is_leaf(),
+            "maple tree: an entry stored into an internal node"
+        );
+        self.init_word(i, w);
+    }
+
+    /// Writer store of the entry word `w` into a leaf slot readers can already reach (Release,
+    /// row P5: the exact fit).
+    ///
+    /// # Panics
+    ///
+    /// If this is not a leaf.
+    #[inline]
+    pub(crate) fn publish_entry(&self, i: usize, w: usize) {
+        assert!(
+            self.is_leaf(),
+            "maple tree: an entry stored into an internal node"
+        );
+        self.publish_word(i, w);
+    }
+
+    /// Writer store of child `c` into slot `i` of a fresh internal node or beyond its published
+    /// end (Relaxed, rows P2/P6), recording this node as `c`'s parent (P13).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf.
+    #[inline]
+    pub(crate) fn init_child(&self, i: usize, c: Live<'_>) {
+        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
+        c.set_parent(Some(*self), i);
+        self.init_word(i, node_word(c));
+    }
+
+    /// Replaces child `i` of an internal node readers can already reach by `c` (fresh, fully
+    /// written): `c`'s parent word first (P13), then one Release store of the slot (P3).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf.
+    #[inline]
+    pub(crate) fn publish_child(&self, i: usize, c: Fresh<'_>) {
+        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
+        let c = c.0;
+        c.set_parent(Some(*self), i);
+        self.publish_word(i, node_word(c));
+    }
+
+    /// The in-place `+1` append of a child to an internal node readers can reach, whose last
+    /// child is `end` and whose max is `max`: the fresh child `c` (covering up to `max`, largest
+    /// gap `c_gap`) goes into slot `end + 1` with its pivot and gap, the gap of child `end` becomes
+    /// `end_gap`, all Relaxed (rows P6/P8/P12); then pivot `end` is lowered to `end_max`, the one
+    /// Release store that publishes it all (P9).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf or has no free slot.
+    pub(crate) fn append_child(
+        &self,
+        end: usize,
+        max: u64,
+        end_max: u64,
+        end_gap: u64,
+        c: Fresh<'_>,
+        c_gap: u64,
+    ) {
+        let kind = self.kind;
+        assert!(
+            end + 1 < kind.slots(),
+            "maple tree: no room to append a child"
+        );
+        self.init_child(end + 1, c.0);
+        if end + 1 < kind.pivots() {
+            self.init_pivot(end + 1, max);
+        }
+        if kind == Kind::ARange {
+            self.set_gap(end + 1, c_gap);
+            self.set_gap(end, end_gap);
+        }
+        self.publish_pivot(end, end_max);
+    }
+
+    /// Writer store of an empty slot beyond the end of a fresh node (Relaxed): zero words,
+    /// which no reader follows.
+    #[inline]
+    pub(crate) fn clear_slot(&self, i: usize) {
+        self.init_word(i, 0);
+    }
+
+    /// Sets the gap of child `i` (Relaxed: gaps are hints for the search, see the module table).
+    #[inline]
+    pub(crate) fn set_gap(&self, i: usize, v: u64) {
+        debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
+        // ORDERING: P12.
+        self.node().words[ARANGE_GAPS + i].store(v, Ordering::Relaxed);
+    }
+
+    /// Records `parent` and this node's offset in it (`None`: this node is the root).
+    #[inline]
+    pub(crate) fn set_parent(&self, parent: Option<Live<'_>>, offset: usize) {
+        let w = match parent {
+            Some(p) => {
+                let addr = p.ptr.as_ptr().expose_provenance();
+                debug_assert_eq!(addr & !ADDR_MASK, 0, "node address uses tag bits");
+                addr | (offset << OFFSET_SHIFT)
+            }
+            None => 0,
+        };
+        // ORDERING: P13/P17 (the writer's own bookkeeping; readers load the word only for the
+        // dead bit, P14, which this store never clears: a node is re-parented only while live).
+        self.node().parent.store(w, Ordering::Relaxed);
+    }
+
+    /// Marks a replaced node dead (Release), so readers that meet it restart.
+    #[inline]
+    fn mark_dead(&self) {
+        // ORDERING: P14 (and P17: the read-modify-write keeps the last re-parenting's bits).
+        self.node().parent.fetch_or(DEAD, Ordering::Release);
     }
 }

@@ -26,8 +26,9 @@ use smallvec::SmallVec;
 
 use crate::entry::Entry;
 
+use super::node::Write;
 use super::big_node::{Item, Items};
-use super::node::{Kind, NodeRef};
+use super::node::{Kind, Live};
 use super::path::{Levels, Path, Retired};
 use super::walk::Level;
 use super::write::WriteGuard;
@@ -179,7 +180,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// The root level holds a single child: it becomes the root (and so on down while the new
     /// root has a single child), shrinking the height.
-    fn collapse_root(&mut self, rb: &mut Rebuild<'t>, consumed: &[Level<'t>]) {
+    fn collapse_root(&mut self, rb: &mut Rebuild<'t>, consumed: &[Level<'t, Write>]) {
         rb.retired.extend(consumed.iter().map(|l| l.node));
         let mut top = rb.items.get(0).slot.child();
         let mut shrink = rb.level + 1;
@@ -195,7 +196,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// The level's items fit the one consumed node `x`: it is replaced by a fresh node with
     /// one store of its parent's slot (RCU), or rewritten in place (exclusive).
-    fn replace_single(&mut self, rb: &mut Rebuild<'t>, x: Level<'t>) {
+    fn replace_single(&mut self, rb: &mut Rebuild<'t>, x: Level<'t, Write>) {
         let ancestors: Levels<'t> = if rb.level == 0 {
             Levels::new()
         } else {
@@ -231,7 +232,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     fn parent_items(
         &mut self,
         rb: &mut Rebuild<'t>,
-        consumed: &[Level<'t>],
+        consumed: &[Level<'t, Write>],
         new_items: &Items<'t>,
     ) {
         let parent_level = rb.level - 1;
@@ -273,7 +274,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         rb.run_max = paths_max(&rb.paths, rb.level);
     }
 
-    pub(crate) fn child_gap(&self, n: NodeRef<'_>, i: usize) -> u64 {
+    pub(crate) fn child_gap(&self, n: Live<'_>, i: usize) -> u64 {
         if n.kind() == Kind::ARange {
             n.gap(i)
         } else {
@@ -283,8 +284,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 }
 
 /// Distinct nodes at `level` over all paths reaching it, in index order.
-pub(crate) fn consumed_at<'g>(paths: &[Path<'g>], level: usize) -> SmallVec<[Level<'g>; 4]> {
-    let mut v: SmallVec<[Level<'g>; 4]> = SmallVec::new();
+pub(crate) fn consumed_at<'g>(paths: &[Path<'g>], level: usize) -> SmallVec<[Level<'g, Write>; 4]> {
+    let mut v: SmallVec<[Level<'g, Write>; 4]> = SmallVec::new();
     for p in paths {
         if let Some(l) = p.levels.get(level) {
             if !v.iter().any(|x| x.node == l.node) {

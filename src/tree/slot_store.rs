@@ -4,6 +4,7 @@
 
 use crate::entry::Entry;
 
+use super::node::Write;
 use super::big_node::LeafWrite;
 use super::walk::Walker;
 use super::write::WriteGuard;
@@ -11,7 +12,7 @@ use super::write::WriteGuard;
 impl<'t, E: Entry> WriteGuard<'t, E> {
     /// The slot store of `l` in the leaf of `lw`, if it is one and the mode allows it; `false`,
     /// with nothing done, otherwise.
-    pub(crate) fn slot_store(&mut self, lw: &Walker<'t>, l: &LeafWrite) -> bool {
+    pub(crate) fn slot_store(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) -> bool {
         if !self.exclusive || l.new_end != l.end {
             return false;
         }

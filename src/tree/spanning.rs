@@ -3,6 +3,7 @@
 
 use crate::entry::Entry;
 
+use super::node::Write;
 use super::path::Path;
 use super::walk::Walker;
 use super::write::WriteGuard;
@@ -12,7 +13,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// `first`); returns the range written (a NULL store widens).
     pub(crate) fn spanning_store(
         &mut self,
-        lw: &Walker<'t>,
+        lw: &Walker<'t, Write>,
         first: u64,
         last: u64,
         entry: usize,

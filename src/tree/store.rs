@@ -21,6 +21,7 @@
 use crate::entry::{Entry, Owned, ZERO_WORD};
 use crate::error::Error;
 
+use super::node::Write;
 use super::append_split::LastSlot;
 use super::big_node::{Item, Items, LeafWrite};
 use super::node::{Kind, Loaded, RANGE_SLOTS};
@@ -50,7 +51,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// [`write`](Self::write), reusing a walker already positioned on the slot holding `first`.
     pub(crate) fn write_from(
         &mut self,
-        lw: &mut Walker<'t>,
+        lw: &mut Walker<'t, Write>,
         walked: bool,
         first: u64,
         last: u64,
@@ -69,7 +70,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// The store itself; the caller drops the entries it released once it is complete.
     fn store_from(
         &mut self,
-        lw: &mut Walker<'t>,
+        lw: &mut Walker<'t, Write>,
         walked: bool,
         first: u64,
         last: u64,
@@ -116,7 +117,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     fn write_in_tree(
         &mut self,
-        lw: &mut Walker<'t>,
+        lw: &mut Walker<'t, Write>,
         walked: bool,
         first: u64,
         last: u64,
@@ -171,7 +172,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// A write inside one leaf: the fast paths, or a request to rebuild (node store, split,
     /// rebalance) with the NULL-widened range.
-    fn leaf_store(&mut self, lw: &Walker<'t>, first: u64, last: u64, entry: usize) -> Leafed {
+    fn leaf_store(&mut self, lw: &Walker<'t, Write>, first: u64, last: u64, entry: usize) -> Leafed {
         let leaf = *lw.leaf();
         let mut l = LeafWrite::empty();
         l.read(leaf, first, last, entry);

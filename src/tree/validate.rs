@@ -170,7 +170,7 @@ impl<E: Entry> WriteGuard<'_, E> {
             words: HashMap::new(),
             entries: 0,
         };
-        c.node(r, 0, u64::MAX, 0, None)?;
+        c.node(r.view(), 0, u64::MAX, 0, None)?;
         if c.entries != self.len() {
             bad!("len {} but {} ranges hold an entry", self.len(), c.entries);
         }

@@ -13,11 +13,12 @@ use crate::entry::{Entry, ZERO_WORD};
 use core::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 use std::sync::Arc;
 
+use super::node::Write;
 use super::pending::Pending;
 
 use super::big_node::Item;
 use super::iter::Iter;
-use super::node::{Fresh, Kind, NodeRef, Slot, WriterRoot, RANGE_SLOTS};
+use super::node::{Fresh, Kind, Live, Slot, WriterRoot, RANGE_SLOTS};
 use super::path::Retired;
 use super::state::StateRef;
 use super::walk::{Level, Walker};
@@ -84,8 +85,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         self.guard.as_ref().expect("RCU mode holds a pinned guard")
     }
 
-    pub(crate) fn walker(&self) -> Walker<'t> {
-        Walker::new(self.root.view())
+    pub(crate) fn walker(&self) -> Walker<'t, Write> {
+        Walker::new(self.root.walk_root())
     }
 
     /// Whether the tree is an allocation tree.
@@ -125,14 +126,14 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Records, in RCU mode, that `pivot[offset]` of `n` was lowered in place (see `seal`).
-    pub(crate) fn seal_lowered(&mut self, n: NodeRef<'_>, offset: usize) {
+    pub(crate) fn seal_lowered(&mut self, n: Live<'_>, offset: usize) {
         if !self.exclusive {
             self.st.seals.lowered(n, offset);
         }
     }
 
     /// Records, in RCU mode, that `n`'s maximum shrank in place (see `seal`).
-    pub(crate) fn seal_shrunk(&mut self, n: NodeRef<'_>) {
+    pub(crate) fn seal_shrunk(&mut self, n: Live<'_>) {
         if !self.exclusive {
             self.st.seals.shrunk(n);
         }
@@ -140,12 +141,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Whether slot `offset` of `n` may be re-pointed in place (`last`: it is the node's last
     /// slot). Always in exclusive mode; in RCU mode unless a lowered pivot seals it.
-    pub(crate) fn may_repoint(&self, n: NodeRef<'_>, offset: usize, last: bool) -> bool {
+    pub(crate) fn may_repoint(&self, n: Live<'_>, offset: usize, last: bool) -> bool {
         self.exclusive || self.st.seals.may_repoint(n, offset, last)
     }
 
     /// Whether the writer may write beyond `n`'s end in place (append into it).
-    pub(crate) fn may_extend(&self, n: NodeRef<'_>) -> bool {
+    pub(crate) fn may_extend(&self, n: Live<'_>) -> bool {
         self.exclusive || self.st.seals.may_extend(n)
     }
 
@@ -157,11 +158,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// parents are retired.
     pub(crate) fn replace_child(
         &mut self,
-        ancestors: &[Level<'t>],
+        ancestors: &[Level<'t, Write>],
         mut new: Fresh<'t>,
         mut new_gap: u64,
     ) {
-        let mut copied: SmallVec<[NodeRef<'t>; 4]> = SmallVec::new();
+        let mut copied: SmallVec<[Live<'t>; 4]> = SmallVec::new();
         let mut d = ancestors.len();
         loop {
             let Some(up) = d.checked_sub(1) else {
@@ -208,7 +209,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     ///
     /// Callers retire a node only after unlinking it (a new pointer published in its place, or
     /// its whole subtree unlinked), and each node exactly once (see [`WriterRoot`]).
-    pub(crate) fn retire_node(&mut self, n: NodeRef<'t>) {
+    pub(crate) fn retire_node(&mut self, n: Live<'t>) {
         self.st.stats.nodes_freed += 1;
         match &self.guard {
             None => self.root.retire(n, None, || {}),
@@ -297,7 +298,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// Writes `items` into node `n` covering `[min, max]`: slots, pivots (with `pivot[end] =
     /// max` when there is room), zeroes beyond, gaps, and re-parents children.
     #[allow(clippy::needless_range_loop)] // `j` indexes the node's slots, past `items` too
-    pub(crate) fn write_items(&self, n: NodeRef<'_>, items: &[Item<'_>], max: u64) {
+    pub(crate) fn write_items(&self, n: Live<'_>, items: &[Item<'_>], max: u64) {
         let kind = n.kind();
         let p = kind.pivots();
         let len = items.len();
@@ -333,9 +334,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Largest gap in `n`'s subtree (leaves: computed from NULL slots; allocation-tree internal
     /// nodes: the largest child gap; 0 for range-tree internal nodes).
-    pub(crate) fn node_max_gap(&self, n: NodeRef<'_>, min: u64, max: u64) -> u64 {
+    pub(crate) fn node_max_gap(&self, n: Live<'_>, min: u64, max: u64) -> u64 {
         match n.kind() {
-            Kind::Leaf => super::gap::leaf_max_gap(n, min, max),
+            Kind::Leaf => super::gap::leaf_max_gap(n.view(), min, max),
             Kind::ARange => {
                 let end = n.end(max);
                 (0..=end).map(|i| n.gap(i)).max().unwrap_or(0)
@@ -353,7 +354,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// the maximum when it is at least the number of indices left and right of the child (every
     /// other child's gap is bounded by its span) — the in-order append case, where the huge gap
     /// at the right edge shrinks by one range at a time. Only the rest scans the node.
-    pub(crate) fn propagate_gap(&self, ancestors: &[Level<'_>], mut g: u64) {
+    pub(crate) fn propagate_gap(&self, ancestors: &[Level<'_, Write>], mut g: u64) {
         if !self.is_alloc() {
             return;
         }
@@ -394,7 +395,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// released, its nodes retired.
     pub(crate) fn remove_subtree(
         &mut self,
-        n: NodeRef<'t>,
+        n: Live<'t>,
         min: u64,
         max: u64,
         retired: &mut Retired<'t>,
@@ -429,12 +430,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Gap maintenance after an in-place leaf change.
-    pub(crate) fn after_leaf_change(&self, lw: &Walker<'_>, gaps_changed: bool) {
+    pub(crate) fn after_leaf_change(&self, lw: &Walker<'_, Write>, gaps_changed: bool) {
         if !gaps_changed || !self.is_alloc() || lw.depth < 2 {
             return;
         }
         let leaf = lw.leaf();
-        let g = super::gap::leaf_max_gap(leaf.node, leaf.min, leaf.max);
+        let g = super::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max);
         self.propagate_gap(&lw.path()[..lw.depth - 1], g);
     }
 
