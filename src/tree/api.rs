@@ -15,7 +15,7 @@ use super::iter::Iter;
 use super::node::{Loaded, RootRef};
 use super::pending::PendingFrees;
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::{WriteGuard, Writer};
 use super::MapleTree;
 
 /// Converts range bounds over `u64` to an inclusive `[first, last]`: the one conversion behind
@@ -196,7 +196,7 @@ impl<E: Entry> MapleTree<E> {
     /// # }
     /// ```
     pub fn remove(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
-        self.exclusive().take(index)
+        self.exclusive().writer().take(index)
     }
 
     /// Removes the lowest range holding an entry and returns it with the owned entry (see
@@ -218,14 +218,14 @@ impl<E: Entry> MapleTree<E> {
     pub fn pop_first(&mut self) -> Option<(RangeInclusive<u64>, E)> {
         let mut w = self.exclusive();
         let at = w.iter().next().map(|(a, _, _)| a)?;
-        w.take(at)
+        w.writer().take(at)
     }
 
     /// Removes the highest range holding an entry and returns it with the owned entry.
     pub fn pop_last(&mut self) -> Option<(RangeInclusive<u64>, E)> {
         let mut w = self.exclusive();
         let at = w.iter().next_back().map(|(a, _, _)| a)?;
-        w.take(at)
+        w.writer().take(at)
     }
 
     /// Stores every `(range, entry)` in order, with [`store_range`](WriteGuard::store_range)
@@ -265,11 +265,13 @@ impl<E: Entry> MapleTree<E> {
 impl<E: Entry> WriteGuard<'_, E> {
     /// The range holding an entry (not the zero entry) that contains `index`.
     pub(crate) fn walker_range(&self, index: u64) -> Option<(u64, u64)> {
-        let mut wk = self.walker();
+        let mut wk = Walker::new(self.view());
         wk.walk(index)?;
         wk.word.is_entry().then_some((wk.lo, wk.hi))
     }
+}
 
+impl<E: Entry> Writer<'_, E> {
     /// Exclusive mode only: erases the range containing `index` and hands its entry back.
     pub(crate) fn take(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
         assert!(self.exclusive, "maple tree: take needs exclusive mode");
@@ -479,7 +481,7 @@ impl<'t, E: Entry + 't> fmt::Debug for CursorMut<'_, 't, E> {
 impl<E: Entry> fmt::Debug for WriteGuard<'_, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WriteGuard")
-            .field("exclusive", &self.exclusive)
+            .field("exclusive", &self.is_exclusive())
             .field("alloc", &self.is_alloc())
             .field("len", &self.len())
             .field("height", &self.height())

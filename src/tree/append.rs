@@ -9,9 +9,9 @@ use crate::entry::Entry;
 use super::node::Write;
 use super::node::{Kind, RANGE_SLOTS};
 use super::walk::{Level, Walker};
-use super::write::WriteGuard;
+use super::write::Writer;
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry> Writer<'t, E> {
     /// The in-place appends (see the module table) of `[first, last] = entry` into the last slot
     /// `[r_min, max]` of `lw`'s leaf, holding `content`; `false` when none applies (no room, or
     /// an append at the start in RCU mode).

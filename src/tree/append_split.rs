@@ -26,11 +26,11 @@ use smallvec::SmallVec;
 
 use crate::entry::Entry;
 
-use super::node::Write;
 use super::big_node::Item;
+use super::node::Write;
 use super::node::{Fresh, Kind, RANGE_SLOTS};
 use super::walk::{Level, Walker};
-use super::write::WriteGuard;
+use super::write::Writer;
 
 /// The last slot of the full leaf, as the leaf store saw it.
 pub(crate) struct LastSlot {
@@ -46,7 +46,7 @@ pub(crate) struct LastSlot {
     pub(crate) prev2_hi: u64,
 }
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry> Writer<'t, E> {
     /// Appends `[first, last] = entry` into the last slot of the full rightmost leaf `lw` by
     /// truncation (see the module docs). The caller checked: the leaf's max is `u64::MAX`, the
     /// write starts in the last slot, and the leaf has no room.

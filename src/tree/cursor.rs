@@ -17,7 +17,7 @@ use crate::entry::Owned;
 
 use super::node::{Access, Loaded, Read, RootRef, Write};
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::{WriteGuard, Writer};
 
 /// Where a cursor stands (`enum maple_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -685,8 +685,11 @@ impl<'g, E: Entry + 'g> Cursor<'g, E> {
 /// # }
 /// ```
 pub struct CursorMut<'w, 't, E> {
-    wg: &'w mut WriteGuard<'t, E>,
-    core: Core<'t, Write>,
+    /// The writer, borrowed from the write guard for the cursor's life: the walker's nodes are
+    /// its handles.
+    wg: Writer<'w, E>,
+    core: Core<'w, Write>,
+    _t: PhantomData<&'w WriteGuard<'t, E>>,
     /// Preallocated range, checked by `store_prealloc`.
     prealloc: Option<(u64, u64)>,
 }
@@ -793,10 +796,12 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
 impl<'t, E: Entry + 't> WriteGuard<'t, E> {
     /// A writing cursor at `index`, in status [`Status::Start`].
     pub fn cursor<'w>(&'w mut self, index: u64) -> CursorMut<'w, 't, E> {
-        let core = Core::new(self.root.walk_root(), index);
+        let wg = self.writer();
+        let core = Core::new(wg.root.walk_root(), index);
         CursorMut {
-            wg: self,
+            wg,
             core,
+            _t: PhantomData,
             prealloc: None,
         }
     }

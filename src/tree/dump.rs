@@ -23,7 +23,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     /// A text dump of every node, depth first, in the spirit of the kernel's `mt_dump`.
     pub fn dump(&self) -> String {
         let mut out = String::new();
-        let root = self.root.node();
+        let root = self.view().node();
         let _ = writeln!(
             out,
             "maple_tree flags {}, height {} root {:#x}",
@@ -32,7 +32,7 @@ impl<E: Entry> WriteGuard<'_, E> {
             } else {
                 "range"
             },
-            self.st.height,
+            self.state().height,
             root.map_or(0, node_word)
         );
         if let Some(r) = root {
@@ -71,7 +71,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     /// The tree as a Graphviz DOT graph (one record per node, slot ranges as fields).
     pub fn dump_dot(&self) -> String {
         let mut out = String::from("digraph maple {\n  node [shape=record, fontname=monospace];\n");
-        if let Some(r) = self.root.node() {
+        if let Some(r) = self.view().node() {
             self.dot_node(&mut out, r.view(), 0, u64::MAX);
         }
         out.push_str("}\n");

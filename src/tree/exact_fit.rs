@@ -4,13 +4,13 @@
 
 use crate::entry::Entry;
 
-use super::node::Write;
 use super::big_node::LeafWrite;
 use super::node::Live;
+use super::node::Write;
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::Writer;
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry> Writer<'t, E> {
     /// The exact fit without the leaf image (`wr_exact_fit`): `[first, last]` is exactly the
     /// walker's slot and `entry` is not NULL (a NULL store may widen over empty neighbours, so it
     /// takes the general path). One Release store of the slot; the walker stays valid and now

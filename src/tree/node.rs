@@ -140,7 +140,7 @@ use std::collections::HashMap;
 use crossbeam_epoch::{Collector, Guard};
 
 use crate::entry::{Entry, ZERO_WORD};
-use crate::sync::{AtomicU64, AtomicUsize, MutexGuard, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("maple-tree stores pointers in u64 words and needs a 64-bit target");
@@ -167,13 +167,20 @@ const OFFSET_SHIFT: u32 = 59;
 const OFFSET_MASK: usize = 0x1f << OFFSET_SHIFT;
 const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 
-/// The tree's root word (row P1), the collector whose guards protect its nodes, and the count
-/// of reader restarts (a reader that meets a dead node, or a state only a race can produce,
-/// walks again from here). The root word is loaded and stored in this file only: readers go
-/// through a [`RootRef`] made from a guard of this collector ([`Root::reader`]), the writer
-/// through a [`WriterRoot`] made from the writer lock or `&mut` ([`Root::locked`],
-/// [`Root::exclusive`]).
-pub(crate) struct Root {
+/// The tree's root word (row P1), the collector whose guards protect its nodes, the count of
+/// reader restarts (a reader that meets a dead node, or a state only a race can produce, walks
+/// again from here), and the writer lock with the writer's private state `S`. The root word is
+/// loaded and stored in this file only: readers go through a [`RootRef`] made from a guard of
+/// this collector ([`Root::reader`]), the writer through a [`WriterRoot`], which only this
+/// tree's own lock guard ([`WriterLock::writer`], from [`Root::lock`]) or `&mut` of the tree
+/// ([`Root::exclusive`]) makes.
+pub(crate) struct Root<S> {
+    shared: RootWord,
+    writer: Mutex<S>,
+}
+
+/// What readers and the writer share: the root word and what protects its nodes.
+struct RootWord {
     word: AtomicUsize,
     restarts: AtomicU64,
     /// Nodes retired so far (the writer's own counter: Relaxed): a [`SavedNodes`] is trusted
@@ -184,31 +191,40 @@ pub(crate) struct Root {
     default_collector: bool,
 }
 
-impl Root {
+impl<S> Root<S> {
     /// An empty root of a tree whose internal nodes are `internal`, protected by `collector`
-    /// (`default_collector`: crossbeam's default one, pinned through its thread-local handle).
-    pub(crate) fn new(internal: Kind, collector: Collector, default_collector: bool) -> Self {
+    /// (`default_collector`: crossbeam's default one, pinned through its thread-local handle),
+    /// with the writer state `state` behind the writer lock.
+    pub(crate) fn new(
+        internal: Kind,
+        collector: Collector,
+        default_collector: bool,
+        state: S,
+    ) -> Self {
         Root {
-            word: AtomicUsize::new(0),
-            restarts: AtomicU64::new(0),
-            retired: AtomicU64::new(0),
-            internal,
-            collector,
-            default_collector,
+            shared: RootWord {
+                word: AtomicUsize::new(0),
+                restarts: AtomicU64::new(0),
+                retired: AtomicU64::new(0),
+                internal,
+                collector,
+                default_collector,
+            },
+            writer: Mutex::new(state),
         }
     }
 
     /// The collector this tree's guards must come from.
     pub(crate) fn collector(&self) -> &Collector {
-        &self.collector
+        &self.shared.collector
     }
 
     /// Pins a guard of this tree's collector.
     pub(crate) fn pin(&self) -> Guard {
-        if self.default_collector {
+        if self.shared.default_collector {
             crossbeam_epoch::pin()
         } else {
-            self.collector.register().pin()
+            self.shared.collector.register().pin()
         }
     }
 
@@ -221,10 +237,7 @@ impl Root {
     /// On a guard of another collector (or the unprotected one).
     #[inline]
     pub(crate) fn check_guard(&self, guard: &Guard) {
-        assert!(
-            guard.collector() == Some(&self.collector),
-            "maple tree: the guard is not pinned on this tree's collector"
-        );
+        self.shared.check_guard(guard);
     }
 
     /// A reader's view of the root, for as long as `guard` (checked to be of this tree's
@@ -238,52 +251,113 @@ impl Root {
     pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g> {
         self.check_guard(guard);
         RootRef {
-            root: self,
-            internal: self.internal,
+            root: &self.shared,
+            internal: self.shared.internal,
             _a: PhantomData,
         }
     }
 
-    /// The writer's view of the root in RCU mode, for the holder of the tree's writer lock
-    /// (`_lock`). See [`WriterRoot`] for what the writer must still guarantee.
-    pub(crate) fn locked<'t, S>(&'t self, _lock: &MutexGuard<'t, S>) -> WriterRoot<'t> {
-        WriterRoot {
-            root: self,
-            exclusive: false,
+    /// Takes the tree's writer lock (RCU mode: readers may run meanwhile). The guard derefs to
+    /// the writer state; [`WriterLock::writer`] makes the writer's view of the root from it.
+    pub(crate) fn lock(&self) -> WriterLock<'_, S> {
+        WriterLock {
+            root: &self.shared,
+            state: self.writer.lock(),
         }
     }
 
-    /// The writer's view of the root in exclusive mode: `&mut` means no reader exists, so
-    /// replaced nodes may be freed at once.
-    pub(crate) fn exclusive(&mut self) -> WriterRoot<'_> {
-        WriterRoot {
-            root: self,
+    /// The writer's view of the root in exclusive mode, and the writer state: `&mut` means no
+    /// reader exists, so replaced nodes may be freed at once. Both live as long as the borrow.
+    pub(crate) fn exclusive(&mut self) -> (WriterRoot<'_>, &mut S) {
+        let root = WriterRoot {
+            root: &self.shared,
             exclusive: true,
-        }
+        };
+        (root, self.writer.get_mut())
+    }
+
+    /// The writer state, through `&mut` (no lock needed).
+    pub(crate) fn state_mut(&mut self) -> &mut S {
+        self.writer.get_mut()
     }
 
     /// Frees the whole tree, dropping every entry exactly once (words held by several slots
     /// are counted in `multi`); the root becomes empty. `&mut`: nothing else can reach a node.
     pub(crate) fn free_all<E: Entry>(&mut self, multi: &mut HashMap<usize, usize>) {
-        let w = atomic_take(&mut self.word);
+        let internal = self.shared.internal;
+        let w = atomic_take(&mut self.shared.word);
         if w == 0 {
             return;
         }
         // SAFETY: a non-zero root word is a node word of this tree, and under `&mut self` no
         // reader or writer can reach the tree: every node stays allocated until freed here.
-        let n = unsafe { NodeRef::from_word(w, self.internal) };
-        free_node::<E>(n, 0, u64::MAX, self.internal, multi);
-    }
-
-    /// Counts one reader restart (a statistic: Relaxed).
-    #[cold]
-    pub(crate) fn restarted(&self) {
-        self.restarts.fetch_add(1, Ordering::Relaxed);
+        let n = unsafe { NodeRef::from_word(w, internal) };
+        free_node::<E>(n, 0, u64::MAX, internal, multi);
     }
 
     /// Reader restarts so far.
     pub(crate) fn restarts(&self) -> u64 {
-        self.restarts.load(Ordering::Relaxed)
+        self.shared.restarts.load(Ordering::Relaxed)
+    }
+}
+
+impl RootWord {
+    /// See [`Root::check_guard`].
+    #[inline]
+    fn check_guard(&self, guard: &Guard) {
+        assert!(
+            guard.collector() == Some(&self.collector),
+            "maple tree: the guard is not pinned on this tree's collector"
+        );
+    }
+
+    /// Counts one reader restart (a statistic: Relaxed).
+    #[cold]
+    fn restarted(&self) {
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The tree's writer lock, held: made only by [`Root::lock`], so it proves that its holder is
+/// the one writer of that tree. Derefs to the writer state.
+pub(crate) struct WriterLock<'t, S> {
+    root: &'t RootWord,
+    state: MutexGuard<'t, S>,
+}
+
+impl<S> WriterLock<'_, S> {
+    /// The writer's view of the root in RCU mode and the writer state, for as long as this
+    /// borrow of the lock guard lasts (see [`WriterRoot`] for what the writer must still
+    /// guarantee).
+    pub(crate) fn writer(&mut self) -> (WriterRoot<'_>, &mut S) {
+        let root = WriterRoot {
+            root: self.root,
+            exclusive: false,
+        };
+        (root, &mut self.state)
+    }
+
+    /// A reader view of the root, for reads under the lock borrowed from `&self` (no writer
+    /// view exists while it lives).
+    pub(crate) fn view(&self) -> RootRef<'_> {
+        RootRef {
+            root: self.root,
+            internal: self.root.internal,
+            _a: PhantomData,
+        }
+    }
+}
+
+impl<S> core::ops::Deref for WriterLock<'_, S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.state
+    }
+}
+
+impl<S> core::ops::DerefMut for WriterLock<'_, S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.state
     }
 }
 
@@ -345,7 +419,7 @@ pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
 /// walks get a `RootRef<'w, Write>` ([`WriterRoot::walk_root`]), whose nodes are [`Live`].
 #[derive(Clone, Copy)]
 pub(crate) struct RootRef<'g, A: Access = Read> {
-    root: &'g Root,
+    root: &'g RootWord,
     /// `root.internal`, kept by value (read once, not after every Acquire load).
     internal: Kind,
     _a: PhantomData<A>,
@@ -373,6 +447,18 @@ impl<'g, A: Access> RootRef<'g, A> {
         self.internal
     }
 
+    /// The collector of the tree.
+    #[inline]
+    pub(crate) fn collector(self) -> &'g Collector {
+        &self.root.collector
+    }
+
+    /// Whether the tree's collector is crossbeam's default one.
+    #[inline]
+    pub(crate) fn is_default_collector(self) -> bool {
+        self.root.default_collector
+    }
+
     /// Counts one reader restart.
     #[cold]
     pub(crate) fn restarted(self) {
@@ -380,7 +466,7 @@ impl<'g, A: Access> RootRef<'g, A> {
     }
 }
 
-/// The root as the tree's one writer sees it (from the writer lock, [`Root::locked`], or from
+/// The root as the tree's one writer sees it (from the writer lock, [`WriterLock::writer`], or from
 /// `&mut`, [`Root::exclusive`]): writer-private loads, the publication of new roots, node
 /// allocation and retirement.
 ///
@@ -390,7 +476,7 @@ impl<'g, A: Access> RootRef<'g, A> {
 /// has unlinked, once.
 #[derive(Clone, Copy)]
 pub(crate) struct WriterRoot<'t> {
-    root: &'t Root,
+    root: &'t RootWord,
     exclusive: bool,
 }
 
@@ -414,18 +500,6 @@ impl<'t> WriterRoot<'t> {
             internal: self.root.internal,
             _a: PhantomData,
         }
-    }
-
-    /// The collector of the tree.
-    #[inline]
-    pub(crate) fn collector(self) -> &'t Collector {
-        &self.root.collector
-    }
-
-    /// Whether the tree's collector is crossbeam's default one.
-    #[inline]
-    pub(crate) fn is_default_collector(self) -> bool {
-        self.root.default_collector
     }
 
     /// Internal node kind of the tree.
@@ -527,12 +601,7 @@ impl<'t> WriterRoot<'t> {
     /// # Panics
     ///
     /// In RCU mode, if `guard` is not pinned on this tree's collector.
-    pub(crate) fn retire(
-        self,
-        n: Live<'t>,
-        guard: Option<&Guard>,
-        freed: impl FnOnce() + 'static,
-    ) {
+    pub(crate) fn retire(self, n: Live<'t>, guard: Option<&Guard>, freed: impl FnOnce() + 'static) {
         n.mark_dead();
         // ORDERING: P15-like writer-private counter (only the writer reads or writes it).
         let r = self.root.retired.load(Ordering::Relaxed);
@@ -1636,7 +1705,6 @@ impl<'g, A: Access> NodeRef<'g, A> {
         // else); the child stays allocated for 'g (see above).
         unsafe { NodeRef::from_word(w, internal) }
     }
-
 }
 
 /// The writer's stores, on [`Live`] handles only (a [`Read`] handle cannot reach them).

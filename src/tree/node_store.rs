@@ -4,13 +4,13 @@
 
 use crate::entry::Entry;
 
-use super::node::Write;
 use super::big_node::{Item, LeafWrite};
+use super::node::Write;
 use super::node::{Kind, RANGE_SLOTS};
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::Writer;
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry> Writer<'t, E> {
     /// The node store of `l` in the leaf of `lw`: the leaf's items with `[first, last]` cut out
     /// and `entry` in its place; the entries it drops are released, a range split around the
     /// new entry shares its word.

@@ -26,12 +26,12 @@ use smallvec::SmallVec;
 
 use crate::entry::Entry;
 
-use super::node::Write;
 use super::big_node::{Item, Items};
+use super::node::Write;
 use super::node::{Kind, Live};
 use super::path::{Levels, Path, Retired};
 use super::walk::Level;
-use super::write::WriteGuard;
+use super::write::Writer;
 
 /// A rebuild in progress: the paths whose nodes it consumes, the items of the level it is at
 /// (the big node), and what it has done so far.
@@ -62,7 +62,7 @@ pub(crate) struct Rebuilt {
     pub(crate) last: u64,
 }
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry> Writer<'t, E> {
     /// The generic write: see the module docs. `lpath`/`rpath` lead to the leaves holding `first`
     /// and `last`.
     pub(crate) fn rebuild(

@@ -4,12 +4,12 @@
 
 use crate::entry::Entry;
 
-use super::node::Write;
 use super::big_node::LeafWrite;
+use super::node::Write;
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::Writer;
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry> Writer<'t, E> {
     /// The slot store of `l` in the leaf of `lw`, if it is one and the mode allows it; `false`,
     /// with nothing done, otherwise.
     pub(crate) fn slot_store(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) -> bool {

@@ -150,11 +150,11 @@ impl<E: Entry> WriteGuard<'_, E> {
     ///
     /// A [`ValidateError`] naming the first broken invariant and where it was found.
     pub fn validate(&self) -> Result<(), ValidateError> {
-        let Some(r) = self.root.node() else {
-            if self.st.height != 0 {
-                bad!("empty tree with height {}", self.st.height);
+        let Some(r) = self.view().node() else {
+            if self.state().height != 0 {
+                bad!("empty tree with height {}", self.state().height);
             }
-            if !self.st.multi.is_empty() {
+            if !self.state().multi.is_empty() {
                 bad!("empty tree with shared entries recorded");
             }
             if !self.is_empty() {
@@ -164,9 +164,9 @@ impl<E: Entry> WriteGuard<'_, E> {
         };
         let mut c = Checker {
             internal: self.internal,
-            height: self.st.height,
+            height: self.state().height,
             prev_word: None,
-            count_words: !self.st.multi.is_empty(),
+            count_words: !self.state().multi.is_empty(),
             words: HashMap::new(),
             entries: 0,
         };
@@ -174,7 +174,7 @@ impl<E: Entry> WriteGuard<'_, E> {
         if c.entries != self.len() {
             bad!("len {} but {} ranges hold an entry", self.len(), c.entries);
         }
-        for (w, extra) in &self.st.multi {
+        for (w, extra) in &self.state().multi {
             let seen = c.words.get(w).copied().unwrap_or(0);
             if seen < extra + 1 {
                 bad!(

@@ -6,7 +6,7 @@
 
 use core::marker::PhantomData;
 
-use crossbeam_epoch::{Collector, Guard};
+use crossbeam_epoch::Guard;
 use smallvec::SmallVec;
 
 use crate::entry::{Entry, ZERO_WORD};
@@ -18,9 +18,9 @@ use super::pending::Pending;
 
 use super::big_node::Item;
 use super::iter::Iter;
-use super::node::{Fresh, Kind, Live, Slot, WriterRoot, RANGE_SLOTS};
+use super::node::{Fresh, Kind, Live, RootRef, Slot, WriterRoot, RANGE_SLOTS};
 use super::path::Retired;
-use super::state::StateRef;
+use super::state::{StateRef, WriterState};
 use super::walk::{Level, Walker};
 
 /// The writer: holds the tree's lock (RCU mode, from [`MapleTree::lock`](crate::MapleTree::lock)) or its exclusive
@@ -43,36 +43,50 @@ use super::walk::{Level, Walker};
 /// # }
 /// ```
 pub struct WriteGuard<'t, E> {
-    pub(crate) root: WriterRoot<'t>,
+    /// The writer lock (RCU mode) or the exclusive borrow, with the writer state.
+    lock: StateRef<'t>,
     pub(crate) internal: Kind,
-    pub(crate) st: StateRef<'t>,
     /// RCU mode: the pinned guard replaced nodes and entries are deferred on (none in exclusive
     /// mode, which frees at once).
     guard: Option<Guard>,
-    pub(crate) exclusive: bool,
     /// The tree's count of ranges holding an entry (see [`MapleTree::len`](crate::MapleTree::len)).
-    pub(crate) len: &'t StdAtomicUsize,
+    len: &'t StdAtomicUsize,
     /// The tree's pending-frees counters.
-    pub(crate) pending: &'t Arc<Pending>,
+    pending: &'t Arc<Pending>,
+    _e: PhantomData<E>,
+}
+
+/// The writer of one write operation (or of one writing cursor), borrowed from a
+/// [`WriteGuard`]: every write path is a method of it. Its [`WriterRoot`] and every node handle
+/// made from it live for `'w`, the borrow of the write guard: none outlives that borrow.
+pub(crate) struct Writer<'w, E> {
+    pub(crate) root: WriterRoot<'w>,
+    pub(crate) internal: Kind,
+    pub(crate) st: &'w mut WriterState,
+    /// RCU mode: the pinned guard replaced nodes and entries are deferred on.
+    guard: Option<&'w Guard>,
+    pub(crate) exclusive: bool,
+    /// The tree's count of ranges holding an entry.
+    pub(crate) len: &'w StdAtomicUsize,
+    /// The tree's pending-frees counters.
+    pub(crate) pending: &'w Arc<Pending>,
     _e: PhantomData<E>,
 }
 
 impl<'t, E: Entry> WriteGuard<'t, E> {
-    /// A write guard over the parts of a tree: its root as the writer sees it, the writer
-    /// state (locked or `&mut`), the pinned guard of RCU mode (none in exclusive mode), and the
-    /// tree's counters.
+    /// A write guard over the parts of a tree: the writer lock or the exclusive borrow (with
+    /// the writer state), the tree's internal node kind, the pinned guard of RCU mode (none in
+    /// exclusive mode), and the tree's counters.
     pub(crate) fn from_parts(
-        root: WriterRoot<'t>,
-        st: StateRef<'t>,
+        lock: StateRef<'t>,
+        internal: Kind,
         guard: Option<Guard>,
         len: &'t StdAtomicUsize,
         pending: &'t Arc<Pending>,
     ) -> Self {
         WriteGuard {
-            root,
-            internal: root.internal(),
-            st,
-            exclusive: guard.is_none(),
+            lock,
+            internal,
             guard,
             len,
             pending,
@@ -80,9 +94,81 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
     }
 
+    /// The writer, for one operation: its handles live as long as this borrow.
+    #[inline]
+    pub(crate) fn writer(&mut self) -> Writer<'_, E> {
+        let (root, st) = self.lock.writer();
+        Writer {
+            root,
+            internal: self.internal,
+            st,
+            exclusive: self.guard.is_none(),
+            guard: self.guard.as_ref(),
+            len: self.len,
+            pending: self.pending,
+            _e: PhantomData,
+        }
+    }
+
+    /// The writer state, for reads.
+    #[inline]
+    pub(crate) fn state(&self) -> &WriterState {
+        &self.lock
+    }
+
+    /// Whether this is an exclusive-mode guard.
+    pub(crate) fn is_exclusive(&self) -> bool {
+        self.guard.is_none()
+    }
+
+    /// Whether the tree is an allocation tree.
+    pub(crate) fn is_alloc(&self) -> bool {
+        self.internal == Kind::ARange
+    }
+
+    /// The number of ranges holding an entry or the zero entry (see [`MapleTree::len`](crate::MapleTree::len)).
+    pub fn len(&self) -> usize {
+        self.len.load(StdOrdering::Relaxed)
+    }
+
+    /// Whether the tree holds nothing (`len() == 0`).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Height (levels).
+    pub fn height(&self) -> usize {
+        self.state().height
+    }
+
+    /// The entry at `index`, read under the writer.
+    pub fn load(&self, index: u64) -> Option<E::Borrowed<'_>> {
+        // The writer is the only mutator and `&self` keeps it from writing while the borrow
+        // lives; the guard it holds covers RCU-deferred frees.
+        super::walk::load_word(self.view(), index).entry::<E>()
+    }
+
+    /// Iterates under the writer (see [`MapleTree::iter`](crate::MapleTree::iter)).
+    pub fn iter(&self) -> Iter<'_, E> {
+        Iter::new(self.view(), 0, u64::MAX)
+    }
+
+    /// The reader view of the root, for reads under the writer borrowed from `&self` (the
+    /// writer cannot write while they live).
+    pub(crate) fn view(&self) -> RootRef<'_> {
+        self.lock.view()
+    }
+}
+
+impl<'t, E: Entry> Writer<'t, E> {
     /// The pinned guard of the tree's collector this writer defers frees on (RCU mode only).
-    fn rcu_guard(&self) -> &Guard {
-        self.guard.as_ref().expect("RCU mode holds a pinned guard")
+    fn rcu_guard(&self) -> &'t Guard {
+        self.guard.expect("RCU mode holds a pinned guard")
+    }
+
+    /// The reader view of the root, for the shared read code.
+    pub(crate) fn view(&self) -> RootRef<'t> {
+        self.root.view()
     }
 
     pub(crate) fn walker(&self) -> Walker<'t, Write> {
@@ -419,16 +505,6 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             .store(n.wrapping_add_signed(d), StdOrdering::Relaxed);
     }
 
-    /// The number of ranges holding an entry or the zero entry (see [`MapleTree::len`](crate::MapleTree::len)).
-    pub fn len(&self) -> usize {
-        self.len.load(StdOrdering::Relaxed)
-    }
-
-    /// Whether the tree holds nothing (`len() == 0`).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Gap maintenance after an in-place leaf change.
     pub(crate) fn after_leaf_change(&self, lw: &Walker<'_, Write>, gaps_changed: bool) {
         if !gaps_changed || !self.is_alloc() || lw.depth < 2 {
@@ -437,35 +513,5 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let leaf = lw.leaf();
         let g = super::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max);
         self.propagate_gap(&lw.path()[..lw.depth - 1], g);
-    }
-
-    // ----- public write API -----------------------------------------------------------------------
-
-    /// Height (levels).
-    pub fn height(&self) -> usize {
-        self.st.height
-    }
-
-    /// The entry at `index`, read under the writer.
-    pub fn load(&self, index: u64) -> Option<E::Borrowed<'_>> {
-        // The writer is the only mutator and `&self` keeps it from writing while the borrow
-        // lives; the guard it holds covers RCU-deferred frees.
-        super::walk::load_word(self.view(), index).entry::<E>()
-    }
-
-    /// Iterates under the writer (see [`MapleTree::iter`](crate::MapleTree::iter)).
-    pub fn iter(&self) -> Iter<'_, E> {
-        Iter::new(self.view(), 0, u64::MAX)
-    }
-
-    /// The reader view of the root, for reads under the writer borrowed from `&self` (the
-    /// writer cannot write while they live).
-    pub(crate) fn view(&self) -> super::node::RootRef<'_> {
-        self.root.view()
-    }
-
-    /// The tree's collector.
-    pub(crate) fn collector(&self) -> &Collector {
-        self.root.collector()
     }
 }
