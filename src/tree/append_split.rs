@@ -186,8 +186,8 @@ impl<'t, E: Entry> Writer<'t, E> {
         let parent = self.alloc_node(p.node.kind());
         self.write_items(parent.node(), &pitems, p.max);
         let g = self.node_max_gap(parent.node(), p.min, p.max);
+        // Retires `p`.
         self.replace_child(&path[..d], parent, g);
-        self.retire_node(p.node);
     }
 
     /// The leaf of `lw` now ends at `kept_max`; `items` (up to `u64::MAX`) go into a new leaf

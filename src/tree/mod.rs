@@ -293,10 +293,10 @@ impl<E: Entry> MapleTree<E> {
             pending,
             ..
         } = self;
-        let (root, st) = root.exclusive();
+        let mut x = root.exclusive();
         // `&mut` tree: no reader exists, none can hold a value an earlier store replaced.
-        st.seals.clear();
-        WriteGuard::from_parts(StateRef::Exclusive(root, st), *internal, None, len, pending)
+        x.seals.clear();
+        WriteGuard::from_parts(StateRef::Exclusive(x), *internal, None, len, pending)
     }
 
     // ----- explicit-guard reads ----------------------------------------------------------------
@@ -717,9 +717,11 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
         let mut count = 0u64;
         {
             // The copy is built and published under `&mut new`: nobody can see it yet.
-            let (dst, _) = new.root.exclusive();
+            let mut x = new.root.exclusive();
+            let (dst, _, _) = x.writer();
             let copy = dup::copy_node::<E>(dst, src, u64::MAX, &mut count);
-            dst.publish(copy);
+            let old = dst.publish(copy);
+            debug_assert!(old.is_none(), "a new tree has no root to unlink");
         }
         *new.len.get_mut() = self.len();
         let st = new.root.state_mut();

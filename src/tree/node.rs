@@ -176,7 +176,13 @@ const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 /// ([`Root::exclusive`]) makes.
 pub(crate) struct Root<S> {
     shared: RootWord,
-    writer: Mutex<S>,
+    writer: Mutex<Side<S>>,
+}
+
+/// What the writer lock guards: the writer state and the exclusive mode's retire queue.
+struct Side<S> {
+    state: S,
+    retiring: Retiring,
 }
 
 /// What readers and the writer share: the root word and what protects its nodes.
@@ -210,7 +216,13 @@ impl<S> Root<S> {
                 collector,
                 default_collector,
             },
-            writer: Mutex::new(state),
+            writer: Mutex::new(Side {
+                state,
+                retiring: Retiring {
+                    owner: 0,
+                    nodes: Vec::new(),
+                },
+            }),
         }
     }
 
@@ -262,28 +274,29 @@ impl<S> Root<S> {
     pub(crate) fn lock(&self) -> WriterLock<'_, S> {
         WriterLock {
             root: &self.shared,
-            state: self.writer.lock(),
+            side: self.writer.lock(),
         }
     }
 
-    /// The writer's view of the root in exclusive mode, and the writer state: `&mut` means no
-    /// reader exists, so replaced nodes may be freed at once. Both live as long as the borrow.
-    pub(crate) fn exclusive(&mut self) -> (WriterRoot<'_>, &mut S) {
-        let root = WriterRoot {
+    /// Exclusive mode: `&mut` means no reader exists, so replaced nodes are freed without a
+    /// grace period ([`ExclusiveRoot::writer`] makes the writer's view of the root).
+    pub(crate) fn exclusive(&mut self) -> ExclusiveRoot<'_, S> {
+        ExclusiveRoot {
             root: &self.shared,
-            exclusive: true,
-        };
-        (root, self.writer.get_mut())
+            side: self.writer.get_mut(),
+        }
     }
 
     /// The writer state, through `&mut` (no lock needed).
     pub(crate) fn state_mut(&mut self) -> &mut S {
-        self.writer.get_mut()
+        &mut self.writer.get_mut().state
     }
 
     /// Frees the whole tree, dropping every entry exactly once (words held by several slots
     /// are counted in `multi`); the root becomes empty. `&mut`: nothing else can reach a node.
     pub(crate) fn free_all<E: Entry>(&mut self, multi: &mut HashMap<usize, usize>) {
+        // SAFETY: `&mut self`: no writer borrow and no reader exists.
+        unsafe { self.writer.get_mut().retiring.free() };
         let internal = self.shared.internal;
         let w = atomic_take(&mut self.shared.word);
         if w == 0 {
@@ -322,19 +335,25 @@ impl RootWord {
 /// the one writer of that tree. Derefs to the writer state.
 pub(crate) struct WriterLock<'t, S> {
     root: &'t RootWord,
-    state: MutexGuard<'t, S>,
+    side: MutexGuard<'t, Side<S>>,
 }
 
+/// The parts of the writer: its view of the root, the writer state, the retire queue, all for
+/// the borrow of the lock guard or of the exclusive root that made them.
+pub(crate) type WriterParts<'w, S> = (WriterRoot<'w>, &'w mut S, &'w mut Retiring);
+
 impl<S> WriterLock<'_, S> {
-    /// The writer's view of the root in RCU mode and the writer state, for as long as this
-    /// borrow of the lock guard lasts (see [`WriterRoot`] for what the writer must still
-    /// guarantee).
-    pub(crate) fn writer(&mut self) -> (WriterRoot<'_>, &mut S) {
+    /// The writer's view of the root in RCU mode, the writer state and the retire queue, for
+    /// as long as this borrow of the lock guard lasts (see [`WriterRoot`] for what the writer
+    /// must still guarantee).
+    pub(crate) fn writer(&mut self) -> WriterParts<'_, S> {
+        let side = &mut *self.side;
+        side.retiring.owner = core::ptr::from_ref(self.root).addr();
         let root = WriterRoot {
             root: self.root,
             exclusive: false,
         };
-        (root, &mut self.state)
+        (root, &mut side.state, &mut side.retiring)
     }
 
     /// A reader view of the root, for reads under the lock borrowed from `&self` (no writer
@@ -351,13 +370,66 @@ impl<S> WriterLock<'_, S> {
 impl<S> core::ops::Deref for WriterLock<'_, S> {
     type Target = S;
     fn deref(&self) -> &S {
-        &self.state
+        &self.side.state
     }
 }
 
 impl<S> core::ops::DerefMut for WriterLock<'_, S> {
     fn deref_mut(&mut self) -> &mut S {
-        &mut self.state
+        &mut self.side.state
+    }
+}
+
+/// The tree borrowed `&mut` for exclusive-mode writes: made only by [`Root::exclusive`].
+/// Derefs to the writer state. Frees the nodes its writers retired when the next writer is
+/// made and when it is dropped.
+pub(crate) struct ExclusiveRoot<'t, S> {
+    root: &'t RootWord,
+    side: &'t mut Side<S>,
+}
+
+impl<S> ExclusiveRoot<'_, S> {
+    /// The writer's view of the root in exclusive mode, the writer state and the retire queue,
+    /// for as long as this borrow lasts. First frees what the writers before retired.
+    pub(crate) fn writer(&mut self) -> WriterParts<'_, S> {
+        // SAFETY: `&mut self`: the borrows that made the writers before have ended, and with
+        // them every handle of their writes; `&mut` tree: no reader exists.
+        unsafe { self.side.retiring.free() };
+        self.side.retiring.owner = core::ptr::from_ref(self.root).addr();
+        let root = WriterRoot {
+            root: self.root,
+            exclusive: true,
+        };
+        (root, &mut self.side.state, &mut self.side.retiring)
+    }
+
+    /// A reader view of the root, for reads borrowed from `&self`.
+    pub(crate) fn view(&self) -> RootRef<'_> {
+        RootRef {
+            root: self.root,
+            internal: self.root.internal,
+            _a: PhantomData,
+        }
+    }
+}
+
+impl<S> core::ops::Deref for ExclusiveRoot<'_, S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.side.state
+    }
+}
+
+impl<S> core::ops::DerefMut for ExclusiveRoot<'_, S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.side.state
+    }
+}
+
+impl<S> Drop for ExclusiveRoot<'_, S> {
+    fn drop(&mut self) {
+        // SAFETY: as in `writer`: the exclusive root's borrows, and their handles, are gone.
+        unsafe { self.side.retiring.free() };
     }
 }
 
@@ -525,29 +597,39 @@ impl<'t> WriterRoot<'t> {
     /// Publishes `n` (fully written) as the new root: its parent word is cleared, then one
     /// Release store of the root word exposes it and everything written into it.
     #[inline]
-    pub(crate) fn publish(self, n: Fresh<'t>) {
-        self.store_root(n.0);
+    #[must_use = "the old root is leaked unless it is retired"]
+    pub(crate) fn publish(self, n: Fresh<'t>) -> Option<Unlinked<'t>> {
+        self.store_root(n.0)
     }
 
     /// Makes the live node `n` (a child of the root being collapsed away) the root, by the same
     /// store as [`publish`](Self::publish).
     #[inline]
-    pub(crate) fn promote(self, n: Live<'t>) {
-        self.store_root(n);
+    #[must_use = "the old root is leaked unless it is retired"]
+    pub(crate) fn promote(self, n: Live<'t>) -> Option<Unlinked<'t>> {
+        self.store_root(n)
     }
 
     #[inline]
-    fn store_root(self, n: Live<'t>) {
+    fn store_root(self, n: Live<'t>) -> Option<Unlinked<'t>> {
+        let old = self.node();
         n.set_parent(None, 0);
         // ORDERING: P1 (and P16 for a tree nobody can see yet, e.g. a `dup` copy).
         self.root.word.store(node_word(n), Ordering::Release);
+        // The old root is unlinked unless the new root's subtree took it in (its parent word
+        // would name the node it went into).
+        old.filter(|&o| o != n && o.parent_info().0 == 0)
+            .map(Unlinked)
     }
 
     /// Empties the tree (the root word becomes 0, Release: P1).
     #[inline]
-    pub(crate) fn publish_empty(self) {
+    #[must_use = "the old root is leaked unless it is retired"]
+    pub(crate) fn publish_empty(self) -> Option<Unlinked<'t>> {
+        let old = self.node();
         // ORDERING: P1 (a reader that loads 0 sees an empty tree; nothing to pair with).
         self.root.word.store(0, Ordering::Release);
+        old.map(Unlinked)
     }
 
     /// Allocates a fresh, zeroed, unpublished node, owned by the writer until published.
@@ -594,32 +676,85 @@ impl<'t> WriterRoot<'t> {
         Fresh(n)
     }
 
-    /// Retires a node the writer has unlinked (see the type's docs): marks it dead (readers that
-    /// meet it restart) and frees it at once in exclusive mode (`guard` unused), after a grace
-    /// period of `guard` (a pinned guard of this tree's collector, checked) otherwise; `freed` runs after the free.
+    /// Retires the unlinked node `u`: marks it dead (readers that meet it restart), then frees
+    /// it after a grace period of `guard` (RCU mode: a pinned guard of this tree's collector,
+    /// checked; `freed` runs after the free), or, in exclusive mode, queues it on `retiring`
+    /// (this tree's queue, checked), which frees it when the writer's borrow of the lock or of
+    /// `&mut` ends, so no handle of this write outlives the node. `false` (nothing done) if the
+    /// node was retired already.
     ///
     /// # Panics
     ///
-    /// In RCU mode, if `guard` is not pinned on this tree's collector.
-    pub(crate) fn retire(self, n: Live<'t>, guard: Option<&Guard>, freed: impl FnOnce() + 'static) {
-        n.mark_dead();
+    /// If `retiring` is another tree's queue, or in RCU mode if `guard` is not pinned on this
+    /// tree's collector.
+    pub(crate) fn retire(
+        self,
+        u: Unlinked<'t>,
+        guard: Option<&Guard>,
+        retiring: &mut Retiring,
+        freed: impl FnOnce() + 'static,
+    ) -> bool {
+        let n = u.0;
+        assert_eq!(
+            retiring.owner,
+            core::ptr::from_ref(self.root).addr(),
+            "maple tree: another tree's retire queue"
+        );
+        if !n.mark_dead() {
+            return false;
+        }
         // ORDERING: P15-like writer-private counter (only the writer reads or writes it).
         let r = self.root.retired.load(Ordering::Relaxed);
         self.root
             .retired
             .store(r.wrapping_add(1), Ordering::Relaxed);
         if self.exclusive {
-            // SAFETY: exclusive mode (`&mut` tree): no reader exists; the node is unlinked and
-            // retired once (the writer's contract, see the type's docs).
-            unsafe { n.free_now() };
+            retiring.nodes.push(n.ptr.as_ptr().expose_provenance());
             freed();
-            return;
+            return true;
         }
         let guard = guard.expect("RCU mode retires on a pinned guard");
         self.root.check_guard(guard);
-        // SAFETY: the node is unlinked (the writer's contract), so only guards pinned before
-        // this call can still reach it, and `guard` belongs to the tree's collector (checked).
+        // SAFETY: the node is unlinked (an `Unlinked` handle), so only guards pinned before this
+        // call can still reach it; it is retired once (its dead bit was clear, and is set now);
+        // `guard` belongs to the tree's collector (checked).
         unsafe { n.retire_on(guard, freed) };
+        true
+    }
+
+    /// `n` as an [`Unlinked`] handle, if no live node of the tree links it any more. Checked by
+    /// its parent words: every store of a child word (a node-layer store: [`Live::init_child`],
+    /// [`Live::publish_child`], [`Live::append_child`], a root publication) records the node
+    /// and slot it went into, so `n` is unlinked if the slot its parent word names holds
+    /// something else (or, for a root, the root word does), or if that parent is unlinked or
+    /// dead itself; `O(depth)` Relaxed loads of the writer's own words. `None` if `n` is linked.
+    pub(crate) fn unlinked(self, n: Live<'t>) -> Option<Unlinked<'t>> {
+        let mut c = n;
+        for _ in 0..64 {
+            // ORDERING: P13/P14 (the writer's own parent words and dead bits).
+            let pw = c.node().parent.load(Ordering::Relaxed);
+            if pw & DEAD != 0 {
+                return Some(Unlinked(n));
+            }
+            let (p, off) = (pw & ADDR_MASK, (pw & OFFSET_MASK) >> OFFSET_SHIFT);
+            if p == 0 {
+                // ORDERING: P15 (writer-private root load).
+                let root = self.root.word.load(Ordering::Relaxed);
+                return (root != node_word(c)).then_some(Unlinked(n));
+            }
+            // SAFETY: `p` is the address of the node `c` was last stored into (an internal node
+            // of this tree: its kind is the tree's internal kind). `n` was reached by this write
+            // while linked, so its parent chain names nodes that were linked or fresh during
+            // this write, and none of those is freed before the write's handles are gone
+            // (exclusive mode queues frees on `Retiring`, RCU mode defers them past the
+            // writer's pinned guard).
+            let parent: Live<'t> = unsafe { NodeRef::from_word(p, self.root.internal) };
+            if off >= parent.kind.slots() || parent.slot(off) != node_word(c) {
+                return Some(Unlinked(n));
+            }
+            c = parent;
+        }
+        None
     }
 
     /// Drops, after a grace period of `guard` (a pinned guard of this tree's collector,
@@ -714,6 +849,40 @@ impl<'t> Fresh<'t> {
     #[inline]
     pub(crate) fn into_child(self) -> Live<'t> {
         self.0
+    }
+}
+
+/// A node no live node of the tree links any more: made only by the unlinking operations —
+/// [`Live::publish_child`] (the child it replaced), [`WriterRoot::publish`],
+/// [`WriterRoot::promote`] and [`WriterRoot::publish_empty`] (the old root) — or by
+/// [`WriterRoot::unlinked`], which checks it (the consumed nodes of a rebuild, removed
+/// subtrees). It can only be retired ([`WriterRoot::retire`]). Not `Copy`.
+#[must_use = "an unlinked node is leaked unless it is retired"]
+pub(crate) struct Unlinked<'w>(Live<'w>);
+
+/// Exclusive mode: nodes the writer retired, freed once the writer's borrow ends
+/// ([`ExclusiveRoot::writer`] or its drop), so that no node handle of the write that retired
+/// them can still be used. Belongs to one tree (checked by [`WriterRoot::retire`]).
+pub(crate) struct Retiring {
+    owner: usize,
+    /// Addresses of `Box<Node>` allocations, unlinked and marked dead, each queued once.
+    nodes: Vec<usize>,
+}
+
+impl Retiring {
+    /// Frees the queued nodes.
+    ///
+    /// # Safety
+    ///
+    /// No handle of the writes that queued them may be used any more (the borrow that made
+    /// their writer has ended), and no reader exists (exclusive mode).
+    unsafe fn free(&mut self) {
+        for addr in self.nodes.drain(..) {
+            let p = core::ptr::with_exposed_provenance_mut::<Node>(addr);
+            // SAFETY: each address is a node that was unlinked and marked dead once (its dead
+            // bit was clear), from `Box::leak`; nothing can reach it (caller contract).
+            free_box(unsafe { Box::from_raw(p) });
+        }
     }
 }
 
@@ -1800,11 +1969,17 @@ impl<'w> Live<'w> {
     ///
     /// If this is a leaf.
     #[inline]
-    pub(crate) fn publish_child(&self, i: usize, c: Fresh<'_>) {
+    #[must_use = "the replaced child is leaked unless it is retired"]
+    pub(crate) fn publish_child(&self, i: usize, c: Fresh<'w>) -> Option<Unlinked<'w>> {
         assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
+        // An internal node's kind is the tree's internal kind.
+        let old = self.child(i, self.kind);
         let c = c.0;
         c.set_parent(Some(*self), i);
         self.publish_word(i, node_word(c));
+        // The old child is unlinked unless `c`'s subtree took it in: then its parent word
+        // names the node it went into, not this slot.
+        (old.parent_info() == (self.addr(), i)).then_some(Unlinked(old))
     }
 
     /// The in-place `+1` append of a child to an internal node readers can reach, whose last
@@ -1874,8 +2049,8 @@ impl<'w> Live<'w> {
 
     /// Marks a replaced node dead (Release), so readers that meet it restart.
     #[inline]
-    fn mark_dead(&self) {
+    fn mark_dead(&self) -> bool {
         // ORDERING: P14 (and P17: the read-modify-write keeps the last re-parenting's bits).
-        self.node().parent.fetch_or(DEAD, Ordering::Release);
+        self.node().parent.fetch_or(DEAD, Ordering::Release) & DEAD == 0
     }
 }

@@ -65,7 +65,7 @@ impl<'t, E: Entry> Writer<'t, E> {
         let n = self.alloc_node(Kind::Leaf);
         self.write_items(n.node(), items, leaf.max);
         let g = self.node_max_gap(n.node(), leaf.min, leaf.max);
+        // Retires the replaced leaf.
         self.replace_child(&lw.path()[..lw.depth - 1], n, g);
-        self.retire_node(leaf.node);
     }
 }

@@ -189,7 +189,8 @@ impl<'t, E: Entry> Writer<'t, E> {
             top = top.child(0, self.internal);
             shrink += 1;
         }
-        self.root.promote(top);
+        let old = self.root.promote(top);
+        self.retire_old_root(old);
         self.st.height -= shrink;
         self.st.stats.shrink += 1;
     }
@@ -216,7 +217,6 @@ impl<'t, E: Entry> Writer<'t, E> {
         } else {
             let n = self.alloc_node(rb.kind);
             self.write_items(n.node(), rb.items.as_slice(), x.max);
-            rb.retired.push(x.node);
             let g = self.node_max_gap(n.node(), x.min, x.max);
             // One Release store of the parent's slot (or a copy of a sealed parent).
             self.replace_child(&ancestors, n, g);

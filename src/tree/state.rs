@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::node::{RootRef, WriterLock, WriterRoot};
+use super::node::{ExclusiveRoot, RootRef, WriterLock, WriterParts};
 use super::seal::Seals;
 use super::walk::SavedPath;
 
@@ -103,16 +103,17 @@ impl WriterState {
 /// through `&mut` of the tree with the writer's view of the root it gave (exclusive mode).
 pub(crate) enum StateRef<'t> {
     Locked(WriterLock<'t, WriterState>),
-    Exclusive(WriterRoot<'t>, &'t mut WriterState),
+    Exclusive(ExclusiveRoot<'t, WriterState>),
 }
 
 impl StateRef<'_> {
-    /// The writer's view of the root and the writer state, for as long as this borrow lasts.
+    /// The writer's view of the root, the writer state and the retire queue, for as long as
+    /// this borrow lasts.
     #[inline]
-    pub(crate) fn writer(&mut self) -> (WriterRoot<'_>, &mut WriterState) {
+    pub(crate) fn writer(&mut self) -> WriterParts<'_, WriterState> {
         match self {
             StateRef::Locked(l) => l.writer(),
-            StateRef::Exclusive(root, st) => (*root, st),
+            StateRef::Exclusive(x) => x.writer(),
         }
     }
 
@@ -121,7 +122,7 @@ impl StateRef<'_> {
     pub(crate) fn view(&self) -> RootRef<'_> {
         match self {
             StateRef::Locked(l) => l.view(),
-            StateRef::Exclusive(root, _) => root.view(),
+            StateRef::Exclusive(x) => x.view(),
         }
     }
 }
@@ -131,7 +132,7 @@ impl core::ops::Deref for StateRef<'_> {
     fn deref(&self) -> &WriterState {
         match self {
             StateRef::Locked(g) => g,
-            StateRef::Exclusive(_, r) => r,
+            StateRef::Exclusive(x) => x,
         }
     }
 }

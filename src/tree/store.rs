@@ -95,7 +95,8 @@ impl<'t, E: Entry> Writer<'t, E> {
             let mut retired = Retired::new();
             self.remove_subtree(old, 0, u64::MAX, &mut retired);
             if entry == 0 {
-                self.root.publish_empty();
+                let old = self.root.publish_empty();
+                self.retire_old_root(old);
                 self.st.height = 0;
                 self.st.stats.new_root += 1;
             } else {
@@ -322,7 +323,8 @@ impl<'t, E: Entry> Writer<'t, E> {
         };
         let mut retired = Retired::new();
         self.remove_subtree(n, 0, u64::MAX, &mut retired);
-        self.root.publish_empty();
+        let old = self.root.publish_empty();
+        self.retire_old_root(old);
         self.st.height = 0;
         for n in retired {
             self.retire_node(n);

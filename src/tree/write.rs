@@ -18,7 +18,7 @@ use super::pending::Pending;
 
 use super::big_node::Item;
 use super::iter::Iter;
-use super::node::{Fresh, Kind, Live, RootRef, Slot, WriterRoot, RANGE_SLOTS};
+use super::node::{Fresh, Kind, Live, Retiring, RootRef, Slot, Unlinked, WriterRoot, RANGE_SLOTS};
 use super::path::Retired;
 use super::state::{StateRef, WriterState};
 use super::walk::{Level, Walker};
@@ -63,6 +63,8 @@ pub(crate) struct Writer<'w, E> {
     pub(crate) root: WriterRoot<'w>,
     pub(crate) internal: Kind,
     pub(crate) st: &'w mut WriterState,
+    /// Exclusive mode: where retired nodes wait for the end of the guard's borrow.
+    retiring: &'w mut Retiring,
     /// RCU mode: the pinned guard replaced nodes and entries are deferred on.
     guard: Option<&'w Guard>,
     pub(crate) exclusive: bool,
@@ -97,11 +99,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// The writer, for one operation: its handles live as long as this borrow.
     #[inline]
     pub(crate) fn writer(&mut self) -> Writer<'_, E> {
-        let (root, st) = self.lock.writer();
+        let (root, st, retiring) = self.lock.writer();
         Writer {
             root,
             internal: self.internal,
             st,
+            retiring,
             exclusive: self.guard.is_none(),
             guard: self.guard.as_ref(),
             len: self.len,
@@ -189,8 +192,9 @@ impl<'t, E: Entry> Writer<'t, E> {
     }
 
     /// Publishes `n` (fresh, fully written) as the new root (row P1).
-    pub(crate) fn publish_root(&self, n: Fresh<'t>) {
-        self.root.publish(n);
+    pub(crate) fn publish_root(&mut self, n: Fresh<'t>) {
+        let old = self.root.publish(n);
+        self.retire_old_root(old);
     }
 
     /// Grows the tree by one level: a fresh root over `items` (two or three nodes of the old top
@@ -258,7 +262,9 @@ impl<'t, E: Entry> Writer<'t, E> {
             let p = ancestors[up];
             let last = p.node.slot_max(p.offset, p.max) == p.max;
             if self.may_repoint(p.node, p.offset, last) {
-                p.node.publish_child(p.offset, new);
+                if let Some(old) = p.node.publish_child(p.offset, new) {
+                    self.retire(old);
+                }
                 self.propagate_gap(&ancestors[..d], new_gap);
                 break;
             }
@@ -285,25 +291,48 @@ impl<'t, E: Entry> Writer<'t, E> {
             new = copy;
             d = up;
         }
-        // Unlinked now; readers that reached them see them unchanged.
+        // The replaced child (or the topmost copied parent) is retired above; the copied
+        // parents below it are unlinked too. Readers that reached them see them unchanged.
         for n in copied {
             self.retire_node(n);
         }
     }
 
-    /// Replaced node: dead for readers, freed after a grace period (at once in exclusive mode).
-    ///
-    /// Callers retire a node only after unlinking it (a new pointer published in its place, or
-    /// its whole subtree unlinked), and each node exactly once (see [`WriterRoot`]).
-    pub(crate) fn retire_node(&mut self, n: Live<'t>) {
-        self.st.stats.nodes_freed += 1;
-        match &self.guard {
-            None => self.root.retire(n, None, || {}),
+    /// Retires the unlinked node `u`: dead for readers, freed after a grace period (in
+    /// exclusive mode, once the guard's borrow that made this writer ends). Nothing if it was
+    /// retired already.
+    pub(crate) fn retire(&mut self, u: Unlinked<'t>) {
+        let newly = match self.guard {
+            None => self.root.retire(u, None, self.retiring, || {}),
             Some(g) => {
-                self.pending.add_node();
                 let pending = Arc::clone(self.pending);
-                self.root.retire(n, Some(g), move || pending.sub_node());
+                let newly = self
+                    .root
+                    .retire(u, Some(g), self.retiring, move || pending.sub_node());
+                if newly {
+                    // Counted after the deferral: the free cannot run while `g` is pinned.
+                    self.pending.add_node();
+                }
+                newly
             }
+        };
+        self.st.stats.nodes_freed += u64::from(newly);
+    }
+
+    /// Retires `n`, a node this write unlinked (a consumed node of a rebuild, a node of a
+    /// removed subtree, a copied parent), after the node layer checks that it is unlinked
+    /// ([`WriterRoot::unlinked`]); a node still linked is left alone (a bug: debug builds panic).
+    pub(crate) fn retire_node(&mut self, n: Live<'t>) {
+        match self.root.unlinked(n) {
+            Some(u) => self.retire(u),
+            None => debug_assert!(false, "maple tree: retiring a linked node {n:?}"),
+        }
+    }
+
+    /// Retires the old root a root publication unlinked, if there was one.
+    pub(crate) fn retire_old_root(&mut self, old: Option<Unlinked<'t>>) {
+        if let Some(u) = old {
+            self.retire(u);
         }
     }
 
