@@ -5,9 +5,10 @@ use crate::entry::{Entry, Owned};
 use crate::error::Error;
 
 use super::gap::{empty_area_aligned_at, empty_area_at};
-use super::write::{WriteGuard, Writer};
+use super::node::Mode;
+use super::write::{with_mode, WriteGuard, Writer};
 
-impl<E: Entry> Writer<'_, E> {
+impl<E: Entry, M: Mode> Writer<'_, E, M> {
     fn alloc_common(
         &mut self,
         entry: E,
@@ -197,7 +198,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     /// assert_eq!(w.alloc_rrange(Value::new(3), 10, 100, 1000), Ok(991));
     /// ```
     pub fn alloc_range(&mut self, entry: E, size: u64, min: u64, max: u64) -> Result<u64, Error> {
-        self.writer().alloc_range(entry, size, min, max)
+        with_mode!(self.any_writer(), w => w.alloc_range(entry, size, min, max))
     }
 
     /// `mtree_alloc_rrange`: the highest fit.
@@ -206,7 +207,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     ///
     /// As [`MapleTree::alloc_range`](crate::MapleTree::alloc_range).
     pub fn alloc_rrange(&mut self, entry: E, size: u64, min: u64, max: u64) -> Result<u64, Error> {
-        self.writer().alloc_rrange(entry, size, min, max)
+        with_mode!(self.any_writer(), w => w.alloc_rrange(entry, size, min, max))
     }
 
     /// [`MapleTree::alloc_range_aligned`](crate::MapleTree::alloc_range_aligned) under the writer.
@@ -222,8 +223,7 @@ impl<E: Entry> WriteGuard<'_, E> {
         min: u64,
         max: u64,
     ) -> Result<u64, Error> {
-        self.writer()
-            .alloc_range_aligned(entry, size, align, min, max)
+        with_mode!(self.any_writer(), w => w.alloc_range_aligned(entry, size, align, min, max))
     }
 
     /// [`MapleTree::alloc_rrange_aligned`](crate::MapleTree::alloc_rrange_aligned) under the writer.
@@ -239,8 +239,7 @@ impl<E: Entry> WriteGuard<'_, E> {
         min: u64,
         max: u64,
     ) -> Result<u64, Error> {
-        self.writer()
-            .alloc_rrange_aligned(entry, size, align, min, max)
+        with_mode!(self.any_writer(), w => w.alloc_rrange_aligned(entry, size, align, min, max))
     }
 
     /// `mtree_alloc_cyclic`: one index in `[lo, hi]`, searching from `*next` and then wrapping
@@ -268,6 +267,6 @@ impl<E: Entry> WriteGuard<'_, E> {
         hi: u64,
         next: &mut u64,
     ) -> Result<(u64, bool), Error> {
-        self.writer().alloc_cyclic(entry, lo, hi, next)
+        with_mode!(self.any_writer(), w => w.alloc_cyclic(entry, lo, hi, next))
     }
 }

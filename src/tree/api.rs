@@ -12,10 +12,11 @@ use crate::error::Error;
 
 use super::cursor::{Cursor, CursorMut};
 use super::iter::Iter;
+use super::node::Exclusive;
 use super::node::{Loaded, RootRef};
 use super::pending::PendingFrees;
 use super::walk::Walker;
-use super::write::{WriteGuard, Writer};
+use super::write::{AnyWriter, WriteGuard, Writer};
 use super::MapleTree;
 
 /// Converts range bounds over `u64` to an inclusive `[first, last]`: the one conversion behind
@@ -196,7 +197,7 @@ impl<E: Entry> MapleTree<E> {
     /// # }
     /// ```
     pub fn remove(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
-        self.exclusive().writer().take(index)
+        self.exclusive().take(index)
     }
 
     /// Removes the lowest range holding an entry and returns it with the owned entry (see
@@ -218,14 +219,14 @@ impl<E: Entry> MapleTree<E> {
     pub fn pop_first(&mut self) -> Option<(RangeInclusive<u64>, E)> {
         let mut w = self.exclusive();
         let at = w.iter().next().map(|(a, _, _)| a)?;
-        w.writer().take(at)
+        w.take(at)
     }
 
     /// Removes the highest range holding an entry and returns it with the owned entry.
     pub fn pop_last(&mut self) -> Option<(RangeInclusive<u64>, E)> {
         let mut w = self.exclusive();
         let at = w.iter().next_back().map(|(a, _, _)| a)?;
-        w.writer().take(at)
+        w.take(at)
     }
 
     /// Stores every `(range, entry)` in order, with [`store_range`](WriteGuard::store_range)
@@ -271,10 +272,20 @@ impl<E: Entry> WriteGuard<'_, E> {
     }
 }
 
-impl<E: Entry> Writer<'_, E> {
-    /// Exclusive mode only: erases the range containing `index` and hands its entry back.
+impl<E: Entry> WriteGuard<'_, E> {
+    /// [`Writer::take`] through a guard of [`MapleTree::exclusive`].
+    fn take(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
+        match self.any_writer() {
+            AnyWriter::Exclusive(mut w) => w.take(index),
+            AnyWriter::Rcu(_) => unreachable!("`MapleTree::exclusive` makes exclusive guards"),
+        }
+    }
+}
+
+/// Exclusive mode only: entries are handed back.
+impl<E: Entry> Writer<'_, E, Exclusive> {
+    /// Erases the range containing `index` and hands its entry back.
     pub(crate) fn take(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
-        assert!(self.exclusive, "maple tree: take needs exclusive mode");
         let mut wk = self.walker();
         wk.walk(index)?;
         if !wk.word.is_entry() {

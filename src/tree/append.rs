@@ -6,12 +6,13 @@
 
 use crate::entry::Entry;
 
+use super::node::Mode;
 use super::node::Write;
 use super::node::{Kind, RANGE_SLOTS};
 use super::walk::{Level, Walker};
 use super::write::Writer;
 
-impl<'t, E: Entry> Writer<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The in-place appends (see the module table) of `[first, last] = entry` into the last slot
     /// `[r_min, max]` of `lw`'s leaf, holding `content`; `false` when none applies (no room, or
     /// an append at the start in RCU mode).
@@ -81,7 +82,7 @@ impl<'t, E: Entry> Writer<'t, E> {
             n.publish_pivot(end, first - 1);
             self.seal_lowered(n, end);
             self.st.stats.append_end += 1;
-        } else if last < max && self.exclusive {
+        } else if last < max && M::EXCLUSIVE {
             if end + 1 >= RANGE_SLOTS {
                 return false;
             }

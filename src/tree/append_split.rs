@@ -27,6 +27,7 @@ use smallvec::SmallVec;
 use crate::entry::Entry;
 
 use super::big_node::Item;
+use super::node::Mode;
 use super::node::Write;
 use super::node::{Fresh, Kind, RANGE_SLOTS};
 use super::walk::{Level, Walker};
@@ -46,7 +47,7 @@ pub(crate) struct LastSlot {
     pub(crate) prev2_hi: u64,
 }
 
-impl<'t, E: Entry> Writer<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Appends `[first, last] = entry` into the last slot of the full rightmost leaf `lw` by
     /// truncation (see the module docs). The caller checked: the leaf's max is `u64::MAX`, the
     /// write starts in the last slot, and the leaf has no room.
@@ -63,7 +64,7 @@ impl<'t, E: Entry> Writer<'t, E> {
         // The fills keep the written range as the leaf's last slot, so never for a NULL store: a
         // leaf that is not the rightmost must not end in NULL.
         let fill = entry != 0 && ls.end + 2 == RANGE_SLOTS && ls.r_min < first && last < u64::MAX;
-        if self.exclusive && fill {
+        if M::EXCLUSIVE && fill {
             // No readers, one slot left (a three-way append needs two): the leaf takes the new
             // entry as its last slot and keeps all sixteen (it ends in the entry, never in NULL),
             // and only the rest of the old last range moves to the new leaf. In-order builds
@@ -78,7 +79,7 @@ impl<'t, E: Entry> Writer<'t, E> {
             self.st.stats.append_fill += 1;
             return self.append_climb(lw, last, &items);
         }
-        if !self.exclusive && fill && self.append_fill_cow(lw, first, last, entry, &ls) {
+        if !M::EXCLUSIVE && fill && self.append_fill_cow(lw, first, last, entry, &ls) {
             return;
         }
         // The leaf keeps slots 0..k; it must not end in NULL.

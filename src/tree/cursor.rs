@@ -17,7 +17,7 @@ use crate::entry::Owned;
 
 use super::node::{Access, Loaded, Read, RootRef, Write};
 use super::walk::Walker;
-use super::write::{WriteGuard, Writer};
+use super::write::{with_mode, AnyWriter, WriteGuard};
 
 /// Where a cursor stands (`enum maple_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -687,7 +687,7 @@ impl<'g, E: Entry + 'g> Cursor<'g, E> {
 pub struct CursorMut<'w, 't, E> {
     /// The writer, borrowed from the write guard for the cursor's life: the walker's nodes are
     /// its handles.
-    wg: Writer<'w, E>,
+    wg: AnyWriter<'w, E>,
     core: Core<'w, Write>,
     _t: PhantomData<&'w WriteGuard<'t, E>>,
     /// Preallocated range, checked by `store_prealloc`.
@@ -718,16 +718,20 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
         let w = w.map_or(0, Owned::into_raw);
         self.core.root = false;
         let (first, last) = (self.core.index, self.core.last);
-        if self.core.valid && self.wg.exact_fit_at(&mut self.core.w, first, last, w) {
+        if self.core.valid
+            && with_mode!(ref self.wg, wr => wr.exact_fit_at(&mut self.core.w, first, last, w))
+        {
             // In place: the cursor's path is still the tree's, so it stays valid and a
             // following `next`/`find` moves on from here without a walk (dup_mmap's loop).
             self.core.status = Status::Active;
             // The new range (the old one was counted down as `exact_fit_at` released it).
-            self.wg.add_len(1);
-            self.wg.drop_released();
+            with_mode!(ref self.wg, wr => {
+                wr.add_len(1);
+                wr.drop_released();
+            });
             return Ok(());
         }
-        let (a, b) = self.wg.write(first, last, w);
+        let (a, b) = with_mode!(ref self.wg, wr => wr.write(first, last, w));
         self.core.index = a;
         self.core.last = b;
         self.core.valid = false;
@@ -753,7 +757,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
             return false;
         }
         let (lo, hi) = (self.core.w.lo, self.core.w.hi);
-        let (a, b) = self.wg.write(lo, hi, 0);
+        let (a, b) = with_mode!(ref self.wg, wr => wr.write(lo, hi, 0));
         self.core.index = a;
         self.core.last = b;
         self.core.valid = false;
@@ -796,8 +800,8 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
 impl<'t, E: Entry + 't> WriteGuard<'t, E> {
     /// A writing cursor at `index`, in status [`Status::Start`].
     pub fn cursor<'w>(&'w mut self, index: u64) -> CursorMut<'w, 't, E> {
-        let wg = self.writer();
-        let core = Core::new(wg.root.walk_root(), index);
+        let mut wg = self.any_writer();
+        let core = Core::new(with_mode!(ref wg, w => w.root.walk_root()), index);
         CursorMut {
             wg,
             core,

@@ -6,11 +6,12 @@ use crate::entry::Entry;
 
 use super::big_node::LeafWrite;
 use super::node::Live;
+use super::node::Mode;
 use super::node::Write;
 use super::walk::Walker;
 use super::write::Writer;
 
-impl<'t, E: Entry> Writer<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The exact fit without the leaf image (`wr_exact_fit`): `[first, last]` is exactly the
     /// walker's slot and `entry` is not NULL (a NULL store may widen over empty neighbours, so it
     /// takes the general path). One Release store of the slot; the walker stays valid and now

@@ -340,18 +340,18 @@ pub(crate) struct WriterLock<'t, S> {
 
 /// The parts of the writer: its view of the root, the writer state, the retire queue, all for
 /// the borrow of the lock guard or of the exclusive root that made them.
-pub(crate) type WriterParts<'w, S> = (WriterRoot<'w>, &'w mut S, &'w mut Retiring);
+pub(crate) type WriterParts<'w, S, M> = (WriterRoot<'w, M>, &'w mut S, &'w mut Retiring);
 
 impl<S> WriterLock<'_, S> {
     /// The writer's view of the root in RCU mode, the writer state and the retire queue, for
     /// as long as this borrow of the lock guard lasts (see [`WriterRoot`] for what the writer
     /// must still guarantee).
-    pub(crate) fn writer(&mut self) -> WriterParts<'_, S> {
+    pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Rcu> {
         let side = &mut *self.side;
         side.retiring.owner = core::ptr::from_ref(self.root).addr();
         let root = WriterRoot {
             root: self.root,
-            exclusive: false,
+            _m: PhantomData,
         };
         (root, &mut side.state, &mut side.retiring)
     }
@@ -391,14 +391,14 @@ pub(crate) struct ExclusiveRoot<'t, S> {
 impl<S> ExclusiveRoot<'_, S> {
     /// The writer's view of the root in exclusive mode, the writer state and the retire queue,
     /// for as long as this borrow lasts. First frees what the writers before retired.
-    pub(crate) fn writer(&mut self) -> WriterParts<'_, S> {
+    pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Exclusive> {
         // SAFETY: `&mut self`: the borrows that made the writers before have ended, and with
         // them every handle of their writes; `&mut` tree: no reader exists.
         unsafe { self.side.retiring.free() };
         self.side.retiring.owner = core::ptr::from_ref(self.root).addr();
         let root = WriterRoot {
             root: self.root,
-            exclusive: true,
+            _m: PhantomData,
         };
         (root, &mut self.side.state, &mut self.side.retiring)
     }
@@ -547,12 +547,31 @@ impl<'g, A: Access> RootRef<'g, A> {
 /// past the retirement of its node ([`retire`](Self::retire)), and must retire only nodes it
 /// has unlinked, once.
 #[derive(Clone, Copy)]
-pub(crate) struct WriterRoot<'t> {
+pub(crate) struct WriterRoot<'t, M: Mode> {
     root: &'t RootWord,
-    exclusive: bool,
+    _m: PhantomData<M>,
 }
 
-impl<'t> WriterRoot<'t> {
+impl<'t, M: Mode> WriterRoot<'t, M> {
+    /// This writer as an exclusive-mode one, if it is (a constant per `M`).
+    #[inline]
+    pub(crate) fn exclusive(self) -> Option<WriterRoot<'t, Exclusive>> {
+        // Sound: `Mode` is sealed, and only `Exclusive` has `EXCLUSIVE`.
+        M::EXCLUSIVE.then_some(WriterRoot {
+            root: self.root,
+            _m: PhantomData,
+        })
+    }
+
+    /// This writer as an RCU-mode one, if it is (a constant per `M`).
+    #[inline]
+    pub(crate) fn rcu(self) -> Option<WriterRoot<'t, Rcu>> {
+        (!M::EXCLUSIVE).then_some(WriterRoot {
+            root: self.root,
+            _m: PhantomData,
+        })
+    }
+
     /// The reader view, for walkers of the writer.
     #[inline]
     pub(crate) fn view(self) -> RootRef<'t> {
@@ -708,7 +727,7 @@ impl<'t> WriterRoot<'t> {
         self.root
             .retired
             .store(r.wrapping_add(1), Ordering::Relaxed);
-        if self.exclusive {
+        if M::EXCLUSIVE {
             retiring.nodes.push(n.ptr.as_ptr().expose_provenance());
             freed();
             return true;
@@ -756,7 +775,10 @@ impl<'t> WriterRoot<'t> {
         }
         None
     }
+}
 
+/// RCU mode only: entries are dropped after a grace period.
+impl WriterRoot<'_, Rcu> {
     /// Drops, after a grace period of `guard` (a pinned guard of this tree's collector,
     /// checked), the entry behind `w`, a word the tree owned and that no slot references any
     /// more (the writer's contract, see the type's docs); `dropped` runs first. A panic in the
@@ -764,15 +786,13 @@ impl<'t> WriterRoot<'t> {
     ///
     /// # Panics
     ///
-    /// If `guard` is not pinned on this tree's collector, or in exclusive mode (use
-    /// [`drop_entry_now`](Self::drop_entry_now)).
+    /// If `guard` is not pinned on this tree's collector.
     pub(crate) fn defer_drop_entry<E: Entry>(
         self,
         w: usize,
         guard: &Guard,
         dropped: impl FnOnce() + 'static,
     ) {
-        assert!(!self.exclusive);
         self.root.check_guard(guard);
         debug_assert!(w != 0 && w != ZERO_WORD);
         let run = move || {
@@ -788,15 +808,13 @@ impl<'t> WriterRoot<'t> {
         // crossbeam runs it after every guard pinned now is gone.
         unsafe { guard.defer_unchecked(run) };
     }
+}
 
+/// Exclusive mode only: no reader exists, entries are dropped (or handed back) at once.
+impl WriterRoot<'_, Exclusive> {
     /// Exclusive mode: drops the entry behind `w` now (a word the tree owned that no slot
     /// references any more, the writer's contract).
-    ///
-    /// # Panics
-    ///
-    /// In RCU mode (readers may still read the entry).
     pub(crate) fn drop_entry_now<E: Entry>(self, w: usize) {
-        assert!(self.exclusive);
         debug_assert!(w != 0 && w != ZERO_WORD);
         // SAFETY: no reader exists (`&mut` tree); `w` is an entry word of this tree of `E` no slot
         // references any more, taken back once (the writer's contract).
@@ -806,12 +824,7 @@ impl<'t> WriterRoot<'t> {
     /// Exclusive mode: hands back `count` values of the entry word `w`, which no slot
     /// references any more (the writer's contract; `count` values of it were stored by
     /// `into_word` and none taken back); for types without drop glue, one more copy.
-    ///
-    /// # Panics
-    ///
-    /// In RCU mode.
     pub(crate) fn take_entries<E: Entry>(self, w: usize, count: usize) -> Option<E> {
-        assert!(self.exclusive);
         let mut first = None;
         for _ in 0..count.max(usize::from(!core::mem::needs_drop::<E>())) {
             // SAFETY: as above; for types without drop glue `from_word` may be called again for
@@ -924,7 +937,7 @@ impl<const N: usize> SavedNodes<N> {
     }
 }
 
-impl<'t> WriterRoot<'t> {
+impl<'t, M: Mode> WriterRoot<'t, M> {
     /// Saves `nodes` (live nodes of this tree, root first) into `to`; nothing (an empty save)
     /// if there are more than `N` or one of them has been retired already.
     #[inline]
@@ -1417,6 +1430,10 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Read {}
     impl Sealed for super::Write {}
+    /// Keeps [`Mode`](super::Mode) to the node layer's two markers.
+    pub trait SealedMode {}
+    impl SealedMode for super::Rcu {}
+    impl SealedMode for super::Exclusive {}
 }
 
 /// Access of a reader's handles (and of the writer's shared read code): loads only. Every
@@ -1432,6 +1449,29 @@ impl Access for Read {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Write {}
 impl Access for Write {}
+
+/// The write mode, as a type parameter of [`WriterRoot`] (and of the writer above): [`Rcu`]
+/// (the writer lock; readers may run, so frees wait for a grace period) or [`Exclusive`]
+/// (`&mut` of the tree; no reader exists). Sealed: the two markers are all there is, which is
+/// what makes [`WriterRoot::exclusive`] and [`WriterRoot::rcu`] sound.
+pub(crate) trait Mode: Copy + 'static + sealed::SealedMode {
+    /// Whether this is [`Exclusive`].
+    const EXCLUSIVE: bool;
+}
+
+/// RCU mode: made only from the writer lock ([`WriterLock::writer`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Rcu {}
+impl Mode for Rcu {
+    const EXCLUSIVE: bool = false;
+}
+
+/// Exclusive mode: made only from `&mut` of the tree ([`ExclusiveRoot::writer`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Exclusive {}
+impl Mode for Exclusive {
+    const EXCLUSIVE: bool = true;
+}
 
 /// A handle to a node: its address, its kind, the lifetime of the guard (or writer lock) that
 /// keeps it allocated, and what it may do ([`Access`]). `NodeRef<'g>` is the reader handle

@@ -5,12 +5,13 @@
 use crate::entry::Entry;
 
 use super::big_node::{Item, LeafWrite};
+use super::node::Mode;
 use super::node::Write;
 use super::node::{Kind, RANGE_SLOTS};
 use super::walk::Walker;
 use super::write::Writer;
 
-impl<'t, E: Entry> Writer<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The node store of `l` in the leaf of `lw`: the leaf's items with `[first, last]` cut out
     /// and `entry` in its place; the entries it drops are released, a range split around the
     /// new entry shares its word.
@@ -54,7 +55,7 @@ impl<'t, E: Entry> Writer<'t, E> {
     fn node_store(&mut self, lw: &Walker<'t, Write>, items: &[Item<'t>]) {
         let leaf = *lw.leaf();
         self.st.stats.node_store += 1;
-        if self.exclusive {
+        if M::EXCLUSIVE {
             self.write_items(leaf.node, items, leaf.max);
             if self.is_alloc() && lw.depth > 1 {
                 let g = super::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max);

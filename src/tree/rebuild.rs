@@ -27,6 +27,7 @@ use smallvec::SmallVec;
 use crate::entry::Entry;
 
 use super::big_node::{Item, Items};
+use super::node::Mode;
 use super::node::Write;
 use super::node::{Kind, Live};
 use super::path::{Levels, Path, Retired};
@@ -62,7 +63,7 @@ pub(crate) struct Rebuilt {
     pub(crate) last: u64,
 }
 
-impl<'t, E: Entry> Writer<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The generic write: see the module docs. `lpath`/`rpath` lead to the leaves holding `first`
     /// and `last`.
     pub(crate) fn rebuild(
@@ -203,7 +204,7 @@ impl<'t, E: Entry> Writer<'t, E> {
         } else {
             path_to(&rb.paths, rb.level - 1)
         };
-        if self.exclusive {
+        if M::EXCLUSIVE {
             // Rewritten in place: still linked where it was.
             let new = x.node;
             self.write_items(new, rb.items.as_slice(), x.max);

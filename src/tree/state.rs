@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::node::{ExclusiveRoot, RootRef, WriterLock, WriterParts};
+use super::node::{ExclusiveRoot, RootRef, WriterLock};
 use super::seal::Seals;
 use super::walk::SavedPath;
 
@@ -107,16 +107,6 @@ pub(crate) enum StateRef<'t> {
 }
 
 impl StateRef<'_> {
-    /// The writer's view of the root, the writer state and the retire queue, for as long as
-    /// this borrow lasts.
-    #[inline]
-    pub(crate) fn writer(&mut self) -> WriterParts<'_, WriterState> {
-        match self {
-            StateRef::Locked(l) => l.writer(),
-            StateRef::Exclusive(x) => x.writer(),
-        }
-    }
-
     /// A reader view of the root, for reads borrowed from `&self`.
     #[inline]
     pub(crate) fn view(&self) -> RootRef<'_> {

@@ -23,11 +23,12 @@ use crate::error::Error;
 
 use super::append_split::LastSlot;
 use super::big_node::{Item, Items, LeafWrite};
+use super::node::Mode;
 use super::node::Write;
 use super::node::{Kind, Loaded, RANGE_SLOTS};
 use super::path::{Path, Retired};
 use super::walk::Walker;
-use super::write::{WriteGuard, Writer};
+use super::write::{with_mode, WriteGuard, Writer};
 
 /// Outcome of the single-leaf classification.
 enum Leafed {
@@ -35,7 +36,7 @@ enum Leafed {
     Rebuild(u64, u64),
 }
 
-impl<'t, E: Entry> Writer<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Stores `entry` (0 = nothing) over `[first, last]`; returns the range written (a NULL
     /// store reports the widened NULL range). `first <= last` is the caller's job.
     pub(crate) fn write(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
@@ -345,7 +346,7 @@ impl<E: Entry> WriteGuard<'_, E> {
         r: impl core::ops::RangeBounds<u64>,
         entry: E,
     ) -> Result<(), Error> {
-        self.writer().store_range(r, entry)
+        with_mode!(self.any_writer(), w => w.store_range(r, entry))
     }
 
     /// Stores the reserved zero entry (`XA_ZERO_ENTRY`) over the range `r`: the range counts
@@ -355,7 +356,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     ///
     /// [`Error::InvalidRange`] for an empty or inverted `r` (nothing is written).
     pub fn store_zero_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
-        self.writer().store_zero_range(r)
+        with_mode!(self.any_writer(), w => w.store_zero_range(r))
     }
 
     /// Stores `entry` only if all of the range `r` is empty (`mtree_insert_range`).
@@ -368,7 +369,7 @@ impl<E: Entry> WriteGuard<'_, E> {
         r: impl core::ops::RangeBounds<u64>,
         entry: E,
     ) -> Result<(), Error> {
-        self.writer().insert_range(r, entry)
+        with_mode!(self.any_writer(), w => w.insert_range(r, entry))
     }
 
     /// [`insert_range`](Self::insert_range) of one index.
@@ -377,12 +378,12 @@ impl<E: Entry> WriteGuard<'_, E> {
     ///
     /// As [`MapleTree::insert_range`](crate::MapleTree::insert_range).
     pub fn insert(&mut self, index: u64, entry: E) -> Result<(), Error> {
-        self.writer().insert(index, entry)
+        with_mode!(self.any_writer(), w => w.insert(index, entry))
     }
 
     /// Erases the range containing `index` (`mtree_erase`); returns it if it held an entry.
     pub fn erase(&mut self, index: u64) -> Option<(u64, u64)> {
-        self.writer().erase(index)
+        with_mode!(self.any_writer(), w => w.erase(index))
     }
 
     /// Empties the range `r` (a NULL store).
@@ -391,11 +392,11 @@ impl<E: Entry> WriteGuard<'_, E> {
     ///
     /// As [`MapleTree::erase_range`](crate::MapleTree::erase_range).
     pub fn erase_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
-        self.writer().erase_range(r)
+        with_mode!(self.any_writer(), w => w.erase_range(r))
     }
 
     /// Empties the tree (`mtree_destroy`), keeping its options.
     pub fn clear(&mut self) {
-        self.writer().clear()
+        with_mode!(self.any_writer(), w => w.clear())
     }
 }

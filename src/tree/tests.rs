@@ -555,7 +555,9 @@ fn unlinked_check_tells_linked_from_replaced() {
         t.store_range(i * 10..=i * 10 + 5, Value::new(i)).unwrap();
     }
     let mut g = t.exclusive();
-    let w = g.writer();
+    let crate::tree::write::AnyWriter::Exclusive(w) = g.any_writer() else {
+        unreachable!("an exclusive guard")
+    };
     let root = w.root.node().expect("a tree of two levels at least");
     assert!(!root.is_leaf());
     let child = root.child(0, w.internal);

@@ -4,7 +4,8 @@
 //! walk report a range that does not contain the index it was looking for.
 
 use super::node::{
-    Access, Levels, Loaded, NodeRef, Read, RootRef, SavedNodes, Write, WriterRoot, RANGE_PIVOTS,
+    Access, Levels, Loaded, Mode, NodeRef, Read, RootRef, SavedNodes, Write, WriterRoot,
+    RANGE_PIVOTS,
 };
 
 /// Deepest tree the walkers can follow. The kernel allows 31 levels; here every level above the
@@ -462,7 +463,7 @@ impl<'g, A: Access> Walker<'g, A> {
 impl<'g> Walker<'g, Write> {
     /// Saves the current path into `to`, for [`restore`](Self::restore) by a later write; an
     /// empty path when not positioned or deeper than a saved path holds.
-    pub(crate) fn save(&self, writer: WriterRoot<'g>, to: &mut SavedPath) {
+    pub(crate) fn save<M: Mode>(&self, writer: WriterRoot<'g, M>, to: &mut SavedPath) {
         if self.depth == 0 || self.depth > SAVED_DEPTH {
             to.nodes.clear();
             return;
@@ -482,7 +483,12 @@ impl<'g> Walker<'g, Write> {
     /// unchanged since (the writer drops its saved path at the start of every write that can
     /// change it). Soundness does not rest on that: the node layer hands the saved nodes back
     /// only if no node of the tree has been retired since they were saved ([`SavedNodes`]).
-    pub(crate) fn restore(&mut self, writer: WriterRoot<'g>, p: &SavedPath, index: u64) -> bool {
+    pub(crate) fn restore<M: Mode>(
+        &mut self,
+        writer: WriterRoot<'g, M>,
+        p: &SavedPath,
+        index: u64,
+    ) -> bool {
         let len = p.nodes.len();
         if len == 0 {
             return false;

@@ -18,7 +18,10 @@ use super::pending::Pending;
 
 use super::big_node::Item;
 use super::iter::Iter;
-use super::node::{Fresh, Kind, Live, Retiring, RootRef, Slot, Unlinked, WriterRoot, RANGE_SLOTS};
+use super::node::{
+    Exclusive, Fresh, Kind, Live, Mode, Rcu, Retiring, RootRef, Slot, Unlinked, WriterRoot,
+    RANGE_SLOTS,
+};
 use super::path::Retired;
 use super::state::{StateRef, WriterState};
 use super::walk::{Level, Walker};
@@ -59,21 +62,47 @@ pub struct WriteGuard<'t, E> {
 /// The writer of one write operation (or of one writing cursor), borrowed from a
 /// [`WriteGuard`]: every write path is a method of it. Its [`WriterRoot`] and every node handle
 /// made from it live for `'w`, the borrow of the write guard: none outlives that borrow.
-pub(crate) struct Writer<'w, E> {
-    pub(crate) root: WriterRoot<'w>,
+pub(crate) struct Writer<'w, E, M: Mode> {
+    pub(crate) root: WriterRoot<'w, M>,
     pub(crate) internal: Kind,
     pub(crate) st: &'w mut WriterState,
     /// Exclusive mode: where retired nodes wait for the end of the guard's borrow.
     retiring: &'w mut Retiring,
     /// RCU mode: the pinned guard replaced nodes and entries are deferred on.
     guard: Option<&'w Guard>,
-    pub(crate) exclusive: bool,
     /// The tree's count of ranges holding an entry.
     pub(crate) len: &'w StdAtomicUsize,
     /// The tree's pending-frees counters.
     pub(crate) pending: &'w Arc<Pending>,
     _e: PhantomData<E>,
 }
+
+/// A [`Writer`] in the mode of the guard that made it ([`WriteGuard::any_writer`]).
+pub(crate) enum AnyWriter<'w, E> {
+    Rcu(Writer<'w, E, Rcu>),
+    Exclusive(Writer<'w, E, Exclusive>),
+}
+
+/// `with_mode!(any, w => body)` runs `body` with `w` bound to the writer inside `any` (an
+/// [`AnyWriter`], or `ref any` for a place holding one, borrowed mutably), once per mode: the
+/// body is compiled for both, each with its mode's constants folded.
+macro_rules! with_mode {
+    (ref $any:expr, $w:ident => $body:expr) => {
+        match &mut $any {
+            $crate::tree::write::AnyWriter::Rcu($w) => $body,
+            $crate::tree::write::AnyWriter::Exclusive($w) => $body,
+        }
+    };
+    ($any:expr, $w:ident => $body:expr) => {
+        match $any {
+            #[allow(unused_mut)]
+            $crate::tree::write::AnyWriter::Rcu(mut $w) => $body,
+            #[allow(unused_mut)]
+            $crate::tree::write::AnyWriter::Exclusive(mut $w) => $body,
+        }
+    };
+}
+pub(crate) use with_mode;
 
 impl<'t, E: Entry> WriteGuard<'t, E> {
     /// A write guard over the parts of a tree: the writer lock or the exclusive borrow (with
@@ -96,20 +125,39 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
     }
 
-    /// The writer, for one operation: its handles live as long as this borrow.
+    /// The writer, for one operation, in the guard's mode: its handles live as long as this
+    /// borrow. Run code in either mode with [`with_mode!`].
     #[inline]
-    pub(crate) fn writer(&mut self) -> Writer<'_, E> {
-        let (root, st, retiring) = self.lock.writer();
-        Writer {
-            root,
-            internal: self.internal,
-            st,
-            retiring,
-            exclusive: self.guard.is_none(),
-            guard: self.guard.as_ref(),
-            len: self.len,
-            pending: self.pending,
-            _e: PhantomData,
+    pub(crate) fn any_writer(&mut self) -> AnyWriter<'_, E> {
+        let (internal, guard, len, pending) =
+            (self.internal, self.guard.as_ref(), self.len, self.pending);
+        match &mut self.lock {
+            StateRef::Locked(l) => {
+                let (root, st, retiring) = l.writer();
+                AnyWriter::Rcu(Writer {
+                    root,
+                    internal,
+                    st,
+                    retiring,
+                    guard,
+                    len,
+                    pending,
+                    _e: PhantomData,
+                })
+            }
+            StateRef::Exclusive(x) => {
+                let (root, st, retiring) = x.writer();
+                AnyWriter::Exclusive(Writer {
+                    root,
+                    internal,
+                    st,
+                    retiring,
+                    guard: None,
+                    len,
+                    pending,
+                    _e: PhantomData,
+                })
+            }
         }
     }
 
@@ -163,7 +211,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 }
 
-impl<'t, E: Entry> Writer<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The pinned guard of the tree's collector this writer defers frees on (RCU mode only).
     fn rcu_guard(&self) -> &'t Guard {
         self.guard.expect("RCU mode holds a pinned guard")
@@ -217,14 +265,14 @@ impl<'t, E: Entry> Writer<'t, E> {
 
     /// Records, in RCU mode, that `pivot[offset]` of `n` was lowered in place (see `seal`).
     pub(crate) fn seal_lowered(&mut self, n: Live<'_>, offset: usize) {
-        if !self.exclusive {
+        if !M::EXCLUSIVE {
             self.st.seals.lowered(n, offset);
         }
     }
 
     /// Records, in RCU mode, that `n`'s maximum shrank in place (see `seal`).
     pub(crate) fn seal_shrunk(&mut self, n: Live<'_>) {
-        if !self.exclusive {
+        if !M::EXCLUSIVE {
             self.st.seals.shrunk(n);
         }
     }
@@ -232,12 +280,12 @@ impl<'t, E: Entry> Writer<'t, E> {
     /// Whether slot `offset` of `n` may be re-pointed in place (`last`: it is the node's last
     /// slot). Always in exclusive mode; in RCU mode unless a lowered pivot seals it.
     pub(crate) fn may_repoint(&self, n: Live<'_>, offset: usize, last: bool) -> bool {
-        self.exclusive || self.st.seals.may_repoint(n, offset, last)
+        M::EXCLUSIVE || self.st.seals.may_repoint(n, offset, last)
     }
 
     /// Whether the writer may write beyond `n`'s end in place (append into it).
     pub(crate) fn may_extend(&self, n: Live<'_>) -> bool {
-        self.exclusive || self.st.seals.may_extend(n)
+        M::EXCLUSIVE || self.st.seals.may_extend(n)
     }
 
     /// RCU mode: publishes the fresh node `new` in place of the child that `ancestors` (root
@@ -352,20 +400,19 @@ impl<'t, E: Entry> Writer<'t, E> {
             }
             return;
         }
-        if self.exclusive {
-            // Dropped when the write is complete (`drop_released`): an entry's `Drop` may panic,
-            // and the tree must be whole and valid by then.
+        let Some(rcu) = self.root.rcu() else {
+            // Exclusive mode: dropped when the write is complete (`drop_released`): an entry's
+            // `Drop` may panic, and the tree must be whole and valid by then.
             self.st.released.push(w);
             return;
-        }
+        };
         let pending = Arc::clone(self.pending);
         pending.add_entry();
         // `w` is a live entry word that no slot references any more (shared words were handled
         // above). The drop waits for every guard that could still read it, and runs on whichever
         // thread collects, long after the write returned: a panic in the entry's `Drop` is
         // contained there, so that the collector's other deferred frees still run.
-        self.root
-            .defer_drop_entry::<E>(w, self.rcu_guard(), move || pending.sub_entry());
+        rcu.defer_drop_entry::<E>(w, self.rcu_guard(), move || pending.sub_entry());
     }
 
     /// Exclusive mode: drops the entries the completed write released. If one entry's `Drop`
@@ -382,7 +429,11 @@ impl<'t, E: Entry> Writer<'t, E> {
     fn drop_released_slow(&mut self) {
         // Each word was pushed once by `release_entry`, when the last slot referencing it went,
         // and is popped once; no reader exists (`&mut` tree).
-        struct DropRest<'a, 't, E: Entry>(&'a mut Vec<usize>, WriterRoot<'t>, PhantomData<E>);
+        struct DropRest<'a, 't, E: Entry>(
+            &'a mut Vec<usize>,
+            WriterRoot<'t, Exclusive>,
+            PhantomData<E>,
+        );
         impl<E: Entry> Drop for DropRest<'_, '_, E> {
             fn drop(&mut self) {
                 while let Some(w) = self.0.pop() {
@@ -391,7 +442,9 @@ impl<'t, E: Entry> Writer<'t, E> {
             }
         }
         // If a drop below panics, `rest` is dropped while unwinding and drops the others.
-        let root = self.root;
+        let Some(root) = self.root.exclusive() else {
+            return; // RCU mode releases nothing here
+        };
         let rest = DropRest::<E>(&mut self.st.released, root, PhantomData);
         while let Some(w) = rest.0.pop() {
             rest.1.drop_entry_now::<E>(w);
