@@ -140,7 +140,8 @@ impl LeafWrite {
     /// Reads the leaf of `leaf` (whose slot `leaf.offset` holds `first`) and classifies the
     /// write into `self`; a NULL write is widened over empty neighbours (`mas_wr_extend_null`).
     /// Filled in place: it is 400 bytes, and returning it by value cost a `memcpy` per store.
-    #[inline]
+    /// Always inlined into its one caller (`leaf_store`, one copy per write mode).
+    #[inline(always)]
     pub(crate) fn read(&mut self, leaf: Level<'_, Write>, first: u64, last: u64, entry: usize) {
         let n = leaf.node;
         let (min, max) = (leaf.min, leaf.max);
@@ -177,7 +178,7 @@ impl LeafWrite {
 
     /// NULL widening within the leaf (`mas_wr_extend_null`); `false` if the leaf would end in
     /// NULL without being the rightmost one.
-    #[inline]
+    #[inline(always)]
     fn widen_null(&mut self) -> bool {
         let (off, off_end, ws) = (self.off, self.off_end, &self.ws);
         if ws[off] == 0 {

@@ -346,6 +346,7 @@ impl<S> WriterLock<'_, S> {
     /// The writer's view of the root in RCU mode, the writer state and the retire queue, for
     /// as long as this borrow of the lock guard lasts (see [`WriterRoot`] for what the writer
     /// must still guarantee).
+    #[inline]
     pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Rcu> {
         let side = &mut *self.side;
         side.retiring.owner = core::ptr::from_ref(self.root).addr();
@@ -391,6 +392,7 @@ pub(crate) struct ExclusiveRoot<'t, S> {
 impl<S> ExclusiveRoot<'_, S> {
     /// The writer's view of the root in exclusive mode, the writer state and the retire queue,
     /// for as long as this borrow lasts. First frees what the writers before retired.
+    #[inline]
     pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Exclusive> {
         // SAFETY: `&mut self`: the borrows that made the writers before have ended, and with
         // them every handle of their writes; `&mut` tree: no reader exists.
@@ -889,7 +891,22 @@ impl Retiring {
     ///
     /// No handle of the writes that queued them may be used any more (the borrow that made
     /// their writer has ended), and no reader exists (exclusive mode).
+    #[inline]
     unsafe fn free(&mut self) {
+        if !self.nodes.is_empty() {
+            // SAFETY: the caller's contract.
+            unsafe { self.free_queued() };
+        }
+    }
+
+    /// [`free`](Self::free) of a non-empty queue.
+    ///
+    /// # Safety
+    ///
+    /// As [`free`](Self::free).
+    #[cold]
+    #[inline(never)]
+    unsafe fn free_queued(&mut self) {
         for addr in self.nodes.drain(..) {
             let p = core::ptr::with_exposed_provenance_mut::<Node>(addr);
             // SAFETY: each address is a node that was unlinked and marked dead once (its dead
