@@ -3,8 +3,10 @@
 //! Module map, from the bottom (each module imports only modules listed above it; the only
 //! `unsafe` of the tree is in `node`, and of the crate besides in `entry`, checked by
 //! `scripts/check-unsafe.sh`):
-//! - `node`: raw 256-byte nodes, the root, the publication protocol and its typed handles
-//!   (`RootRef`, `WriterRoot`, `NodeRef`, `Fresh`, `Loaded`, `Slot`, `SavedNodes`);
+//! - `node`: raw 256-byte nodes, the root with the writer lock, the publication protocol and
+//!   its typed handles (`RootRef`, `WriterRoot<M>` with the write modes `Rcu`/`Exclusive`,
+//!   `NodeRef` for readers, `Live` for the writer, `Fresh`, `Unlinked`, `Loaded`, `Slot`,
+//!   `SavedNodes`);
 //! - `pending`, `seal`: counters of retired memory; the seals that force copy-on-write;
 //! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators,
 //!   cursors and the writer); `iter`: iteration; `gap`: gap sizes and `empty_area` searches;

@@ -1,31 +1,62 @@
 //! Raw nodes: layout, allocation, and the publication primitives. All of the tree's `unsafe`
 //! lives here; everything above this module goes through the typed handles:
 //!
+//! - [`Root`]: the root word, the collector, and the writer lock with the writer state. The
+//!   writer's view of the root comes only from this tree's own lock guard ([`WriterLock`], made
+//!   by [`Root::lock`]) or from `&mut` of the tree ([`ExclusiveRoot`], made by
+//!   [`Root::exclusive`]), and lives for the borrow of that guard.
 //! - [`RootRef`]: the root as a reader sees it, made from a guard checked against the tree's
 //!   collector ([`Root::reader`]), or from the writer ([`WriterRoot::view`]); loads only.
-//! - [`WriterRoot`]: the root as the one writer sees it (from the writer lock or `&mut`):
-//!   writer-private loads, publication of a new root, allocation, retirement, entry drops.
-//! - [`NodeRef`]: a node reachable for `'g`; [`Fresh`]: a node nobody can reach yet, published
-//!   only by being consumed ([`WriterRoot::publish`], [`NodeRef::publish_child`],
-//!   [`NodeRef::append_child`], or a slot of a fresh parent).
+//! - [`WriterRoot`]: the root as the one writer sees it, typed by its write [`Mode`] ([`Rcu`]
+//!   or [`Exclusive`]): writer-private loads, publication of a new root, allocation,
+//!   retirement, entry drops (deferred ones only in RCU mode, immediate ones only in
+//!   exclusive mode).
+//! - [`NodeRef`]: a node reachable for `'g`; `NodeRef<'g>` (access [`Read`]) loads only, and
+//!   nothing turns it into a writer handle. [`Live`] (`NodeRef<'w, Write>`): a node the writer
+//!   reached from its [`WriterRoot`] (child loads from a `Live` give `Live`s), with the stores;
+//!   [`NodeRef::view`] gives its reader handle for the shared read code.
+//! - [`Fresh`]: a node nobody can reach yet, published only by being consumed
+//!   ([`WriterRoot::publish`], [`Live::publish_child`], [`Live::append_child`], or a slot of a
+//!   fresh parent).
+//! - [`Unlinked`]: a node no live node links any more, which only the unlinking publications
+//!   return (the replaced child, the old root) or the node layer's parent-word check
+//!   ([`WriterRoot::unlinked`]) makes; only it can be retired ([`WriterRoot::retire`]).
+//!   Exclusive-mode frees wait in [`Retiring`] until the writer's borrow ends.
 //! - [`Slot`]: what the writer stores: internal slots take only node handles, leaves only entry
 //!   words; [`Loaded`]: a leaf word a node load returned, whose entry can be borrowed for `'g`.
 //! - [`SavedNodes`]: the writer's saved path, trusted only while no node has been retired.
 //!
-//! ## What is left (not enforced by the types yet)
+//! ## What is enforced, and what is left
 //!
-//! - **Writer handles** carry the tree borrow's lifetime `'t` ([`WriterRoot`]), not the write
-//!   guard's: the writer must not keep a handle past the retirement of its node, and must
-//!   retire only nodes it has unlinked, once ([`WriterRoot::retire`] takes a [`NodeRef`], not
-//!   an `Unlinked` handle). Reader and writer handles are one type: a [`NodeRef`] reached by a
-//!   reader could call the writer's stores (crate-internal code does not).
+//! Enforced by the types: a reader's handles cannot store; a [`WriterRoot`] (hence every
+//! [`Live`], [`Fresh`] and [`Unlinked`]) exists only under this tree's writer lock or `&mut`
+//! and lives no longer than that borrow; a node is retired only through an [`Unlinked`], and
+//! at most once (the dead bit is set by a read-modify-write that tells a second retirement
+//! apart); in exclusive mode no handle of the write that retired a node outlives the free;
+//! deferred entry drops need an RCU-mode root, immediate ones an exclusive-mode root.
+//!
+//! Left to the writer's invariants (checked at run time, or not at all):
+//!
+//! - **Unlinked by check**: [`WriterRoot::unlinked`] trusts that every child store goes
+//!   through this layer's stores (which record the parent word) and that the writer never
+//!   leaves one node linked in two live places; a node still linked is refused (and the
+//!   writer's debug builds panic), a node unlinked but found linked by a stale word beyond a
+//!   node's end would be leaked, never freed early.
+//! - **In-place stores** of a [`Live`] are not typed by where they may go: Relaxed stores only
+//!   beyond the published end or into fresh nodes, Release stores only where the publication
+//!   table says (P3/P5/P9), seals respected — the write paths' contract.
+//! - **Handles across writes**: a writing cursor keeps its writer (and its walker's [`Live`]
+//!   nodes) for its whole life; it re-walks after any write that may have changed the
+//!   structure (its `valid` flag), and the nodes its writes retire in exclusive mode are
+//!   freed when it is dropped.
 //! - **Entry words** are not typed by the tree's entry type `E`: [`Loaded::entry`],
 //!   [`WriterRoot::defer_drop_entry`], [`WriterRoot::drop_entry_now`] and
 //!   [`WriterRoot::take_entries`] rely on the invariant that the leaves of a `MapleTree<E>`
 //!   hold only words of `E::into_word` (only `WriteGuard<E>` stores leaf words) and on the
 //!   writer's bookkeeping releasing each word once.
-//! - **The write mode** (RCU or exclusive) is a runtime flag of [`WriterRoot`] and of the write
-//!   guard, not a type parameter.
+//! - **The public write guard** keeps one type for both modes (`MapleTree::lock` and
+//!   `MapleTree::exclusive` both return a `WriteGuard<'_, E>`); it picks the typed writer once
+//!   per call.
 //!
 //! # Layout (as the kernel's `struct maple_node`, include/linux/maple_tree.h)
 //!
@@ -540,14 +571,16 @@ impl<'g, A: Access> RootRef<'g, A> {
     }
 }
 
-/// The root as the tree's one writer sees it (from the writer lock, [`WriterLock::writer`], or from
-/// `&mut`, [`Root::exclusive`]): writer-private loads, the publication of new roots, node
-/// allocation and retirement.
+/// The root as the tree's one writer sees it, in write mode `M` (made only by
+/// [`WriterLock::writer`], RCU mode, or [`ExclusiveRoot::writer`], exclusive mode, and living
+/// for that borrow): writer-private loads, the publication of new roots (which hand back the
+/// old root as [`Unlinked`]), node allocation, the [`Live`] handles of the writer's walks, and
+/// retirement of [`Unlinked`] nodes.
 ///
-/// What the types do not enforce yet (see the module docs, "What is left"): handles made from
-/// a `WriterRoot<'t>` carry the tree borrow's lifetime `'t`, so the writer must not keep one
-/// past the retirement of its node ([`retire`](Self::retire)), and must retire only nodes it
-/// has unlinked, once.
+/// Enforced: no handle made from a `WriterRoot<'w, M>` outlives `'w`; only unlinked nodes are
+/// retired, once; the mode-specific entry drops exist only in their mode. Not enforced (see
+/// the module docs, "What is enforced, and what is left"): where in-place stores may go, and
+/// the structural invariants [`unlinked`](Self::unlinked) relies on.
 #[derive(Clone, Copy)]
 pub(crate) struct WriterRoot<'t, M: Mode> {
     root: &'t RootWord,

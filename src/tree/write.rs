@@ -1,6 +1,7 @@
-//! The writer: the write guard and the primitives every write path shares — node allocation,
-//! publication of a replaced child or a new root level, retirement, entry ownership, seals, gap
-//! maintenance, and writing items into a node. The store classification is in `store`, each
+//! The writer: the write guard, the typed writer it lends out for each operation
+//! (`Writer<'w, E, M>`, in the guard's write mode `M`), and the primitives every write path
+//! shares — node allocation, publication of a replaced child or a new root level, retirement,
+//! entry ownership, seals, gap maintenance, and writing items into a node. The store classification is in `store`, each
 //! write path in its own module (`exact_fit`, `append`, `slot_store`, `node_store`,
 //! `append_split`, and the rebuild of `rebuild`/`split`/`rebalance`/`spanning`).
 
