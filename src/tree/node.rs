@@ -21,7 +21,8 @@
 //! - [`Unlinked`]: a node no live node links any more, which only the unlinking publications
 //!   return (the replaced child, the old root) or the node layer's parent-word check
 //!   ([`WriterRoot::unlinked`]) makes; only it can be retired ([`WriterRoot::retire`]).
-//!   Exclusive-mode frees wait in [`Retiring`] until the writer's borrow ends.
+//!   Retired nodes wait in [`Retiring`] until the writer's borrow ends, then go to the
+//!   collector (RCU mode) or are freed (exclusive mode).
 //! - [`Slot`]: what the writer stores: internal slots take only node handles, leaves only entry
 //!   words; [`Loaded`]: a leaf word a node load returned, whose entry can be borrowed for `'g`.
 //! - [`SavedNodes`]: the writer's saved path, trusted only while no node has been retired.
@@ -32,7 +33,8 @@
 //! [`Live`], [`Fresh`] and [`Unlinked`]) exists only under this tree's writer lock or `&mut`
 //! and lives no longer than that borrow; a node is retired only through an [`Unlinked`], and
 //! at most once (the dead bit is set by a read-modify-write that tells a second retirement
-//! apart); in exclusive mode no handle of the write that retired a node outlives the free;
+//! apart); no handle of the write that retired a node outlives the node, and the write never
+//! touches a node it handed on;
 //! deferred entry drops need an RCU-mode root, immediate ones an exclusive-mode root.
 //!
 //! Left to the writer's invariants (checked at run time, or not at all):
@@ -374,6 +376,45 @@ pub(crate) struct WriterLock<'t, S> {
 pub(crate) type WriterParts<'w, S, M> = (WriterRoot<'w, M>, &'w mut S, &'w mut Retiring);
 
 impl<S> WriterLock<'_, S> {
+    /// Hands the nodes the writers before retired to the collector: each is freed once every
+    /// guard pinned now (`guard`, of this tree's collector, checked) has been dropped; `freed()`
+    /// makes the closure that runs after each free.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector.
+    #[inline]
+    pub(crate) fn flush_retired<F: FnOnce() + 'static>(
+        &mut self,
+        guard: &Guard,
+        freed: impl FnMut() -> F,
+    ) {
+        if !self.side.retiring.nodes.is_empty() {
+            self.flush_queued(guard, freed);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn flush_queued<F: FnOnce() + 'static>(&mut self, guard: &Guard, mut freed: impl FnMut() -> F) {
+        self.root.check_guard(guard);
+        for addr in self.side.retiring.nodes.drain(..) {
+            let ptr = core::ptr::with_exposed_provenance_mut::<Node>(addr);
+            // SAFETY: a queued address is a node from `Box::leak` (non-null).
+            let ptr = unsafe { NonNull::new_unchecked(ptr) };
+            let n: Live<'_> = NodeRef {
+                ptr,
+                kind: Kind::Leaf, // not read by `retire_on`
+                _guard: PhantomData,
+            };
+            // SAFETY: the node was queued by `WriterRoot::retire` from an `Unlinked` handle,
+            // once (its dead bit was clear): it is unreachable for guards pinned from now on,
+            // and retired once. `&mut self`: the borrows that made the writers before have
+            // ended, and with them their handles. `guard` is of this collector (checked).
+            unsafe { n.retire_on(guard, freed()) };
+        }
+    }
+
     /// The writer's view of the root in RCU mode, the writer state and the retire queue, for
     /// as long as this borrow of the lock guard lasts (see [`WriterRoot`] for what the writer
     /// must still guarantee).
@@ -730,24 +771,18 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
         Fresh(n)
     }
 
-    /// Retires the unlinked node `u`: marks it dead (readers that meet it restart), then frees
-    /// it after a grace period of `guard` (RCU mode: a pinned guard of this tree's collector,
-    /// checked; `freed` runs after the free), or, in exclusive mode, queues it on `retiring`
-    /// (this tree's queue, checked), which frees it when the writer's borrow of the lock or of
-    /// `&mut` ends, so no handle of this write outlives the node. `false` (nothing done) if the
-    /// node was retired already.
+    /// Retires the unlinked node `u`: marks it dead (readers that meet it restart) and queues
+    /// it on `retiring` (this tree's queue, checked). The queue is handed on when the writer's
+    /// borrow of the lock or of `&mut` has ended, so that no handle of this write outlives the
+    /// node and the write never touches a node it retired: in RCU mode to the collector
+    /// ([`WriterLock::flush_retired`], freed after a grace period), in exclusive mode to the
+    /// allocator ([`ExclusiveRoot::writer`] and its drop). `false` (nothing done) if the node
+    /// was retired already.
     ///
     /// # Panics
     ///
-    /// If `retiring` is another tree's queue, or in RCU mode if `guard` is not pinned on this
-    /// tree's collector.
-    pub(crate) fn retire(
-        self,
-        u: Unlinked<'t>,
-        guard: Option<&Guard>,
-        retiring: &mut Retiring,
-        freed: impl FnOnce() + 'static,
-    ) -> bool {
+    /// If `retiring` is another tree's queue.
+    pub(crate) fn retire(self, u: Unlinked<'t>, retiring: &mut Retiring) -> bool {
         let n = u.0;
         assert_eq!(
             retiring.owner,
@@ -762,17 +797,7 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
         self.root
             .retired
             .store(r.wrapping_add(1), Ordering::Relaxed);
-        if M::EXCLUSIVE {
-            retiring.nodes.push(n.ptr.as_ptr().expose_provenance());
-            freed();
-            return true;
-        }
-        let guard = guard.expect("RCU mode retires on a pinned guard");
-        self.root.check_guard(guard);
-        // SAFETY: the node is unlinked (an `Unlinked` handle), so only guards pinned before this
-        // call can still reach it; it is retired once (its dead bit was clear, and is set now);
-        // `guard` belongs to the tree's collector (checked).
-        unsafe { n.retire_on(guard, freed) };
+        retiring.nodes.push(n.ptr.as_ptr().expose_provenance());
         true
     }
 
@@ -908,9 +933,11 @@ impl<'t> Fresh<'t> {
 #[must_use = "an unlinked node is leaked unless it is retired"]
 pub(crate) struct Unlinked<'w>(Live<'w>);
 
-/// Exclusive mode: nodes the writer retired, freed once the writer's borrow ends
-/// ([`ExclusiveRoot::writer`] or its drop), so that no node handle of the write that retired
-/// them can still be used. Belongs to one tree (checked by [`WriterRoot::retire`]).
+/// Nodes the writer retired, unlinked and marked dead, handed on once the writer's borrow ends
+/// — to the collector in RCU mode ([`WriterLock::flush_retired`]), to the allocator in
+/// exclusive mode ([`ExclusiveRoot::writer`] or its drop) — so that no node handle of the
+/// write that retired them can still be used, and the write never touches a node it has
+/// handed on. Belongs to one tree (checked by [`WriterRoot::retire`]).
 pub(crate) struct Retiring {
     owner: usize,
     /// Addresses of `Box<Node>` allocations, unlinked and marked dead, each queued once.

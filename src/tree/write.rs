@@ -78,6 +78,20 @@ pub(crate) struct Writer<'w, E, M: Mode> {
     _e: PhantomData<E>,
 }
 
+impl<E> Drop for WriteGuard<'_, E> {
+    fn drop(&mut self) {
+        // RCU mode: hand the last writer's retired nodes to the collector while the lock and
+        // the pinned guard are still held (exclusive mode frees them as its root drops).
+        if let (StateRef::Locked(l), Some(g)) = (&mut self.lock, &self.guard) {
+            let pending = self.pending;
+            l.flush_retired(g, || {
+                let pending = Arc::clone(pending);
+                move || pending.sub_node()
+            });
+        }
+    }
+}
+
 /// A [`Writer`] in the mode of the guard that made it ([`WriteGuard::any_writer`]).
 pub(crate) enum AnyWriter<'w, E> {
     Rcu(Writer<'w, E, Rcu>),
@@ -134,6 +148,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             (self.internal, self.guard.as_ref(), self.len, self.pending);
         match &mut self.lock {
             StateRef::Locked(l) => {
+                let g = guard.expect("RCU mode holds a pinned guard");
+                l.flush_retired(g, || {
+                    let pending = Arc::clone(pending);
+                    move || pending.sub_node()
+                });
                 let (root, st, retiring) = l.writer();
                 AnyWriter::Rcu(Writer {
                     root,
@@ -348,24 +367,15 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 
     /// Retires the unlinked node `u`: dead for readers, freed after a grace period (in
-    /// exclusive mode, once the guard's borrow that made this writer ends). Nothing if it was
-    /// retired already.
+    /// exclusive mode at once), once the guard's borrow that made this writer ends. Nothing if
+    /// it was retired already.
     pub(crate) fn retire(&mut self, u: Unlinked<'t>) {
-        let newly = match self.guard {
-            None => self.root.retire(u, None, self.retiring, || {}),
-            Some(g) => {
-                let pending = Arc::clone(self.pending);
-                let newly = self
-                    .root
-                    .retire(u, Some(g), self.retiring, move || pending.sub_node());
-                if newly {
-                    // Counted after the deferral: the free cannot run while `g` is pinned.
-                    self.pending.add_node();
-                }
-                newly
+        if self.root.retire(u, self.retiring) {
+            if !M::EXCLUSIVE {
+                self.pending.add_node();
             }
-        };
-        self.st.stats.nodes_freed += u64::from(newly);
+            self.st.stats.nodes_freed += 1;
+        }
     }
 
     /// Retires `n`, a node this write unlinked (a consumed node of a rebuild, a node of a
