@@ -12,10 +12,11 @@ use crate::error::Error;
 
 use super::cursor::{Cursor, CursorMut};
 use super::iter::Iter;
+use super::node::Exclusive;
 use super::node::{Loaded, RootRef};
 use super::pending::PendingFrees;
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::{AnyWriter, WriteGuard, Writer};
 use super::MapleTree;
 
 /// Converts range bounds over `u64` to an inclusive `[first, last]`: the one conversion behind
@@ -265,14 +266,26 @@ impl<E: Entry> MapleTree<E> {
 impl<E: Entry> WriteGuard<'_, E> {
     /// The range holding an entry (not the zero entry) that contains `index`.
     pub(crate) fn walker_range(&self, index: u64) -> Option<(u64, u64)> {
-        let mut wk = self.walker();
+        let mut wk = Walker::new(self.view());
         wk.walk(index)?;
         wk.word.is_entry().then_some((wk.lo, wk.hi))
     }
+}
 
-    /// Exclusive mode only: erases the range containing `index` and hands its entry back.
+impl<E: Entry> WriteGuard<'_, E> {
+    /// [`Writer::take`] through a guard of [`MapleTree::exclusive`].
+    fn take(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
+        match self.any_writer() {
+            AnyWriter::Exclusive(mut w) => w.take(index),
+            AnyWriter::Rcu(_) => unreachable!("`MapleTree::exclusive` makes exclusive guards"),
+        }
+    }
+}
+
+/// Exclusive mode only: entries are handed back.
+impl<E: Entry> Writer<'_, E, Exclusive> {
+    /// Erases the range containing `index` and hands its entry back.
     pub(crate) fn take(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
-        assert!(self.exclusive, "maple tree: take needs exclusive mode");
         let mut wk = self.walker();
         wk.walk(index)?;
         if !wk.word.is_entry() {
@@ -479,7 +492,7 @@ impl<'t, E: Entry + 't> fmt::Debug for CursorMut<'_, 't, E> {
 impl<E: Entry> fmt::Debug for WriteGuard<'_, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WriteGuard")
-            .field("exclusive", &self.exclusive)
+            .field("exclusive", &self.is_exclusive())
             .field("alloc", &self.is_alloc())
             .field("len", &self.len())
             .field("height", &self.height())

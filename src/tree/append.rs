@@ -6,17 +6,19 @@
 
 use crate::entry::Entry;
 
+use super::node::Mode;
+use super::node::Write;
 use super::node::{Kind, RANGE_SLOTS};
 use super::walk::{Level, Walker};
-use super::write::WriteGuard;
+use super::write::Writer;
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The in-place appends (see the module table) of `[first, last] = entry` into the last slot
     /// `[r_min, max]` of `lw`'s leaf, holding `content`; `false` when none applies (no room, or
     /// an append at the start in RCU mode).
     pub(crate) fn append_in_place(
         &mut self,
-        lw: &Walker<'t>,
+        lw: &Walker<'t, Write>,
         r_min: u64,
         content: usize,
         first: u64,
@@ -44,7 +46,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// nothing done, when none applies.
     fn append_stores(
         &mut self,
-        leaf: Level<'t>,
+        leaf: Level<'t, Write>,
         r_min: u64,
         content: usize,
         first: u64,
@@ -80,7 +82,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             n.publish_pivot(end, first - 1);
             self.seal_lowered(n, end);
             self.st.stats.append_end += 1;
-        } else if last < max && self.exclusive {
+        } else if last < max && M::EXCLUSIVE {
             if end + 1 >= RANGE_SLOTS {
                 return false;
             }
@@ -104,7 +106,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// decides the new one without a scan.
     fn after_append(
         &self,
-        lw: &Walker<'_>,
+        lw: &Walker<'_, Write>,
         r_min: u64,
         content: usize,
         first: u64,
@@ -142,7 +144,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let g = if left.max(right) >= r_min - leaf.min {
             left.max(right)
         } else {
-            super::gap::leaf_max_gap(leaf.node, leaf.min, leaf.max)
+            super::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max)
         };
         self.propagate_gap(&lw.path()[..lw.depth - 1], g);
     }

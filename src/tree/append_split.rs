@@ -27,9 +27,11 @@ use smallvec::SmallVec;
 use crate::entry::Entry;
 
 use super::big_node::Item;
+use super::node::Mode;
+use super::node::Write;
 use super::node::{Fresh, Kind, RANGE_SLOTS};
 use super::walk::{Level, Walker};
-use super::write::WriteGuard;
+use super::write::Writer;
 
 /// The last slot of the full leaf, as the leaf store saw it.
 pub(crate) struct LastSlot {
@@ -45,13 +47,13 @@ pub(crate) struct LastSlot {
     pub(crate) prev2_hi: u64,
 }
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Appends `[first, last] = entry` into the last slot of the full rightmost leaf `lw` by
     /// truncation (see the module docs). The caller checked: the leaf's max is `u64::MAX`, the
     /// write starts in the last slot, and the leaf has no room.
     pub(crate) fn append_split(
         &mut self,
-        lw: &Walker<'t>,
+        lw: &Walker<'t, Write>,
         first: u64,
         last: u64,
         entry: usize,
@@ -62,7 +64,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         // The fills keep the written range as the leaf's last slot, so never for a NULL store: a
         // leaf that is not the rightmost must not end in NULL.
         let fill = entry != 0 && ls.end + 2 == RANGE_SLOTS && ls.r_min < first && last < u64::MAX;
-        if self.exclusive && fill {
+        if M::EXCLUSIVE && fill {
             // No readers, one slot left (a three-way append needs two): the leaf takes the new
             // entry as its last slot and keeps all sixteen (it ends in the entry, never in NULL),
             // and only the rest of the old last range moves to the new leaf. In-order builds
@@ -77,7 +79,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             self.st.stats.append_fill += 1;
             return self.append_climb(lw, last, &items);
         }
-        if !self.exclusive && fill && self.append_fill_cow(lw, first, last, entry, &ls) {
+        if !M::EXCLUSIVE && fill && self.append_fill_cow(lw, first, last, entry, &ls) {
             return;
         }
         // The leaf keeps slots 0..k; it must not end in NULL.
@@ -113,7 +115,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// parent has no free slot: then the truncation below climbs instead.
     fn append_fill_cow(
         &mut self,
-        lw: &Walker<'t>,
+        lw: &Walker<'t, Write>,
         first: u64,
         last: u64,
         entry: usize,
@@ -166,7 +168,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// A copy of the last node of `path` (on the right edge) whose last child is replaced by the
     /// two children of `pair`, published in its place (one store of the grandparent's slot, or
     /// of the root); the old node is retired.
-    fn replace_parent_with_pair(&mut self, path: &[Level<'t>], pair: [Item<'t>; 2]) {
+    fn replace_parent_with_pair(&mut self, path: &[Level<'t, Write>], pair: [Item<'t>; 2]) {
         let d = path.len() - 1;
         let p = path[d];
         debug_assert_eq!(p.max, u64::MAX);
@@ -185,19 +187,19 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let parent = self.alloc_node(p.node.kind());
         self.write_items(parent.node(), &pitems, p.max);
         let g = self.node_max_gap(parent.node(), p.min, p.max);
+        // Retires `p`.
         self.replace_child(&path[..d], parent, g);
-        self.retire_node(p.node);
     }
 
     /// The leaf of `lw` now ends at `kept_max`; `items` (up to `u64::MAX`) go into a new leaf
     /// appended after it, the parents gaining it by the in-place `+1` append or by truncation.
-    fn append_climb(&mut self, lw: &Walker<'t>, kept_max: u64, items: &[Item<'t>]) {
+    fn append_climb(&mut self, lw: &Walker<'t, Write>, kept_max: u64, items: &[Item<'t>]) {
         let leaf = *lw.leaf();
         let new_leaf = self.alloc_node(Kind::Leaf);
         self.write_items(new_leaf.node(), items, u64::MAX);
         let mut new_gap = self.node_max_gap(new_leaf.node(), kept_max + 1, u64::MAX);
         let mut kept_gap = if self.is_alloc() {
-            super::gap::leaf_max_gap(leaf.node, leaf.min, kept_max)
+            super::gap::leaf_max_gap(leaf.node.view(), leaf.min, kept_max)
         } else {
             0
         };
@@ -257,7 +259,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// stale one of a freed node at the same address).
     fn append_to_parent(
         &mut self,
-        path: &[Level<'t>],
+        path: &[Level<'t, Write>],
         kept_max: u64,
         kept_gap: u64,
         new: Fresh<'t>,

@@ -5,7 +5,8 @@
 
 use smallvec::SmallVec;
 
-use super::node::{Fresh, NodeRef, Slot, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::Write;
+use super::node::{Fresh, Live, Slot, RANGE_PIVOTS, RANGE_SLOTS};
 use super::walk::Level;
 
 /// One slot of a level being rebuilt: its upper bound, its word (entry or child node) and, for
@@ -13,7 +14,7 @@ use super::walk::Level;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Item<'g> {
     pub(crate) hi: u64,
-    pub(crate) slot: Slot<'g>,
+    pub(crate) slot: Slot<'g, Write>,
     pub(crate) gap: u64,
 }
 
@@ -37,7 +38,7 @@ impl<'g> Item<'g> {
 
     /// An internal slot holding `child`, whose largest gap is `gap`.
     #[inline]
-    pub(crate) const fn child(hi: u64, child: NodeRef<'g>, gap: u64) -> Self {
+    pub(crate) const fn child(hi: u64, child: Live<'g>, gap: u64) -> Self {
         Item {
             hi,
             slot: Slot::Child(child),
@@ -139,8 +140,9 @@ impl LeafWrite {
     /// Reads the leaf of `leaf` (whose slot `leaf.offset` holds `first`) and classifies the
     /// write into `self`; a NULL write is widened over empty neighbours (`mas_wr_extend_null`).
     /// Filled in place: it is 400 bytes, and returning it by value cost a `memcpy` per store.
-    #[inline]
-    pub(crate) fn read(&mut self, leaf: Level<'_>, first: u64, last: u64, entry: usize) {
+    /// Always inlined into its one caller (`leaf_store`, one copy per write mode).
+    #[inline(always)]
+    pub(crate) fn read(&mut self, leaf: Level<'_, Write>, first: u64, last: u64, entry: usize) {
         let n = leaf.node;
         let (min, max) = (leaf.min, leaf.max);
         let end = n.end(max);
@@ -176,7 +178,7 @@ impl LeafWrite {
 
     /// NULL widening within the leaf (`mas_wr_extend_null`); `false` if the leaf would end in
     /// NULL without being the rightmost one.
-    #[inline]
+    #[inline(always)]
     fn widen_null(&mut self) -> bool {
         let (off, off_end, ws) = (self.off, self.off_end, &self.ws);
         if ws[off] == 0 {

@@ -15,9 +15,9 @@ use crate::error::Error;
 
 use crate::entry::Owned;
 
-use super::node::{Loaded, NodeRef, RootRef, RANGE_PIVOTS};
+use super::node::{Access, Loaded, NodeRef, Read, RootRef, Write, RANGE_PIVOTS};
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::{with_mode, AnyWriter, WriteGuard};
 
 /// Where a cursor stands (`enum maple_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,8 +40,8 @@ pub enum Status {
 /// Position logic shared by both cursors: the kernel's `ma_state` moves (`mas_walk`,
 /// `mas_find`, `mas_next`, ... with their `mas_*_setup` status handling and `mas_next_slot` /
 /// `mas_prev_slot` stepping), on a [`Walker`] path.
-struct Core<'g> {
-    w: Walker<'g>,
+struct Core<'g, A: Access = Read> {
+    w: Walker<'g, A>,
     /// The walker's position is current (the kernel's `mas->node` is set and matches
     /// `index`/`last`).
     valid: bool,
@@ -54,8 +54,8 @@ struct Core<'g> {
     root: bool,
 }
 
-impl<'g> Core<'g> {
-    fn new(root: RootRef<'g>, index: u64) -> Self {
+impl<'g, A: Access> Core<'g, A> {
+    fn new(root: RootRef<'g, A>, index: u64) -> Self {
         Core {
             w: Walker::new(root),
             valid: false,
@@ -455,7 +455,7 @@ impl<'g> Core<'g> {
     /// `Walker::next_leaf` moves there: the leaf alive, not the parent's last child, the parent
     /// alive, the child slot non-empty, a leaf, and ending above `hi`. The walker and the range
     /// then stand on that slot; returns its word. `None`, nothing changed, otherwise.
-    fn cross(&mut self, n: NodeRef<'g>, hi: u64) -> Option<Loaded<'g>> {
+    fn cross(&mut self, n: NodeRef<'g, A>, hi: u64) -> Option<Loaded<'g>> {
         let path = self.w.path();
         let p = *path.get(path.len().checked_sub(2)?)?;
         if n.is_dead() || hi >= p.max || p.node.is_dead() {
@@ -779,8 +779,11 @@ impl<'g, E: Entry + 'g> Cursor<'g, E> {
 /// # }
 /// ```
 pub struct CursorMut<'w, 't, E> {
-    wg: &'w mut WriteGuard<'t, E>,
-    core: Core<'t>,
+    /// The writer, borrowed from the write guard for the cursor's life: the walker's nodes are
+    /// its handles.
+    wg: AnyWriter<'w, E>,
+    core: Core<'w, Write>,
+    _t: PhantomData<&'w WriteGuard<'t, E>>,
     /// Preallocated range, checked by `store_prealloc`.
     prealloc: Option<(u64, u64)>,
 }
@@ -809,16 +812,20 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
         let w = w.map_or(0, Owned::into_raw);
         self.core.root = false;
         let (first, last) = (self.core.index, self.core.last);
-        if self.core.valid && self.wg.exact_fit_at(&mut self.core.w, first, last, w) {
+        if self.core.valid
+            && with_mode!(ref self.wg, wr => wr.exact_fit_at(&mut self.core.w, first, last, w))
+        {
             // In place: the cursor's path is still the tree's, so it stays valid and a
             // following `next`/`find` moves on from here without a walk (dup_mmap's loop).
             self.core.status = Status::Active;
             // The new range (the old one was counted down as `exact_fit_at` released it).
-            self.wg.add_len(1);
-            self.wg.drop_released();
+            with_mode!(ref self.wg, wr => {
+                wr.add_len(1);
+                wr.drop_released();
+            });
             return Ok(());
         }
-        let (a, b) = self.wg.write(first, last, w);
+        let (a, b) = with_mode!(ref self.wg, wr => wr.write(first, last, w));
         self.core.index = a;
         self.core.last = b;
         self.core.valid = false;
@@ -844,7 +851,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
             return false;
         }
         let (lo, hi) = (self.core.w.lo, self.core.w.hi);
-        let (a, b) = self.wg.write(lo, hi, 0);
+        let (a, b) = with_mode!(ref self.wg, wr => wr.write(lo, hi, 0));
         self.core.index = a;
         self.core.last = b;
         self.core.valid = false;
@@ -887,10 +894,12 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
 impl<'t, E: Entry + 't> WriteGuard<'t, E> {
     /// A writing cursor at `index`, in status [`Status::Start`].
     pub fn cursor<'w>(&'w mut self, index: u64) -> CursorMut<'w, 't, E> {
-        let core = Core::new(self.root.view(), index);
+        let mut wg = self.any_writer();
+        let core = Core::new(with_mode!(ref wg, w => w.root.walk_root()), index);
         CursorMut {
-            wg: self,
+            wg,
             core,
+            _t: PhantomData,
             prealloc: None,
         }
     }

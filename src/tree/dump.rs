@@ -23,7 +23,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     /// A text dump of every node, depth first, in the spirit of the kernel's `mt_dump`.
     pub fn dump(&self) -> String {
         let mut out = String::new();
-        let root = self.root.node();
+        let root = self.view().node();
         let _ = writeln!(
             out,
             "maple_tree flags {}, height {} root {:#x}",
@@ -32,11 +32,11 @@ impl<E: Entry> WriteGuard<'_, E> {
             } else {
                 "range"
             },
-            self.st.height,
+            self.state().height,
             root.map_or(0, node_word)
         );
         if let Some(r) = root {
-            self.dump_node(&mut out, r, 0, u64::MAX, 0);
+            self.dump_node(&mut out, r.view(), 0, u64::MAX, 0);
         }
         out
     }
@@ -71,8 +71,8 @@ impl<E: Entry> WriteGuard<'_, E> {
     /// The tree as a Graphviz DOT graph (one record per node, slot ranges as fields).
     pub fn dump_dot(&self) -> String {
         let mut out = String::from("digraph maple {\n  node [shape=record, fontname=monospace];\n");
-        if let Some(r) = self.root.node() {
-            self.dot_node(&mut out, r, 0, u64::MAX);
+        if let Some(r) = self.view().node() {
+            self.dot_node(&mut out, r.view(), 0, u64::MAX);
         }
         out.push_str("}\n");
         out

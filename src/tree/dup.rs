@@ -3,14 +3,14 @@
 
 use crate::entry::Entry;
 
-use super::node::{Fresh, NodeRef, WriterRoot};
+use super::node::{Exclusive, Fresh, NodeRef, WriterRoot};
 
 /// Copies the subtree of `src` (whose implied max is `max`) into fresh nodes of `dst`, depth
 /// first: each node is one `malloc` and a copy of its words ([`WriterRoot::alloc_cloned_leaf`],
 /// [`WriterRoot::alloc_copied_internal`]), children are copied before their parent and linked to
 /// it afterwards.
 pub(crate) fn copy_node<'t, E: Entry + Clone>(
-    dst: WriterRoot<'t>,
+    dst: WriterRoot<'t, Exclusive>,
     src: NodeRef<'_>,
     max: u64,
     count: &mut u64,

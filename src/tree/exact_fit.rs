@@ -5,18 +5,20 @@
 use crate::entry::Entry;
 
 use super::big_node::LeafWrite;
-use super::node::NodeRef;
+use super::node::Live;
+use super::node::Mode;
+use super::node::Write;
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::Writer;
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The exact fit without the leaf image (`wr_exact_fit`): `[first, last]` is exactly the
     /// walker's slot and `entry` is not NULL (a NULL store may widen over empty neighbours, so it
     /// takes the general path). One Release store of the slot; the walker stays valid and now
     /// reports `entry`. `false`, with nothing done, when the store is not an exact fit.
     pub(crate) fn exact_fit_at(
         &mut self,
-        lw: &mut Walker<'t>,
+        lw: &mut Walker<'t, Write>,
         first: u64,
         last: u64,
         entry: usize,
@@ -37,7 +39,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// The exact fit found on the leaf image of a leaf store (a NULL write included, after its
     /// widening); `false`, with nothing done, if it is not one or the slot is sealed.
-    pub(crate) fn exact_fit_in_leaf(&mut self, lw: &Walker<'t>, l: &LeafWrite) -> bool {
+    pub(crate) fn exact_fit_in_leaf(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) -> bool {
         let n = lw.leaf().node;
         if l.off != l.off_end
             || l.r_min != l.first
@@ -54,8 +56,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// gets `entry` by one Release store; the old entry is released.
     fn wr_exact_fit(
         &mut self,
-        lw: &Walker<'_>,
-        n: NodeRef<'_>,
+        lw: &Walker<'_, Write>,
+        n: Live<'_>,
         off: usize,
         old: usize,
         entry: usize,

@@ -3,8 +3,10 @@
 //! Module map, from the bottom (each module imports only modules listed above it; the only
 //! `unsafe` of the tree is in `node`, and of the crate besides in `entry`, checked by
 //! `scripts/check-unsafe.sh`):
-//! - `node`: raw 256-byte nodes, the root, the publication protocol and its typed handles
-//!   (`RootRef`, `WriterRoot`, `NodeRef`, `Fresh`, `Loaded`, `Slot`, `SavedNodes`);
+//! - `node`: raw 256-byte nodes, the root with the writer lock, the publication protocol and
+//!   its typed handles (`RootRef`, `WriterRoot<M>` with the write modes `Rcu`/`Exclusive`,
+//!   `NodeRef` for readers, `Live` for the writer, `Fresh`, `Unlinked`, `Loaded`, `Slot`,
+//!   `SavedNodes`);
 //! - `pending`, `seal`: counters of retired memory; the seals that force copy-on-write;
 //! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators,
 //!   cursors and the writer); `iter`: iteration; `gap`: gap sizes and `empty_area` searches;
@@ -77,7 +79,6 @@ use std::sync::Arc;
 use crossbeam_epoch::{Collector, Guard};
 
 use crate::entry::Entry;
-use crate::sync::Mutex;
 use node::{Kind, RootRef};
 use state::{StateRef, WriterState};
 
@@ -156,10 +157,9 @@ impl Options {
 /// ```
 pub struct MapleTree<E> {
     /// Root node word (0: empty) and the collector protecting the nodes.
-    pub(crate) root: node::Root,
+    pub(crate) root: node::Root<WriterState>,
     /// Internal node kind: `ARange` for allocation trees, else `Range`.
     pub(crate) internal: Kind,
-    pub(crate) writer: Mutex<WriterState>,
     /// Ranges holding an entry or the zero entry, kept by the writer; read lock-free.
     /// A std atomic even under loom: a statistic no model reasons about.
     pub(crate) len: StdAtomicUsize,
@@ -177,7 +177,7 @@ pub struct MapleTree<E> {
 }
 
 /// See [`MapleTree::free_all`].
-type FreeAll = fn(&mut node::Root, &mut HashMap<usize, usize>);
+type FreeAll = fn(&mut node::Root<WriterState>, &mut HashMap<usize, usize>);
 
 impl<E: Entry> Default for MapleTree<E> {
     fn default() -> Self {
@@ -209,9 +209,8 @@ impl<E: Entry> MapleTree<E> {
             Kind::Range
         };
         MapleTree {
-            root: node::Root::new(internal, collector, default_collector),
+            root: node::Root::new(internal, collector, default_collector, WriterState::new()),
             internal,
-            writer: Mutex::new(WriterState::new()),
             len: StdAtomicUsize::new(0),
             pending: Arc::new(pending::Pending::default()),
             free_all: node::Root::free_all::<E>,
@@ -250,12 +249,12 @@ impl<E: Entry> MapleTree<E> {
 
     /// Number of levels (0 for an empty tree, 1 for a single leaf). Takes the writer lock.
     pub fn height(&self) -> usize {
-        self.writer.lock().height
+        self.root.lock().height
     }
 
     /// Per-path write counters since creation, and the readers' restarts. Takes the writer lock.
     pub fn stats(&self) -> Stats {
-        let mut s = self.writer.lock().stats;
+        let mut s = self.root.lock().stats;
         s.reader_restarts = self.root.restarts();
         s
     }
@@ -265,7 +264,7 @@ impl<E: Entry> MapleTree<E> {
     /// the three-way append patch.
     #[doc(hidden)]
     pub fn set_append(&self, on: bool) {
-        self.writer.lock().append = on;
+        self.root.lock().append = on;
     }
 
     /// Takes the writer lock for RCU-mode writes: concurrent readers stay correct; replaced nodes
@@ -276,11 +275,10 @@ impl<E: Entry> MapleTree<E> {
     /// [`WriteGuard::dump`]); the tree's own writing methods and its `height`, `stats`,
     /// `validate` and `dump` take the lock again and would wait for ever.
     pub fn lock(&self) -> WriteGuard<'_, E> {
-        let lock = self.writer.lock();
-        let root = self.root.locked(&lock);
+        let lock = self.root.lock();
         WriteGuard::from_parts(
-            root,
             StateRef::Locked(lock),
+            self.internal,
             Some(self.pin()),
             &self.len,
             &self.pending,
@@ -292,21 +290,15 @@ impl<E: Entry> MapleTree<E> {
     pub fn exclusive(&mut self) -> WriteGuard<'_, E> {
         let MapleTree {
             root,
-            writer,
+            internal,
             len,
             pending,
             ..
         } = self;
-        let st = writer.get_mut();
+        let mut x = root.exclusive();
         // `&mut` tree: no reader exists, none can hold a value an earlier store replaced.
-        st.seals.clear();
-        WriteGuard::from_parts(
-            root.exclusive(),
-            StateRef::Exclusive(st),
-            None,
-            len,
-            pending,
-        )
+        x.seals.clear();
+        WriteGuard::from_parts(StateRef::Exclusive(x), *internal, None, len, pending)
     }
 
     // ----- explicit-guard reads ----------------------------------------------------------------
@@ -716,24 +708,27 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
     /// exact fit. The copy uses the same options and collector.
     pub fn dup(&self) -> MapleTree<E> {
         let mut opts = Options::new().alloc(self.internal == Kind::ARange);
-        if !self.root.is_default_collector() {
-            opts = opts.collector(self.collector().clone());
+        let view = self.view();
+        if !view.is_default_collector() {
+            opts = opts.collector(view.collector().clone());
         }
         let mut new = MapleTree::with_options(opts);
-        let Some(src) = self.root.node() else {
+        let Some(src) = view.node() else {
             return new;
         };
         let mut count = 0u64;
         {
             // The copy is built and published under `&mut new`: nobody can see it yet.
-            let dst = new.root.exclusive();
+            let mut x = new.root.exclusive();
+            let (dst, _, _) = x.writer();
             let copy = dup::copy_node::<E>(dst, src, u64::MAX, &mut count);
-            dst.publish(copy);
+            let old = dst.publish(copy);
+            debug_assert!(old.is_none(), "a new tree has no root to unlink");
         }
         *new.len.get_mut() = self.len();
-        let st = new.writer.get_mut();
-        st.height = self.st.height;
-        st.append = self.st.append;
+        let st = new.root.state_mut();
+        st.height = self.state().height;
+        st.append = self.state().append;
         st.stats.nodes_allocated = count;
         new
     }
@@ -741,10 +736,10 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
 
 impl<E> Drop for MapleTree<E> {
     fn drop(&mut self) {
-        let st = self.writer.get_mut();
+        let mut multi = core::mem::take(&mut self.root.state_mut().multi);
         // `free_all` is `Root::free_all::<E>` for this tree's `E` (set by `with_options`, the
         // only constructor); `&mut self`: no reader or writer can reach the tree any more.
-        (self.free_all)(&mut self.root, &mut st.multi);
+        (self.free_all)(&mut self.root, &mut multi);
     }
 }
 

@@ -1,31 +1,64 @@
 //! Raw nodes: layout, allocation, and the publication primitives. All of the tree's `unsafe`
 //! lives here; everything above this module goes through the typed handles:
 //!
+//! - [`Root`]: the root word, the collector, and the writer lock with the writer state. The
+//!   writer's view of the root comes only from this tree's own lock guard ([`WriterLock`], made
+//!   by [`Root::lock`]) or from `&mut` of the tree ([`ExclusiveRoot`], made by
+//!   [`Root::exclusive`]), and lives for the borrow of that guard.
 //! - [`RootRef`]: the root as a reader sees it, made from a guard checked against the tree's
 //!   collector ([`Root::reader`]), or from the writer ([`WriterRoot::view`]); loads only.
-//! - [`WriterRoot`]: the root as the one writer sees it (from the writer lock or `&mut`):
-//!   writer-private loads, publication of a new root, allocation, retirement, entry drops.
-//! - [`NodeRef`]: a node reachable for `'g`; [`Fresh`]: a node nobody can reach yet, published
-//!   only by being consumed ([`WriterRoot::publish`], [`NodeRef::publish_child`],
-//!   [`NodeRef::append_child`], or a slot of a fresh parent).
+//! - [`WriterRoot`]: the root as the one writer sees it, typed by its write [`Mode`] ([`Rcu`]
+//!   or [`Exclusive`]): writer-private loads, publication of a new root, allocation,
+//!   retirement, entry drops (deferred ones only in RCU mode, immediate ones only in
+//!   exclusive mode).
+//! - [`NodeRef`]: a node reachable for `'g`; `NodeRef<'g>` (access [`Read`]) loads only, and
+//!   nothing turns it into a writer handle. [`Live`] (`NodeRef<'w, Write>`): a node the writer
+//!   reached from its [`WriterRoot`] (child loads from a `Live` give `Live`s), with the stores;
+//!   [`NodeRef::view`] gives its reader handle for the shared read code.
+//! - [`Fresh`]: a node nobody can reach yet, published only by being consumed
+//!   ([`WriterRoot::publish`], [`Live::publish_child`], [`Live::append_child`], or a slot of a
+//!   fresh parent).
+//! - [`Unlinked`]: a node no live node links any more, which only the unlinking publications
+//!   return (the replaced child, the old root) or the node layer's parent-word check
+//!   ([`WriterRoot::unlinked`]) makes; only it can be retired ([`WriterRoot::retire`]).
+//!   Retired nodes wait in [`Retiring`] until the writer's borrow ends, then go to the
+//!   collector (RCU mode) or are freed (exclusive mode).
 //! - [`Slot`]: what the writer stores: internal slots take only node handles, leaves only entry
 //!   words; [`Loaded`]: a leaf word a node load returned, whose entry can be borrowed for `'g`.
 //! - [`SavedNodes`]: the writer's saved path, trusted only while no node has been retired.
 //!
-//! ## What is left (not enforced by the types yet)
+//! ## What is enforced, and what is left
 //!
-//! - **Writer handles** carry the tree borrow's lifetime `'t` ([`WriterRoot`]), not the write
-//!   guard's: the writer must not keep a handle past the retirement of its node, and must
-//!   retire only nodes it has unlinked, once ([`WriterRoot::retire`] takes a [`NodeRef`], not
-//!   an `Unlinked` handle). Reader and writer handles are one type: a [`NodeRef`] reached by a
-//!   reader could call the writer's stores (crate-internal code does not).
+//! Enforced by the types: a reader's handles cannot store; a [`WriterRoot`] (hence every
+//! [`Live`], [`Fresh`] and [`Unlinked`]) exists only under this tree's writer lock or `&mut`
+//! and lives no longer than that borrow; a node is retired only through an [`Unlinked`], and
+//! at most once (the dead bit is set by a read-modify-write that tells a second retirement
+//! apart); no handle of the write that retired a node outlives the node, and the write never
+//! touches a node it handed on;
+//! deferred entry drops need an RCU-mode root, immediate ones an exclusive-mode root.
+//!
+//! Left to the writer's invariants (checked at run time, or not at all):
+//!
+//! - **Unlinked by check**: [`WriterRoot::unlinked`] trusts that every child store goes
+//!   through this layer's stores (which record the parent word) and that the writer never
+//!   leaves one node linked in two live places; a node still linked is refused (and the
+//!   writer's debug builds panic), a node unlinked but found linked by a stale word beyond a
+//!   node's end would be leaked, never freed early.
+//! - **In-place stores** of a [`Live`] are not typed by where they may go: Relaxed stores only
+//!   beyond the published end or into fresh nodes, Release stores only where the publication
+//!   table says (P3/P5/P9), seals respected — the write paths' contract.
+//! - **Handles across writes**: a writing cursor keeps its writer (and its walker's [`Live`]
+//!   nodes) for its whole life; it re-walks after any write that may have changed the
+//!   structure (its `valid` flag), and the nodes its writes retire in exclusive mode are
+//!   freed when it is dropped.
 //! - **Entry words** are not typed by the tree's entry type `E`: [`Loaded::entry`],
 //!   [`WriterRoot::defer_drop_entry`], [`WriterRoot::drop_entry_now`] and
 //!   [`WriterRoot::take_entries`] rely on the invariant that the leaves of a `MapleTree<E>`
 //!   hold only words of `E::into_word` (only `WriteGuard<E>` stores leaf words) and on the
 //!   writer's bookkeeping releasing each word once.
-//! - **The write mode** (RCU or exclusive) is a runtime flag of [`WriterRoot`] and of the write
-//!   guard, not a type parameter.
+//! - **The public write guard** keeps one type for both modes (`MapleTree::lock` and
+//!   `MapleTree::exclusive` both return a `WriteGuard<'_, E>`); it picks the typed writer once
+//!   per call.
 //!
 //! # Layout (as the kernel's `struct maple_node`, include/linux/maple_tree.h)
 //!
@@ -140,7 +173,7 @@ use std::collections::HashMap;
 use crossbeam_epoch::{Collector, Guard};
 
 use crate::entry::{Entry, ZERO_WORD};
-use crate::sync::{AtomicU64, AtomicUsize, MutexGuard, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("maple-tree stores pointers in u64 words and needs a 64-bit target");
@@ -167,13 +200,26 @@ const OFFSET_SHIFT: u32 = 59;
 const OFFSET_MASK: usize = 0x1f << OFFSET_SHIFT;
 const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 
-/// The tree's root word (row P1), the collector whose guards protect its nodes, and the count
-/// of reader restarts (a reader that meets a dead node, or a state only a race can produce,
-/// walks again from here). The root word is loaded and stored in this file only: readers go
-/// through a [`RootRef`] made from a guard of this collector ([`Root::reader`]), the writer
-/// through a [`WriterRoot`] made from the writer lock or `&mut` ([`Root::locked`],
-/// [`Root::exclusive`]).
-pub(crate) struct Root {
+/// The tree's root word (row P1), the collector whose guards protect its nodes, the count of
+/// reader restarts (a reader that meets a dead node, or a state only a race can produce, walks
+/// again from here), and the writer lock with the writer's private state `S`. The root word is
+/// loaded and stored in this file only: readers go through a [`RootRef`] made from a guard of
+/// this collector ([`Root::reader`]), the writer through a [`WriterRoot`], which only this
+/// tree's own lock guard ([`WriterLock::writer`], from [`Root::lock`]) or `&mut` of the tree
+/// ([`Root::exclusive`]) makes.
+pub(crate) struct Root<S> {
+    shared: RootWord,
+    writer: Mutex<Side<S>>,
+}
+
+/// What the writer lock guards: the writer state and the exclusive mode's retire queue.
+struct Side<S> {
+    state: S,
+    retiring: Retiring,
+}
+
+/// What readers and the writer share: the root word and what protects its nodes.
+struct RootWord {
     word: AtomicUsize,
     restarts: AtomicU64,
     /// Nodes retired so far (the writer's own counter: Relaxed): a [`SavedNodes`] is trusted
@@ -184,31 +230,46 @@ pub(crate) struct Root {
     default_collector: bool,
 }
 
-impl Root {
+impl<S> Root<S> {
     /// An empty root of a tree whose internal nodes are `internal`, protected by `collector`
-    /// (`default_collector`: crossbeam's default one, pinned through its thread-local handle).
-    pub(crate) fn new(internal: Kind, collector: Collector, default_collector: bool) -> Self {
+    /// (`default_collector`: crossbeam's default one, pinned through its thread-local handle),
+    /// with the writer state `state` behind the writer lock.
+    pub(crate) fn new(
+        internal: Kind,
+        collector: Collector,
+        default_collector: bool,
+        state: S,
+    ) -> Self {
         Root {
-            word: AtomicUsize::new(0),
-            restarts: AtomicU64::new(0),
-            retired: AtomicU64::new(0),
-            internal,
-            collector,
-            default_collector,
+            shared: RootWord {
+                word: AtomicUsize::new(0),
+                restarts: AtomicU64::new(0),
+                retired: AtomicU64::new(0),
+                internal,
+                collector,
+                default_collector,
+            },
+            writer: Mutex::new(Side {
+                state,
+                retiring: Retiring {
+                    owner: 0,
+                    nodes: Vec::new(),
+                },
+            }),
         }
     }
 
     /// The collector this tree's guards must come from.
     pub(crate) fn collector(&self) -> &Collector {
-        &self.collector
+        &self.shared.collector
     }
 
     /// Pins a guard of this tree's collector.
     pub(crate) fn pin(&self) -> Guard {
-        if self.default_collector {
+        if self.shared.default_collector {
             crossbeam_epoch::pin()
         } else {
-            self.collector.register().pin()
+            self.shared.collector.register().pin()
         }
     }
 
@@ -221,10 +282,7 @@ impl Root {
     /// On a guard of another collector (or the unprotected one).
     #[inline]
     pub(crate) fn check_guard(&self, guard: &Guard) {
-        assert!(
-            guard.collector() == Some(&self.collector),
-            "maple tree: the guard is not pinned on this tree's collector"
-        );
+        self.shared.check_guard(guard);
     }
 
     /// A reader's view of the root, for as long as `guard` (checked to be of this tree's
@@ -238,51 +296,214 @@ impl Root {
     pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g> {
         self.check_guard(guard);
         RootRef {
-            root: self,
-            internal: self.internal,
+            root: &self.shared,
+            internal: self.shared.internal,
+            _a: PhantomData,
         }
     }
 
-    /// The writer's view of the root in RCU mode, for the holder of the tree's writer lock
-    /// (`_lock`). See [`WriterRoot`] for what the writer must still guarantee.
-    pub(crate) fn locked<'t, S>(&'t self, _lock: &MutexGuard<'t, S>) -> WriterRoot<'t> {
-        WriterRoot {
-            root: self,
-            exclusive: false,
+    /// Takes the tree's writer lock (RCU mode: readers may run meanwhile). The guard derefs to
+    /// the writer state; [`WriterLock::writer`] makes the writer's view of the root from it.
+    pub(crate) fn lock(&self) -> WriterLock<'_, S> {
+        WriterLock {
+            root: &self.shared,
+            side: self.writer.lock(),
         }
     }
 
-    /// The writer's view of the root in exclusive mode: `&mut` means no reader exists, so
-    /// replaced nodes may be freed at once.
-    pub(crate) fn exclusive(&mut self) -> WriterRoot<'_> {
-        WriterRoot {
-            root: self,
-            exclusive: true,
+    /// Exclusive mode: `&mut` means no reader exists, so replaced nodes are freed without a
+    /// grace period ([`ExclusiveRoot::writer`] makes the writer's view of the root).
+    pub(crate) fn exclusive(&mut self) -> ExclusiveRoot<'_, S> {
+        ExclusiveRoot {
+            root: &self.shared,
+            side: self.writer.get_mut(),
         }
+    }
+
+    /// The writer state, through `&mut` (no lock needed).
+    pub(crate) fn state_mut(&mut self) -> &mut S {
+        &mut self.writer.get_mut().state
     }
 
     /// Frees the whole tree, dropping every entry exactly once (words held by several slots
     /// are counted in `multi`); the root becomes empty. `&mut`: nothing else can reach a node.
     pub(crate) fn free_all<E: Entry>(&mut self, multi: &mut HashMap<usize, usize>) {
-        let w = atomic_take(&mut self.word);
+        // SAFETY: `&mut self`: no writer borrow and no reader exists.
+        unsafe { self.writer.get_mut().retiring.free() };
+        let internal = self.shared.internal;
+        let w = atomic_take(&mut self.shared.word);
         if w == 0 {
             return;
         }
         // SAFETY: a non-zero root word is a node word of this tree, and under `&mut self` no
         // reader or writer can reach the tree: every node stays allocated until freed here.
-        let n = unsafe { NodeRef::from_word(w, self.internal) };
-        free_node::<E>(n, 0, u64::MAX, self.internal, multi);
-    }
-
-    /// Counts one reader restart (a statistic: Relaxed).
-    #[cold]
-    pub(crate) fn restarted(&self) {
-        self.restarts.fetch_add(1, Ordering::Relaxed);
+        let n = unsafe { NodeRef::from_word(w, internal) };
+        free_node::<E>(n, 0, u64::MAX, internal, multi);
     }
 
     /// Reader restarts so far.
     pub(crate) fn restarts(&self) -> u64 {
-        self.restarts.load(Ordering::Relaxed)
+        self.shared.restarts.load(Ordering::Relaxed)
+    }
+}
+
+impl RootWord {
+    /// See [`Root::check_guard`].
+    #[inline]
+    fn check_guard(&self, guard: &Guard) {
+        assert!(
+            guard.collector() == Some(&self.collector),
+            "maple tree: the guard is not pinned on this tree's collector"
+        );
+    }
+
+    /// Counts one reader restart (a statistic: Relaxed).
+    #[cold]
+    fn restarted(&self) {
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The tree's writer lock, held: made only by [`Root::lock`], so it proves that its holder is
+/// the one writer of that tree. Derefs to the writer state.
+pub(crate) struct WriterLock<'t, S> {
+    root: &'t RootWord,
+    side: MutexGuard<'t, Side<S>>,
+}
+
+/// The parts of the writer: its view of the root, the writer state, the retire queue, all for
+/// the borrow of the lock guard or of the exclusive root that made them.
+pub(crate) type WriterParts<'w, S, M> = (WriterRoot<'w, M>, &'w mut S, &'w mut Retiring);
+
+impl<S> WriterLock<'_, S> {
+    /// Hands the nodes the writers before retired to the collector: each is freed once every
+    /// guard pinned now (`guard`, of this tree's collector, checked) has been dropped; `freed()`
+    /// makes the closure that runs after each free.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector.
+    #[inline]
+    pub(crate) fn flush_retired<F: FnOnce() + 'static>(
+        &mut self,
+        guard: &Guard,
+        freed: impl FnMut() -> F,
+    ) {
+        if !self.side.retiring.nodes.is_empty() {
+            self.flush_queued(guard, freed);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn flush_queued<F: FnOnce() + 'static>(&mut self, guard: &Guard, mut freed: impl FnMut() -> F) {
+        self.root.check_guard(guard);
+        for addr in self.side.retiring.nodes.drain(..) {
+            let ptr = core::ptr::with_exposed_provenance_mut::<Node>(addr);
+            // SAFETY: a queued address is a node from `Box::leak` (non-null).
+            let ptr = unsafe { NonNull::new_unchecked(ptr) };
+            let n: Live<'_> = NodeRef {
+                ptr,
+                kind: Kind::Leaf, // not read by `retire_on`
+                _guard: PhantomData,
+            };
+            // SAFETY: the node was queued by `WriterRoot::retire` from an `Unlinked` handle,
+            // once (its dead bit was clear): it is unreachable for guards pinned from now on,
+            // and retired once. `&mut self`: the borrows that made the writers before have
+            // ended, and with them their handles. `guard` is of this collector (checked).
+            unsafe { n.retire_on(guard, freed()) };
+        }
+    }
+
+    /// The writer's view of the root in RCU mode, the writer state and the retire queue, for
+    /// as long as this borrow of the lock guard lasts (see [`WriterRoot`] for what the writer
+    /// must still guarantee).
+    #[inline]
+    pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Rcu> {
+        let side = &mut *self.side;
+        side.retiring.owner = core::ptr::from_ref(self.root).addr();
+        let root = WriterRoot {
+            root: self.root,
+            _m: PhantomData,
+        };
+        (root, &mut side.state, &mut side.retiring)
+    }
+
+    /// A reader view of the root, for reads under the lock borrowed from `&self` (no writer
+    /// view exists while it lives).
+    pub(crate) fn view(&self) -> RootRef<'_> {
+        RootRef {
+            root: self.root,
+            internal: self.root.internal,
+            _a: PhantomData,
+        }
+    }
+}
+
+impl<S> core::ops::Deref for WriterLock<'_, S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.side.state
+    }
+}
+
+impl<S> core::ops::DerefMut for WriterLock<'_, S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.side.state
+    }
+}
+
+/// The tree borrowed `&mut` for exclusive-mode writes: made only by [`Root::exclusive`].
+/// Derefs to the writer state. Frees the nodes its writers retired when the next writer is
+/// made and when it is dropped.
+pub(crate) struct ExclusiveRoot<'t, S> {
+    root: &'t RootWord,
+    side: &'t mut Side<S>,
+}
+
+impl<S> ExclusiveRoot<'_, S> {
+    /// The writer's view of the root in exclusive mode, the writer state and the retire queue,
+    /// for as long as this borrow lasts. First frees what the writers before retired.
+    #[inline]
+    pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Exclusive> {
+        // SAFETY: `&mut self`: the borrows that made the writers before have ended, and with
+        // them every handle of their writes; `&mut` tree: no reader exists.
+        unsafe { self.side.retiring.free() };
+        self.side.retiring.owner = core::ptr::from_ref(self.root).addr();
+        let root = WriterRoot {
+            root: self.root,
+            _m: PhantomData,
+        };
+        (root, &mut self.side.state, &mut self.side.retiring)
+    }
+
+    /// A reader view of the root, for reads borrowed from `&self`.
+    pub(crate) fn view(&self) -> RootRef<'_> {
+        RootRef {
+            root: self.root,
+            internal: self.root.internal,
+            _a: PhantomData,
+        }
+    }
+}
+
+impl<S> core::ops::Deref for ExclusiveRoot<'_, S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.side.state
+    }
+}
+
+impl<S> core::ops::DerefMut for ExclusiveRoot<'_, S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.side.state
+    }
+}
+
+impl<S> Drop for ExclusiveRoot<'_, S> {
+    fn drop(&mut self) {
+        // SAFETY: as in `writer`: the exclusive root's borrows, and their handles, are gone.
+        unsafe { self.side.retiring.free() };
     }
 }
 
@@ -339,17 +560,21 @@ pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
 /// The root as a reader sees it: a root borrowed for `'g` while a guard of the tree's
 /// collector is pinned for `'g` (made by [`Root::reader`]) or while the writer holds the tree
 /// (made by [`WriterRoot::view`]). Loads only.
+///
+/// `A` is the access of the node handles it hands out: [`Read`] for readers; the writer's own
+/// walks get a `RootRef<'w, Write>` ([`WriterRoot::walk_root`]), whose nodes are [`Live`].
 #[derive(Clone, Copy)]
-pub(crate) struct RootRef<'g> {
-    root: &'g Root,
+pub(crate) struct RootRef<'g, A: Access = Read> {
+    root: &'g RootWord,
     /// `root.internal`, kept by value (read once, not after every Acquire load).
     internal: Kind,
+    _a: PhantomData<A>,
 }
 
-impl<'g> RootRef<'g> {
+impl<'g, A: Access> RootRef<'g, A> {
     /// The root node, if any (Acquire: pairs with the Release store that published it).
     #[inline]
-    pub(crate) fn node(self) -> Option<NodeRef<'g>> {
+    pub(crate) fn node(self) -> Option<NodeRef<'g, A>> {
         // ORDERING: P1 (the reader's load of the root word).
         let w = self.root.word.load(Ordering::Acquire);
         if w == 0 {
@@ -368,40 +593,9 @@ impl<'g> RootRef<'g> {
         self.internal
     }
 
-    /// Counts one reader restart.
-    #[cold]
-    pub(crate) fn restarted(self) {
-        self.root.restarted();
-    }
-}
-
-/// The root as the tree's one writer sees it (from the writer lock, [`Root::locked`], or from
-/// `&mut`, [`Root::exclusive`]): writer-private loads, the publication of new roots, node
-/// allocation and retirement.
-///
-/// What the types do not enforce yet (see the module docs, "What is left"): handles made from
-/// a `WriterRoot<'t>` carry the tree borrow's lifetime `'t`, so the writer must not keep one
-/// past the retirement of its node ([`retire`](Self::retire)), and must retire only nodes it
-/// has unlinked, once.
-#[derive(Clone, Copy)]
-pub(crate) struct WriterRoot<'t> {
-    root: &'t Root,
-    exclusive: bool,
-}
-
-impl<'t> WriterRoot<'t> {
-    /// The reader view, for walkers of the writer.
-    #[inline]
-    pub(crate) fn view(self) -> RootRef<'t> {
-        RootRef {
-            root: self.root,
-            internal: self.root.internal,
-        }
-    }
-
     /// The collector of the tree.
     #[inline]
-    pub(crate) fn collector(self) -> &'t Collector {
+    pub(crate) fn collector(self) -> &'g Collector {
         &self.root.collector
     }
 
@@ -409,6 +603,70 @@ impl<'t> WriterRoot<'t> {
     #[inline]
     pub(crate) fn is_default_collector(self) -> bool {
         self.root.default_collector
+    }
+
+    /// Counts one reader restart.
+    #[cold]
+    pub(crate) fn restarted(self) {
+        self.root.restarted();
+    }
+}
+
+/// The root as the tree's one writer sees it, in write mode `M` (made only by
+/// [`WriterLock::writer`], RCU mode, or [`ExclusiveRoot::writer`], exclusive mode, and living
+/// for that borrow): writer-private loads, the publication of new roots (which hand back the
+/// old root as [`Unlinked`]), node allocation, the [`Live`] handles of the writer's walks, and
+/// retirement of [`Unlinked`] nodes.
+///
+/// Enforced: no handle made from a `WriterRoot<'w, M>` outlives `'w`; only unlinked nodes are
+/// retired, once; the mode-specific entry drops exist only in their mode. Not enforced (see
+/// the module docs, "What is enforced, and what is left"): where in-place stores may go, and
+/// the structural invariants [`unlinked`](Self::unlinked) relies on.
+#[derive(Clone, Copy)]
+pub(crate) struct WriterRoot<'t, M: Mode> {
+    root: &'t RootWord,
+    _m: PhantomData<M>,
+}
+
+impl<'t, M: Mode> WriterRoot<'t, M> {
+    /// This writer as an exclusive-mode one, if it is (a constant per `M`).
+    #[inline]
+    pub(crate) fn exclusive(self) -> Option<WriterRoot<'t, Exclusive>> {
+        // Sound: `Mode` is sealed, and only `Exclusive` has `EXCLUSIVE`.
+        M::EXCLUSIVE.then_some(WriterRoot {
+            root: self.root,
+            _m: PhantomData,
+        })
+    }
+
+    /// This writer as an RCU-mode one, if it is (a constant per `M`).
+    #[inline]
+    pub(crate) fn rcu(self) -> Option<WriterRoot<'t, Rcu>> {
+        (!M::EXCLUSIVE).then_some(WriterRoot {
+            root: self.root,
+            _m: PhantomData,
+        })
+    }
+
+    /// The reader view, for walkers of the writer.
+    #[inline]
+    pub(crate) fn view(self) -> RootRef<'t> {
+        RootRef {
+            root: self.root,
+            internal: self.root.internal,
+            _a: PhantomData,
+        }
+    }
+
+    /// The root for the writer's own walks (Acquire loads, as a reader's), whose nodes are
+    /// [`Live`] handles.
+    #[inline]
+    pub(crate) fn walk_root(self) -> RootRef<'t, Write> {
+        RootRef {
+            root: self.root,
+            internal: self.root.internal,
+            _a: PhantomData,
+        }
     }
 
     /// Internal node kind of the tree.
@@ -419,7 +677,7 @@ impl<'t> WriterRoot<'t> {
 
     /// The root node, if any, loaded by the writer (Relaxed: the writer wrote it itself).
     #[inline]
-    pub(crate) fn node(self) -> Option<NodeRef<'t>> {
+    pub(crate) fn node(self) -> Option<Live<'t>> {
         // ORDERING: P15 (writer-private root load).
         let w = self.root.word.load(Ordering::Relaxed);
         if w == 0 {
@@ -434,35 +692,45 @@ impl<'t> WriterRoot<'t> {
     /// Publishes `n` (fully written) as the new root: its parent word is cleared, then one
     /// Release store of the root word exposes it and everything written into it.
     #[inline]
-    pub(crate) fn publish(self, n: Fresh<'t>) {
-        self.store_root(n.0);
+    #[must_use = "the old root is leaked unless it is retired"]
+    pub(crate) fn publish(self, n: Fresh<'t>) -> Option<Unlinked<'t>> {
+        self.store_root(n.0)
     }
 
     /// Makes the live node `n` (a child of the root being collapsed away) the root, by the same
     /// store as [`publish`](Self::publish).
     #[inline]
-    pub(crate) fn promote(self, n: NodeRef<'t>) {
-        self.store_root(n);
+    #[must_use = "the old root is leaked unless it is retired"]
+    pub(crate) fn promote(self, n: Live<'t>) -> Option<Unlinked<'t>> {
+        self.store_root(n)
     }
 
     #[inline]
-    fn store_root(self, n: NodeRef<'t>) {
+    fn store_root(self, n: Live<'t>) -> Option<Unlinked<'t>> {
+        let old = self.node();
         n.set_parent(None, 0);
         // ORDERING: P1 (and P16 for a tree nobody can see yet, e.g. a `dup` copy).
         self.root.word.store(node_word(n), Ordering::Release);
+        // The old root is unlinked unless the new root's subtree took it in (its parent word
+        // would name the node it went into).
+        old.filter(|&o| o != n && o.parent_info().0 == 0)
+            .map(Unlinked)
     }
 
     /// Empties the tree (the root word becomes 0, Release: P1).
     #[inline]
-    pub(crate) fn publish_empty(self) {
+    #[must_use = "the old root is leaked unless it is retired"]
+    pub(crate) fn publish_empty(self) -> Option<Unlinked<'t>> {
+        let old = self.node();
         // ORDERING: P1 (a reader that loads 0 sees an empty tree; nothing to pair with).
         self.root.word.store(0, Ordering::Release);
+        old.map(Unlinked)
     }
 
     /// Allocates a fresh, zeroed, unpublished node, owned by the writer until published.
     #[inline]
     pub(crate) fn alloc(self, kind: Kind) -> Fresh<'t> {
-        Fresh(NodeRef::leak(kind, new_node()))
+        Fresh(Live::leak(kind, new_node()))
     }
 
     /// A fresh, unpublished copy of the leaf `src` (implied max `max`) with every entry within
@@ -503,39 +771,74 @@ impl<'t> WriterRoot<'t> {
         Fresh(n)
     }
 
-    /// Retires a node the writer has unlinked (see the type's docs): marks it dead (readers that
-    /// meet it restart) and frees it at once in exclusive mode (`guard` unused), after a grace
-    /// period of `guard` (a pinned guard of this tree's collector, checked) otherwise; `freed` runs after the free.
+    /// Retires the unlinked node `u`: marks it dead (readers that meet it restart) and queues
+    /// it on `retiring` (this tree's queue, checked). The queue is handed on when the writer's
+    /// borrow of the lock or of `&mut` has ended, so that no handle of this write outlives the
+    /// node and the write never touches a node it retired: in RCU mode to the collector
+    /// ([`WriterLock::flush_retired`], freed after a grace period), in exclusive mode to the
+    /// allocator ([`ExclusiveRoot::writer`] and its drop). `false` (nothing done) if the node
+    /// was retired already.
     ///
     /// # Panics
     ///
-    /// In RCU mode, if `guard` is not pinned on this tree's collector.
-    pub(crate) fn retire(
-        self,
-        n: NodeRef<'t>,
-        guard: Option<&Guard>,
-        freed: impl FnOnce() + 'static,
-    ) {
-        n.mark_dead();
+    /// If `retiring` is another tree's queue.
+    pub(crate) fn retire(self, u: Unlinked<'t>, retiring: &mut Retiring) -> bool {
+        let n = u.0;
+        assert_eq!(
+            retiring.owner,
+            core::ptr::from_ref(self.root).addr(),
+            "maple tree: another tree's retire queue"
+        );
+        if !n.mark_dead() {
+            return false;
+        }
         // ORDERING: P15-like writer-private counter (only the writer reads or writes it).
         let r = self.root.retired.load(Ordering::Relaxed);
         self.root
             .retired
             .store(r.wrapping_add(1), Ordering::Relaxed);
-        if self.exclusive {
-            // SAFETY: exclusive mode (`&mut` tree): no reader exists; the node is unlinked and
-            // retired once (the writer's contract, see the type's docs).
-            unsafe { n.free_now() };
-            freed();
-            return;
-        }
-        let guard = guard.expect("RCU mode retires on a pinned guard");
-        self.root.check_guard(guard);
-        // SAFETY: the node is unlinked (the writer's contract), so only guards pinned before
-        // this call can still reach it, and `guard` belongs to the tree's collector (checked).
-        unsafe { n.retire_on(guard, freed) };
+        retiring.nodes.push(n.ptr.as_ptr().expose_provenance());
+        true
     }
 
+    /// `n` as an [`Unlinked`] handle, if no live node of the tree links it any more. Checked by
+    /// its parent words: every store of a child word (a node-layer store: [`Live::init_child`],
+    /// [`Live::publish_child`], [`Live::append_child`], a root publication) records the node
+    /// and slot it went into, so `n` is unlinked if the slot its parent word names holds
+    /// something else (or, for a root, the root word does), or if that parent is unlinked or
+    /// dead itself; `O(depth)` Relaxed loads of the writer's own words. `None` if `n` is linked.
+    pub(crate) fn unlinked(self, n: Live<'t>) -> Option<Unlinked<'t>> {
+        let mut c = n;
+        for _ in 0..64 {
+            // ORDERING: P13/P14 (the writer's own parent words and dead bits).
+            let pw = c.node().parent.load(Ordering::Relaxed);
+            if pw & DEAD != 0 {
+                return Some(Unlinked(n));
+            }
+            let (p, off) = (pw & ADDR_MASK, (pw & OFFSET_MASK) >> OFFSET_SHIFT);
+            if p == 0 {
+                // ORDERING: P15 (writer-private root load).
+                let root = self.root.word.load(Ordering::Relaxed);
+                return (root != node_word(c)).then_some(Unlinked(n));
+            }
+            // SAFETY: `p` is the address of the node `c` was last stored into (an internal node
+            // of this tree: its kind is the tree's internal kind). `n` was reached by this write
+            // while linked, so its parent chain names nodes that were linked or fresh during
+            // this write, and none of those is freed before the write's handles are gone
+            // (exclusive mode queues frees on `Retiring`, RCU mode defers them past the
+            // writer's pinned guard).
+            let parent: Live<'t> = unsafe { NodeRef::from_word(p, self.root.internal) };
+            if off >= parent.kind.slots() || parent.slot(off) != node_word(c) {
+                return Some(Unlinked(n));
+            }
+            c = parent;
+        }
+        None
+    }
+}
+
+/// RCU mode only: entries are dropped after a grace period.
+impl WriterRoot<'_, Rcu> {
     /// Drops, after a grace period of `guard` (a pinned guard of this tree's collector,
     /// checked), the entry behind `w`, a word the tree owned and that no slot references any
     /// more (the writer's contract, see the type's docs); `dropped` runs first. A panic in the
@@ -543,15 +846,13 @@ impl<'t> WriterRoot<'t> {
     ///
     /// # Panics
     ///
-    /// If `guard` is not pinned on this tree's collector, or in exclusive mode (use
-    /// [`drop_entry_now`](Self::drop_entry_now)).
+    /// If `guard` is not pinned on this tree's collector.
     pub(crate) fn defer_drop_entry<E: Entry>(
         self,
         w: usize,
         guard: &Guard,
         dropped: impl FnOnce() + 'static,
     ) {
-        assert!(!self.exclusive);
         self.root.check_guard(guard);
         debug_assert!(w != 0 && w != ZERO_WORD);
         let run = move || {
@@ -567,15 +868,13 @@ impl<'t> WriterRoot<'t> {
         // crossbeam runs it after every guard pinned now is gone.
         unsafe { guard.defer_unchecked(run) };
     }
+}
 
+/// Exclusive mode only: no reader exists, entries are dropped (or handed back) at once.
+impl WriterRoot<'_, Exclusive> {
     /// Exclusive mode: drops the entry behind `w` now (a word the tree owned that no slot
     /// references any more, the writer's contract).
-    ///
-    /// # Panics
-    ///
-    /// In RCU mode (readers may still read the entry).
     pub(crate) fn drop_entry_now<E: Entry>(self, w: usize) {
-        assert!(self.exclusive);
         debug_assert!(w != 0 && w != ZERO_WORD);
         // SAFETY: no reader exists (`&mut` tree); `w` is an entry word of this tree of `E` no slot
         // references any more, taken back once (the writer's contract).
@@ -585,12 +884,7 @@ impl<'t> WriterRoot<'t> {
     /// Exclusive mode: hands back `count` values of the entry word `w`, which no slot
     /// references any more (the writer's contract; `count` values of it were stored by
     /// `into_word` and none taken back); for types without drop glue, one more copy.
-    ///
-    /// # Panics
-    ///
-    /// In RCU mode.
     pub(crate) fn take_entries<E: Entry>(self, w: usize, count: usize) -> Option<E> {
-        assert!(self.exclusive);
         let mut first = None;
         for _ in 0..count.max(usize::from(!core::mem::needs_drop::<E>())) {
             // SAFETY: as above; for types without drop glue `from_word` may be called again for
@@ -614,20 +908,71 @@ impl<'t> WriterRoot<'t> {
 /// or by being stored into another fresh node ([`Fresh::into_child`]), which is published
 /// later. Not `Copy`: it is published once.
 #[must_use = "a fresh node is leaked unless it is published"]
-pub(crate) struct Fresh<'t>(NodeRef<'t>);
+pub(crate) struct Fresh<'t>(Live<'t>);
 
 impl<'t> Fresh<'t> {
     /// The node, for filling it (and reading it back) before it is published.
     #[inline]
-    pub(crate) fn node(&self) -> NodeRef<'t> {
+    pub(crate) fn node(&self) -> Live<'t> {
         self.0
     }
 
     /// Hands the node over to a fresh parent being built (its slot is written with the other
     /// items of that parent and published with it).
     #[inline]
-    pub(crate) fn into_child(self) -> NodeRef<'t> {
+    pub(crate) fn into_child(self) -> Live<'t> {
         self.0
+    }
+}
+
+/// A node no live node of the tree links any more: made only by the unlinking operations —
+/// [`Live::publish_child`] (the child it replaced), [`WriterRoot::publish`],
+/// [`WriterRoot::promote`] and [`WriterRoot::publish_empty`] (the old root) — or by
+/// [`WriterRoot::unlinked`], which checks it (the consumed nodes of a rebuild, removed
+/// subtrees). It can only be retired ([`WriterRoot::retire`]). Not `Copy`.
+#[must_use = "an unlinked node is leaked unless it is retired"]
+pub(crate) struct Unlinked<'w>(Live<'w>);
+
+/// Nodes the writer retired, unlinked and marked dead, handed on once the writer's borrow ends
+/// — to the collector in RCU mode ([`WriterLock::flush_retired`]), to the allocator in
+/// exclusive mode ([`ExclusiveRoot::writer`] or its drop) — so that no node handle of the
+/// write that retired them can still be used, and the write never touches a node it has
+/// handed on. Belongs to one tree (checked by [`WriterRoot::retire`]).
+pub(crate) struct Retiring {
+    owner: usize,
+    /// Addresses of `Box<Node>` allocations, unlinked and marked dead, each queued once.
+    nodes: Vec<usize>,
+}
+
+impl Retiring {
+    /// Frees the queued nodes.
+    ///
+    /// # Safety
+    ///
+    /// No handle of the writes that queued them may be used any more (the borrow that made
+    /// their writer has ended), and no reader exists (exclusive mode).
+    #[inline]
+    unsafe fn free(&mut self) {
+        if !self.nodes.is_empty() {
+            // SAFETY: the caller's contract.
+            unsafe { self.free_queued() };
+        }
+    }
+
+    /// [`free`](Self::free) of a non-empty queue.
+    ///
+    /// # Safety
+    ///
+    /// As [`free`](Self::free).
+    #[cold]
+    #[inline(never)]
+    unsafe fn free_queued(&mut self) {
+        for addr in self.nodes.drain(..) {
+            let p = core::ptr::with_exposed_provenance_mut::<Node>(addr);
+            // SAFETY: each address is a node that was unlinked and marked dead once (its dead
+            // bit was clear), from `Box::leak`; nothing can reach it (caller contract).
+            free_box(unsafe { Box::from_raw(p) });
+        }
     }
 }
 
@@ -669,13 +1014,13 @@ impl<const N: usize> SavedNodes<N> {
     }
 }
 
-impl<'t> WriterRoot<'t> {
+impl<'t, M: Mode> WriterRoot<'t, M> {
     /// Saves `nodes` (live nodes of this tree, root first) into `to`; nothing (an empty save)
     /// if there are more than `N` or one of them has been retired already.
     #[inline]
     pub(crate) fn save_nodes<const N: usize>(
         self,
-        nodes: impl ExactSizeIterator<Item = NodeRef<'t>>,
+        nodes: impl ExactSizeIterator<Item = Live<'t>>,
         to: &mut SavedNodes<N>,
     ) {
         to.len = 0;
@@ -703,7 +1048,7 @@ impl<'t> WriterRoot<'t> {
     pub(crate) fn saved_nodes<'s, const N: usize>(
         self,
         s: &'s SavedNodes<N>,
-    ) -> Option<impl Iterator<Item = NodeRef<'t>> + 's>
+    ) -> Option<impl Iterator<Item = Live<'t>> + 's>
     where
         't: 's,
     {
@@ -840,14 +1185,14 @@ impl<T: Copy, const N: usize> Levels<T, N> {
 /// nothing) or a child node (internal nodes). Internal slots are written only from handles
 /// (`Slot::Child`), which is what makes decoding them sound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Slot<'g> {
+pub(crate) enum Slot<'g, A: Access = Read> {
     /// An entry word of a leaf (0: nothing).
     Entry(usize),
     /// A child of an internal node.
-    Child(NodeRef<'g>),
+    Child(NodeRef<'g, A>),
 }
 
-impl<'g> Slot<'g> {
+impl<'g, A: Access> Slot<'g, A> {
     /// The entry word (0 for a child, which is never NULL).
     #[inline]
     pub(crate) fn entry(self) -> usize {
@@ -869,7 +1214,7 @@ impl<'g> Slot<'g> {
     ///
     /// On an entry (a leaf slot where a child was expected: a bug of the writer).
     #[inline]
-    pub(crate) fn child(self) -> NodeRef<'g> {
+    pub(crate) fn child(self) -> NodeRef<'g, A> {
         match self {
             Slot::Child(n) => n,
             Slot::Entry(_) => panic!("maple tree: an entry where a child was expected"),
@@ -1153,23 +1498,82 @@ fn free_box(b: Box<Node>) {
 
 // ===== end of the node cache ===================================================================
 
-/// A handle to a node: its address, its kind, and the lifetime of the guard (or writer lock) that
-/// keeps it allocated.
-#[derive(Clone, Copy)]
-pub(crate) struct NodeRef<'g> {
-    ptr: NonNull<Node>,
-    kind: Kind,
-    _guard: PhantomData<&'g Node>,
+/// What a node handle may do, as a type parameter of [`NodeRef`]: [`Read`] handles load only;
+/// [`Write`] handles ([`Live`]) also store. Sealed: the two markers are all there is.
+pub(crate) trait Access: Copy + Eq + core::fmt::Debug + sealed::Sealed {}
+
+mod sealed {
+    /// Keeps [`Access`](super::Access) to the node layer's two markers.
+    pub trait Sealed {}
+    impl Sealed for super::Read {}
+    impl Sealed for super::Write {}
+    /// Keeps [`Mode`](super::Mode) to the node layer's two markers.
+    pub trait SealedMode {}
+    impl SealedMode for super::Rcu {}
+    impl SealedMode for super::Exclusive {}
 }
 
-impl PartialEq for NodeRef<'_> {
+/// Access of a reader's handles (and of the writer's shared read code): loads only. Every
+/// handle a [`RootRef`] made by [`Root::reader`] hands out is a `NodeRef<'g, Read>`, and no
+/// conversion leads from it to a [`Live`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Read {}
+impl Access for Read {}
+
+/// Access of the writer's handles to nodes of its tree: loads and in-place stores. Only a
+/// [`WriterRoot`] makes them (its root load, its walker's root, its saved path, its fresh
+/// nodes), and child loads from one give another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Write {}
+impl Access for Write {}
+
+/// The write mode, as a type parameter of [`WriterRoot`] (and of the writer above): [`Rcu`]
+/// (the writer lock; readers may run, so frees wait for a grace period) or [`Exclusive`]
+/// (`&mut` of the tree; no reader exists). Sealed: the two markers are all there is, which is
+/// what makes [`WriterRoot::exclusive`] and [`WriterRoot::rcu`] sound.
+pub(crate) trait Mode: Copy + 'static + sealed::SealedMode {
+    /// Whether this is [`Exclusive`].
+    const EXCLUSIVE: bool;
+}
+
+/// RCU mode: made only from the writer lock ([`WriterLock::writer`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Rcu {}
+impl Mode for Rcu {
+    const EXCLUSIVE: bool = false;
+}
+
+/// Exclusive mode: made only from `&mut` of the tree ([`ExclusiveRoot::writer`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Exclusive {}
+impl Mode for Exclusive {
+    const EXCLUSIVE: bool = true;
+}
+
+/// A handle to a node: its address, its kind, the lifetime of the guard (or writer lock) that
+/// keeps it allocated, and what it may do ([`Access`]). `NodeRef<'g>` is the reader handle
+/// (loads only); the writer's is [`Live`].
+#[derive(Clone, Copy)]
+pub(crate) struct NodeRef<'g, A: Access = Read> {
+    ptr: NonNull<Node>,
+    kind: Kind,
+    _guard: PhantomData<(&'g Node, A)>,
+}
+
+/// A node of the tree the writer reached through its [`WriterRoot`] (or a fresh node it
+/// filled): the loads of a [`NodeRef`], the in-place Release stores (rows P3/P5/P9/P14) and the
+/// Relaxed stores beyond the end or into a fresh node (P2/P4/P6/P7/P8/P12/P13).
+/// [`view`](NodeRef::view) gives the reader handle for the shared read code.
+pub(crate) type Live<'w> = NodeRef<'w, Write>;
+
+impl<A: Access> PartialEq for NodeRef<'_, A> {
     fn eq(&self, other: &Self) -> bool {
         self.ptr == other.ptr
     }
 }
-impl Eq for NodeRef<'_> {}
+impl<A: Access> Eq for NodeRef<'_, A> {}
 
-impl core::fmt::Debug for NodeRef<'_> {
+impl<A: Access> core::fmt::Debug for NodeRef<'_, A> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{}@{:p}", self.kind.name(), self.ptr)
     }
@@ -1177,7 +1581,7 @@ impl core::fmt::Debug for NodeRef<'_> {
 
 /// Encodes a node as a child (or root) word.
 #[inline]
-pub(crate) fn node_word(n: NodeRef<'_>) -> usize {
+pub(crate) fn node_word<A: Access>(n: NodeRef<'_, A>) -> usize {
     let addr = n.ptr.as_ptr().expose_provenance();
     if n.kind == Kind::Leaf {
         addr | LEAF_TAG
@@ -1186,7 +1590,7 @@ pub(crate) fn node_word(n: NodeRef<'_>) -> usize {
     }
 }
 
-impl<'g> NodeRef<'g> {
+impl<'g, A: Access> NodeRef<'g, A> {
     /// Decodes a child (or root) word.
     ///
     /// # Safety
@@ -1222,14 +1626,14 @@ impl<'g> NodeRef<'g> {
     /// `src` must not change during the copy: the caller holds the writer lock of its tree (or
     /// owns it).
     #[inline]
-    fn copy_leaf_with<'n>(self, max: u64, mut entry: impl FnMut(usize) -> usize) -> NodeRef<'n> {
+    fn copy_leaf_with<'n>(self, max: u64, mut entry: impl FnMut(usize) -> usize) -> Live<'n> {
         debug_assert!(self.is_leaf());
         let mut b = self.copy_box();
         let end = b.end_mut(RANGE_PIVOTS, max);
         b.update_words(RANGE_PIVOTS..=RANGE_PIVOTS + end, |_, w| {
             entry(w as usize) as u64
         });
-        NodeRef::leak(Kind::Leaf, b)
+        Live::leak(Kind::Leaf, b)
     }
 
     /// As [`copy_leaf_with`](Self::copy_leaf_with), for an internal node (rows P2/P7/P12):
@@ -1241,7 +1645,7 @@ impl<'g> NodeRef<'g> {
         self,
         max: u64,
         mut child: impl FnMut(usize, u64) -> usize,
-    ) -> (NodeRef<'n>, usize) {
+    ) -> (Live<'n>, usize) {
         debug_assert!(!self.is_leaf());
         let kind = self.kind;
         let base = kind.slot_base();
@@ -1251,7 +1655,7 @@ impl<'g> NodeRef<'g> {
             let hi = if i < end { b.update(i, |p| p) } else { max };
             b.update(base + i, |_| child(i, hi) as u64);
         }
-        (NodeRef::leak(kind, b), end)
+        (Live::leak(kind, b), end)
     }
 
     /// A fresh, unpublished, boxed copy of this node's data words, parent word zero.
@@ -1287,7 +1691,7 @@ impl<'g> NodeRef<'g> {
 
     /// Publishes nothing: turns an unpublished box into a handle owned by the writer.
     #[inline]
-    fn leak<'n>(kind: Kind, b: Box<Node>) -> NodeRef<'n> {
+    fn leak<'n>(kind: Kind, b: Box<Node>) -> Live<'n> {
         NodeRef {
             ptr: NonNull::from(Box::leak(b)),
             kind,
@@ -1382,27 +1786,6 @@ impl<'g> NodeRef<'g> {
         self.node().words[i].load(ord)
     }
 
-    /// Writer store of pivot `i` on a fresh node or beyond the published end (Relaxed: published
-    /// later by a Release store).
-    #[inline]
-    pub(crate) fn init_pivot(&self, i: usize, v: u64) {
-        debug_assert!(i < self.kind.pivots());
-        // ORDERING: P7/P8 (published later by a Release store, P1/P3/P9).
-        self.node().words[i].store(v, Ordering::Relaxed);
-    }
-
-    /// Writer store of the single pivot that publishes an in-place change (Release).
-    #[inline]
-    pub(crate) fn publish_pivot(&self, i: usize, v: u64) {
-        debug_assert!(i < self.kind.pivots());
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::publish_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Release;
-        // ORDERING: P9 (the single publishing store of an in-place append).
-        self.node().words[i].store(v, ord);
-    }
-
     /// Pivot `i` of a leaf or range node (layout shared by both; no kind dispatch). Acquire, as
     /// [`pivot`](Self::pivot).
     #[inline]
@@ -1468,129 +1851,21 @@ impl<'g> NodeRef<'g> {
         Loaded::new(self.slot(i))
     }
 
+    /// The reader handle of this node (the shared read code takes only those): a copy.
+    #[inline]
+    pub(crate) fn view(self) -> NodeRef<'g> {
+        NodeRef {
+            ptr: self.ptr,
+            kind: self.kind,
+            _guard: PhantomData,
+        }
+    }
+
     /// [`leaf_word`](Self::leaf_word) without the kind dispatch (as [`range_slot`](Self::range_slot)).
     #[inline]
     pub(crate) fn range_word(&self, i: usize) -> Loaded<'g> {
         debug_assert!(self.is_leaf());
         Loaded::new(self.range_slot(i))
-    }
-
-    /// Writer store of a slot on a fresh node or beyond the published end (Relaxed).
-    #[inline]
-    fn init_word(&self, i: usize, w: usize) {
-        debug_assert!(i < self.kind.slots());
-        // ORDERING: P2/P4/P6 (published later by the Release store that exposes it).
-        self.node().words[self.kind.slot_base() + i].store(w as u64, Ordering::Relaxed);
-    }
-
-    /// Writer store of a slot that readers can already reach (Release).
-    #[inline]
-    fn publish_word(&self, i: usize, w: usize) {
-        debug_assert!(i < self.kind.slots());
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::slot_publish_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Release;
-        // ORDERING: P3/P5 (pairs with the readers' Acquire slot load).
-        self.node().words[self.kind.slot_base() + i].store(w as u64, ord);
-    }
-
-    /// Writer store of the entry word `w` (0: nothing) into leaf slot `i` of a fresh node or
-    /// beyond the published end (Relaxed, rows P4/P6).
-    ///
-    /// # Panics
-    ///
-    /// If this is not a leaf (internal slots hold only children).
-    #[inline]
-    pub(crate) fn init_entry(&self, i: usize, w: usize) {
-        assert!(
-            self.is_leaf(),
-            "maple tree: an entry stored into an internal node"
-        );
-        self.init_word(i, w);
-    }
-
-    /// Writer store of the entry word `w` into a leaf slot readers can already reach (Release,
-    /// row P5: the exact fit).
-    ///
-    /// # Panics
-    ///
-    /// If this is not a leaf.
-    #[inline]
-    pub(crate) fn publish_entry(&self, i: usize, w: usize) {
-        assert!(
-            self.is_leaf(),
-            "maple tree: an entry stored into an internal node"
-        );
-        self.publish_word(i, w);
-    }
-
-    /// Writer store of child `c` into slot `i` of a fresh internal node or beyond its published
-    /// end (Relaxed, rows P2/P6), recording this node as `c`'s parent (P13).
-    ///
-    /// # Panics
-    ///
-    /// If this is a leaf.
-    #[inline]
-    pub(crate) fn init_child(&self, i: usize, c: NodeRef<'_>) {
-        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
-        c.set_parent(Some(*self), i);
-        self.init_word(i, node_word(c));
-    }
-
-    /// Replaces child `i` of an internal node readers can already reach by `c` (fresh, fully
-    /// written): `c`'s parent word first (P13), then one Release store of the slot (P3).
-    ///
-    /// # Panics
-    ///
-    /// If this is a leaf.
-    #[inline]
-    pub(crate) fn publish_child(&self, i: usize, c: Fresh<'_>) {
-        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
-        let c = c.0;
-        c.set_parent(Some(*self), i);
-        self.publish_word(i, node_word(c));
-    }
-
-    /// The in-place `+1` append of a child to an internal node readers can reach, whose last
-    /// child is `end` and whose max is `max`: the fresh child `c` (covering up to `max`, largest
-    /// gap `c_gap`) goes into slot `end + 1` with its pivot and gap, the gap of child `end` becomes
-    /// `end_gap`, all Relaxed (rows P6/P8/P12); then pivot `end` is lowered to `end_max`, the one
-    /// Release store that publishes it all (P9).
-    ///
-    /// # Panics
-    ///
-    /// If this is a leaf or has no free slot.
-    pub(crate) fn append_child(
-        &self,
-        end: usize,
-        max: u64,
-        end_max: u64,
-        end_gap: u64,
-        c: Fresh<'_>,
-        c_gap: u64,
-    ) {
-        let kind = self.kind;
-        assert!(
-            end + 1 < kind.slots(),
-            "maple tree: no room to append a child"
-        );
-        self.init_child(end + 1, c.0);
-        if end + 1 < kind.pivots() {
-            self.init_pivot(end + 1, max);
-        }
-        if kind == Kind::ARange {
-            self.set_gap(end + 1, c_gap);
-            self.set_gap(end, end_gap);
-        }
-        self.publish_pivot(end, end_max);
-    }
-
-    /// Writer store of an empty slot beyond the end of a fresh node (Relaxed): zero words,
-    /// which no reader follows.
-    #[inline]
-    pub(crate) fn clear_slot(&self, i: usize) {
-        self.init_word(i, 0);
     }
 
     // ----- gaps (allocation-tree internal nodes) -----------------------------------------------
@@ -1603,31 +1878,7 @@ impl<'g> NodeRef<'g> {
         self.node().words[ARANGE_GAPS + i].load(Ordering::Relaxed)
     }
 
-    /// Sets the gap of child `i` (Relaxed: gaps are hints for the search, see the module table).
-    #[inline]
-    pub(crate) fn set_gap(&self, i: usize, v: u64) {
-        debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
-        // ORDERING: P12.
-        self.node().words[ARANGE_GAPS + i].store(v, Ordering::Relaxed);
-    }
-
     // ----- parent word ----------------------------------------------------------------------------
-
-    /// Records `parent` and this node's offset in it (`None`: this node is the root).
-    #[inline]
-    pub(crate) fn set_parent(&self, parent: Option<NodeRef<'_>>, offset: usize) {
-        let w = match parent {
-            Some(p) => {
-                let addr = p.ptr.as_ptr().expose_provenance();
-                debug_assert_eq!(addr & !ADDR_MASK, 0, "node address uses tag bits");
-                addr | (offset << OFFSET_SHIFT)
-            }
-            None => 0,
-        };
-        // ORDERING: P13/P17 (the writer's own bookkeeping; readers load the word only for the
-        // dead bit, P14, which this store never clears: a node is re-parented only while live).
-        self.node().parent.store(w, Ordering::Relaxed);
-    }
 
     /// The recorded parent address (0 for the root) and offset.
     #[inline]
@@ -1635,13 +1886,6 @@ impl<'g> NodeRef<'g> {
         // ORDERING: P13 (the writer's and `validate`'s own bookkeeping).
         let w = self.node().parent.load(Ordering::Relaxed);
         (w & ADDR_MASK, (w & OFFSET_MASK) >> OFFSET_SHIFT)
-    }
-
-    /// Marks a replaced node dead (Release), so readers that meet it restart.
-    #[inline]
-    fn mark_dead(&self) {
-        // ORDERING: P14 (and P17: the read-modify-write keeps the last re-parenting's bits).
-        self.node().parent.fetch_or(DEAD, Ordering::Release);
     }
 
     /// Whether the node was replaced (Acquire).
@@ -1703,7 +1947,7 @@ impl<'g> NodeRef<'g> {
         min: u64,
         max: u64,
         internal: Kind,
-    ) -> impl Iterator<Item = (u64, u64, Slot<'g>)> {
+    ) -> impl Iterator<Item = (u64, u64, Slot<'g, A>)> {
         let end = self.end(max);
         let mut lo = min;
         (0..=end).map(move |i| {
@@ -1723,7 +1967,7 @@ impl<'g> NodeRef<'g> {
     /// under the publication protocol; readers treat it as a race and restart rather than trust
     /// it (only `validate` reports corruption).
     #[inline]
-    pub(crate) fn try_child(&self, i: usize, internal: Kind) -> Option<NodeRef<'g>> {
+    pub(crate) fn try_child(&self, i: usize, internal: Kind) -> Option<NodeRef<'g, A>> {
         debug_assert!(!self.is_leaf());
         let w = self.slot(i);
         if w == 0 {
@@ -1739,7 +1983,7 @@ impl<'g> NodeRef<'g> {
     /// Sound because children of a node reachable under the guard are reachable too: a child is
     /// retired only after it has been unlinked, and unlinking happens-before the retire.
     #[inline]
-    pub(crate) fn child(&self, i: usize, internal: Kind) -> NodeRef<'g> {
+    pub(crate) fn child(&self, i: usize, internal: Kind) -> NodeRef<'g, A> {
         debug_assert!(!self.is_leaf());
         let w = self.slot(i);
         assert!(w != 0, "maple tree corrupted: internal slot {i} is empty");
@@ -1784,5 +2028,184 @@ impl<'g> NodeRef<'g> {
             prev = v;
         }
         (pivots.len(), prev, u64::MAX)
+    }
+}
+
+/// The writer's stores, on [`Live`] handles only (a [`Read`] handle cannot reach them).
+impl<'w> Live<'w> {
+    /// Writer store of pivot `i` on a fresh node or beyond the published end (Relaxed: published
+    /// later by a Release store).
+    #[inline]
+    pub(crate) fn init_pivot(&self, i: usize, v: u64) {
+        debug_assert!(i < self.kind.pivots());
+        // ORDERING: P7/P8 (published later by a Release store, P1/P3/P9).
+        self.node().words[i].store(v, Ordering::Relaxed);
+    }
+
+    /// Writer store of the single pivot that publishes an in-place change (Release).
+    #[inline]
+    pub(crate) fn publish_pivot(&self, i: usize, v: u64) {
+        debug_assert!(i < self.kind.pivots());
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::publish_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Release;
+        // ORDERING: P9 (the single publishing store of an in-place append).
+        self.node().words[i].store(v, ord);
+    }
+
+    /// Writer store of a slot on a fresh node or beyond the published end (Relaxed).
+    #[inline]
+    fn init_word(&self, i: usize, w: usize) {
+        debug_assert!(i < self.kind.slots());
+        // ORDERING: P2/P4/P6 (published later by the Release store that exposes it).
+        self.node().words[self.kind.slot_base() + i].store(w as u64, Ordering::Relaxed);
+    }
+
+    /// Writer store of a slot that readers can already reach (Release).
+    #[inline]
+    fn publish_word(&self, i: usize, w: usize) {
+        debug_assert!(i < self.kind.slots());
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::slot_publish_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Release;
+        // ORDERING: P3/P5 (pairs with the readers' Acquire slot load).
+        self.node().words[self.kind.slot_base() + i].store(w as u64, ord);
+    }
+
+    /// Writer store of the entry word `w` (0: nothing) into leaf slot `i` of a fresh node or
+    /// beyond the published end (Relaxed, rows P4/P6).
+    ///
+    /// # Panics
+    ///
+    /// If this is not a leaf (internal slots hold only children).
+    #[inline]
+    pub(crate) fn init_entry(&self, i: usize, w: usize) {
+        assert!(
+            self.is_leaf(),
+            "maple tree: an entry stored into an internal node"
+        );
+        self.init_word(i, w);
+    }
+
+    /// Writer store of the entry word `w` into a leaf slot readers can already reach (Release,
+    /// row P5: the exact fit).
+    ///
+    /// # Panics
+    ///
+    /// If this is not a leaf.
+    #[inline]
+    pub(crate) fn publish_entry(&self, i: usize, w: usize) {
+        assert!(
+            self.is_leaf(),
+            "maple tree: an entry stored into an internal node"
+        );
+        self.publish_word(i, w);
+    }
+
+    /// Writer store of child `c` into slot `i` of a fresh internal node or beyond its published
+    /// end (Relaxed, rows P2/P6), recording this node as `c`'s parent (P13).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf.
+    #[inline]
+    pub(crate) fn init_child(&self, i: usize, c: Live<'_>) {
+        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
+        c.set_parent(Some(*self), i);
+        self.init_word(i, node_word(c));
+    }
+
+    /// Replaces child `i` of an internal node readers can already reach by `c` (fresh, fully
+    /// written): `c`'s parent word first (P13), then one Release store of the slot (P3).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf.
+    #[inline]
+    #[must_use = "the replaced child is leaked unless it is retired"]
+    pub(crate) fn publish_child(&self, i: usize, c: Fresh<'w>) -> Option<Unlinked<'w>> {
+        assert!(!self.is_leaf(), "maple tree: a child stored into a leaf");
+        // An internal node's kind is the tree's internal kind.
+        let old = self.child(i, self.kind);
+        let c = c.0;
+        c.set_parent(Some(*self), i);
+        self.publish_word(i, node_word(c));
+        // The old child is unlinked unless `c`'s subtree took it in: then its parent word
+        // names the node it went into, not this slot.
+        (old.parent_info() == (self.addr(), i)).then_some(Unlinked(old))
+    }
+
+    /// The in-place `+1` append of a child to an internal node readers can reach, whose last
+    /// child is `end` and whose max is `max`: the fresh child `c` (covering up to `max`, largest
+    /// gap `c_gap`) goes into slot `end + 1` with its pivot and gap, the gap of child `end` becomes
+    /// `end_gap`, all Relaxed (rows P6/P8/P12); then pivot `end` is lowered to `end_max`, the one
+    /// Release store that publishes it all (P9).
+    ///
+    /// # Panics
+    ///
+    /// If this is a leaf or has no free slot.
+    pub(crate) fn append_child(
+        &self,
+        end: usize,
+        max: u64,
+        end_max: u64,
+        end_gap: u64,
+        c: Fresh<'_>,
+        c_gap: u64,
+    ) {
+        let kind = self.kind;
+        assert!(
+            end + 1 < kind.slots(),
+            "maple tree: no room to append a child"
+        );
+        self.init_child(end + 1, c.0);
+        if end + 1 < kind.pivots() {
+            self.init_pivot(end + 1, max);
+        }
+        if kind == Kind::ARange {
+            self.set_gap(end + 1, c_gap);
+            self.set_gap(end, end_gap);
+        }
+        self.publish_pivot(end, end_max);
+    }
+
+    /// Writer store of an empty slot beyond the end of a fresh node (Relaxed): zero words,
+    /// which no reader follows.
+    #[inline]
+    pub(crate) fn clear_slot(&self, i: usize) {
+        self.init_word(i, 0);
+    }
+
+    /// Sets the gap of child `i` (Relaxed: gaps are hints for the search, see the module table).
+    #[inline]
+    pub(crate) fn set_gap(&self, i: usize, v: u64) {
+        debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
+        // ORDERING: P12.
+        self.node().words[ARANGE_GAPS + i].store(v, Ordering::Relaxed);
+    }
+
+    /// Records `parent` and this node's offset in it (`None`: this node is the root).
+    #[inline]
+    pub(crate) fn set_parent(&self, parent: Option<Live<'_>>, offset: usize) {
+        let w = match parent {
+            Some(p) => {
+                let addr = p.ptr.as_ptr().expose_provenance();
+                debug_assert_eq!(addr & !ADDR_MASK, 0, "node address uses tag bits");
+                addr | (offset << OFFSET_SHIFT)
+            }
+            None => 0,
+        };
+        // ORDERING: P13/P17 (the writer's own bookkeeping; readers load the word only for the
+        // dead bit, P14, which this store never clears: a node is re-parented only while live).
+        self.node().parent.store(w, Ordering::Relaxed);
+    }
+
+    /// Marks a replaced node dead (Release), so readers that meet it restart.
+    #[inline]
+    fn mark_dead(&self) -> bool {
+        // ORDERING: P14 (and P17: the read-modify-write keeps the last re-parenting's bits).
+        self.node().parent.fetch_or(DEAD, Ordering::Release) & DEAD == 0
     }
 }

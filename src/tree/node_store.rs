@@ -5,15 +5,17 @@
 use crate::entry::Entry;
 
 use super::big_node::{Item, LeafWrite};
+use super::node::Mode;
+use super::node::Write;
 use super::node::{Kind, RANGE_SLOTS};
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::Writer;
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The node store of `l` in the leaf of `lw`: the leaf's items with `[first, last]` cut out
     /// and `entry` in its place; the entries it drops are released, a range split around the
     /// new entry shares its word.
-    pub(crate) fn wr_node_store(&mut self, lw: &Walker<'t>, l: &LeafWrite) {
+    pub(crate) fn wr_node_store(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) {
         let (off, off_end, first, last) = (l.off, l.off_end, l.first, l.last);
         let mut items: [Item<'t>; RANGE_SLOTS] = [Item::slot(0, 0); RANGE_SLOTS];
         let mut len = 0;
@@ -50,13 +52,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Replaces the leaf of `lw` with `items` (`wr_node_store`).
-    fn node_store(&mut self, lw: &Walker<'t>, items: &[Item<'t>]) {
+    fn node_store(&mut self, lw: &Walker<'t, Write>, items: &[Item<'t>]) {
         let leaf = *lw.leaf();
         self.st.stats.node_store += 1;
-        if self.exclusive {
+        if M::EXCLUSIVE {
             self.write_items(leaf.node, items, leaf.max);
             if self.is_alloc() && lw.depth > 1 {
-                let g = super::gap::leaf_max_gap(leaf.node, leaf.min, leaf.max);
+                let g = super::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max);
                 self.propagate_gap(&lw.path()[..lw.depth - 1], g);
             }
             return;
@@ -64,7 +66,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         let n = self.alloc_node(Kind::Leaf);
         self.write_items(n.node(), items, leaf.max);
         let g = self.node_max_gap(n.node(), leaf.min, leaf.max);
+        // Retires the replaced leaf.
         self.replace_child(&lw.path()[..lw.depth - 1], n, g);
-        self.retire_node(leaf.node);
     }
 }

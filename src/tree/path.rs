@@ -2,7 +2,8 @@
 
 use smallvec::SmallVec;
 
-use super::node::{Kind, NodeRef};
+use super::node::Write;
+use super::node::{Kind, Live};
 use super::walk::{Level, Walker};
 
 /// A root-to-node path (index = depth).
@@ -12,13 +13,13 @@ pub(crate) struct Path<'g> {
 }
 
 /// Root-to-node levels of a path (inline up to eight levels).
-pub(crate) type Levels<'g> = SmallVec<[Level<'g>; 8]>;
+pub(crate) type Levels<'g> = SmallVec<[Level<'g, Write>; 8]>;
 
 /// Nodes a write unlinked, retired at its end.
-pub(crate) type Retired<'g> = SmallVec<[NodeRef<'g>; 8]>;
+pub(crate) type Retired<'g> = SmallVec<[Live<'g>; 8]>;
 
 impl<'g> Path<'g> {
-    pub(crate) fn from_walker(w: &Walker<'g>) -> Self {
+    pub(crate) fn from_walker(w: &Walker<'g, Write>) -> Self {
         Path {
             levels: Levels::from_slice(w.path()),
         }

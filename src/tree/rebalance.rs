@@ -6,10 +6,11 @@ use crate::entry::Entry;
 
 use super::big_node::{Item, Items};
 use super::node::Kind;
+use super::node::Mode;
 use super::rebuild::{rightmost_path, Rebuild};
-use super::write::WriteGuard;
+use super::write::Writer;
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The leaf level: coalesces NULLs and pulls in right neighbours while the last leaf would
     /// end in NULL or be underfull (in a tree of `height` levels).
     pub(crate) fn fix_leaf_level(&mut self, rb: &mut Rebuild<'t>, height: usize) {

@@ -27,10 +27,12 @@ use smallvec::SmallVec;
 use crate::entry::Entry;
 
 use super::big_node::{Item, Items};
-use super::node::{Kind, NodeRef};
+use super::node::Mode;
+use super::node::Write;
+use super::node::{Kind, Live};
 use super::path::{Levels, Path, Retired};
 use super::walk::Level;
-use super::write::WriteGuard;
+use super::write::Writer;
 
 /// A rebuild in progress: the paths whose nodes it consumes, the items of the level it is at
 /// (the big node), and what it has done so far.
@@ -61,7 +63,7 @@ pub(crate) struct Rebuilt {
     pub(crate) last: u64,
 }
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The generic write: see the module docs. `lpath`/`rpath` lead to the leaves holding `first`
     /// and `last`.
     pub(crate) fn rebuild(
@@ -179,7 +181,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// The root level holds a single child: it becomes the root (and so on down while the new
     /// root has a single child), shrinking the height.
-    fn collapse_root(&mut self, rb: &mut Rebuild<'t>, consumed: &[Level<'t>]) {
+    fn collapse_root(&mut self, rb: &mut Rebuild<'t>, consumed: &[Level<'t, Write>]) {
         rb.retired.extend(consumed.iter().map(|l| l.node));
         let mut top = rb.items.get(0).slot.child();
         let mut shrink = rb.level + 1;
@@ -188,20 +190,21 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             top = top.child(0, self.internal);
             shrink += 1;
         }
-        self.root.promote(top);
+        let old = self.root.promote(top);
+        self.retire_old_root(old);
         self.st.height -= shrink;
         self.st.stats.shrink += 1;
     }
 
     /// The level's items fit the one consumed node `x`: it is replaced by a fresh node with
     /// one store of its parent's slot (RCU), or rewritten in place (exclusive).
-    fn replace_single(&mut self, rb: &mut Rebuild<'t>, x: Level<'t>) {
+    fn replace_single(&mut self, rb: &mut Rebuild<'t>, x: Level<'t, Write>) {
         let ancestors: Levels<'t> = if rb.level == 0 {
             Levels::new()
         } else {
             path_to(&rb.paths, rb.level - 1)
         };
-        if self.exclusive {
+        if M::EXCLUSIVE {
             // Rewritten in place: still linked where it was.
             let new = x.node;
             self.write_items(new, rb.items.as_slice(), x.max);
@@ -215,7 +218,6 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         } else {
             let n = self.alloc_node(rb.kind);
             self.write_items(n.node(), rb.items.as_slice(), x.max);
-            rb.retired.push(x.node);
             let g = self.node_max_gap(n.node(), x.min, x.max);
             // One Release store of the parent's slot (or a copy of a sealed parent).
             self.replace_child(&ancestors, n, g);
@@ -231,7 +233,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     fn parent_items(
         &mut self,
         rb: &mut Rebuild<'t>,
-        consumed: &[Level<'t>],
+        consumed: &[Level<'t, Write>],
         new_items: &Items<'t>,
     ) {
         let parent_level = rb.level - 1;
@@ -273,7 +275,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         rb.run_max = paths_max(&rb.paths, rb.level);
     }
 
-    pub(crate) fn child_gap(&self, n: NodeRef<'_>, i: usize) -> u64 {
+    pub(crate) fn child_gap(&self, n: Live<'_>, i: usize) -> u64 {
         if n.kind() == Kind::ARange {
             n.gap(i)
         } else {
@@ -283,8 +285,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 }
 
 /// Distinct nodes at `level` over all paths reaching it, in index order.
-pub(crate) fn consumed_at<'g>(paths: &[Path<'g>], level: usize) -> SmallVec<[Level<'g>; 4]> {
-    let mut v: SmallVec<[Level<'g>; 4]> = SmallVec::new();
+pub(crate) fn consumed_at<'g>(paths: &[Path<'g>], level: usize) -> SmallVec<[Level<'g, Write>; 4]> {
+    let mut v: SmallVec<[Level<'g, Write>; 4]> = SmallVec::new();
     for p in paths {
         if let Some(l) = p.levels.get(level) {
             if !v.iter().any(|x| x.node == l.node) {

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use crossbeam_epoch::Guard;
 
-use super::node::NodeRef;
+use super::node::Live;
 use crate::sync::{AtomicU64, Ordering};
 
 /// What is sealed in one node.
@@ -136,7 +136,7 @@ impl Seals {
         self.last = None;
     }
 
-    fn live(&self, n: NodeRef<'_>) -> Option<Seal> {
+    fn live(&self, n: Live<'_>) -> Option<Seal> {
         let key = n.addr();
         let s = match self.last {
             Some((k, s)) if k == key => s,
@@ -148,7 +148,7 @@ impl Seals {
 
     /// Whether slot `offset` of `n` may be re-pointed in place. `last` says the slot is the
     /// node's last (its bound is the node's max, a pivot that was never lowered).
-    pub(crate) fn may_repoint(&self, n: NodeRef<'_>, offset: usize, last: bool) -> bool {
+    pub(crate) fn may_repoint(&self, n: Live<'_>, offset: usize, last: bool) -> bool {
         #[cfg(loom)]
         if crate::loom_knobs::ignore_seals() || crate::loom_knobs::ignore_repoint_seals() {
             return true;
@@ -159,7 +159,7 @@ impl Seals {
 
     /// Whether the writer may write beyond `n`'s end in place (append into it).
     #[inline]
-    pub(crate) fn may_extend(&self, n: NodeRef<'_>) -> bool {
+    pub(crate) fn may_extend(&self, n: Live<'_>) -> bool {
         #[cfg(loom)]
         if crate::loom_knobs::ignore_seals() {
             return true;
@@ -182,7 +182,7 @@ impl Seals {
     /// Records that `pivot[offset]` of `n` was lowered in place. The lift is scheduled by the
     /// next [`schedule`](Self::schedule), which must come after the lowering store.
     #[inline]
-    pub(crate) fn lowered(&mut self, n: NodeRef<'_>, offset: usize) {
+    pub(crate) fn lowered(&mut self, n: Live<'_>, offset: usize) {
         let key = n.addr();
         self.dirty = true;
         match &mut self.last {
@@ -196,7 +196,7 @@ impl Seals {
     }
 
     /// Records that `n`'s maximum shrank in place (as for [`lowered`](Self::lowered)).
-    pub(crate) fn shrunk(&mut self, n: NodeRef<'_>) {
+    pub(crate) fn shrunk(&mut self, n: Live<'_>) {
         self.shrunk_gen = self.gen;
         self.seal(n.addr(), |s| s.shrunk = true);
     }

@@ -5,14 +5,16 @@
 use crate::entry::Entry;
 
 use super::big_node::LeafWrite;
+use super::node::Mode;
+use super::node::Write;
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::Writer;
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The slot store of `l` in the leaf of `lw`, if it is one and the mode allows it; `false`,
     /// with nothing done, otherwise.
-    pub(crate) fn slot_store(&mut self, lw: &Walker<'t>, l: &LeafWrite) -> bool {
-        if !self.exclusive || l.new_end != l.end {
+    pub(crate) fn slot_store(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) -> bool {
+        if !M::EXCLUSIVE || l.new_end != l.end {
             return false;
         }
         let n = lw.leaf().node;

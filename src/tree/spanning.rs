@@ -3,16 +3,18 @@
 
 use crate::entry::Entry;
 
+use super::node::Mode;
+use super::node::Write;
 use super::path::Path;
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::Writer;
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Stores `entry` over `[first, last]`, which crosses the leaf of `lw` (positioned on
     /// `first`); returns the range written (a NULL store widens).
     pub(crate) fn spanning_store(
         &mut self,
-        lw: &Walker<'t>,
+        lw: &Walker<'t, Write>,
         first: u64,
         last: u64,
         entry: usize,

@@ -7,10 +7,11 @@ use crate::entry::Entry;
 
 use super::big_node::{Item, Items};
 use super::node::Kind;
+use super::node::Mode;
 use super::rebuild::Rebuild;
-use super::write::WriteGuard;
+use super::write::Writer;
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Partitions the level's items into fresh nodes (a split if more than one); returns them as
     /// the items of the parent level's run.
     pub(crate) fn split_level(&mut self, rb: &mut Rebuild<'t>) -> Items<'t> {

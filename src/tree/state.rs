@@ -3,8 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::sync::MutexGuard;
-
+use super::node::{ExclusiveRoot, RootRef, WriterLock};
 use super::seal::Seals;
 use super::walk::SavedPath;
 
@@ -100,10 +99,22 @@ impl WriterState {
     }
 }
 
-/// The writer state as a write guard holds it: through the lock (RCU mode) or `&mut`.
+/// The writer state as a write guard holds it: behind the tree's writer lock (RCU mode), or
+/// through `&mut` of the tree with the writer's view of the root it gave (exclusive mode).
 pub(crate) enum StateRef<'t> {
-    Locked(MutexGuard<'t, WriterState>),
-    Exclusive(&'t mut WriterState),
+    Locked(WriterLock<'t, WriterState>),
+    Exclusive(ExclusiveRoot<'t, WriterState>),
+}
+
+impl StateRef<'_> {
+    /// A reader view of the root, for reads borrowed from `&self`.
+    #[inline]
+    pub(crate) fn view(&self) -> RootRef<'_> {
+        match self {
+            StateRef::Locked(l) => l.view(),
+            StateRef::Exclusive(x) => x.view(),
+        }
+    }
 }
 
 impl core::ops::Deref for StateRef<'_> {
@@ -111,15 +122,7 @@ impl core::ops::Deref for StateRef<'_> {
     fn deref(&self) -> &WriterState {
         match self {
             StateRef::Locked(g) => g,
-            StateRef::Exclusive(r) => r,
-        }
-    }
-}
-impl core::ops::DerefMut for StateRef<'_> {
-    fn deref_mut(&mut self) -> &mut WriterState {
-        match self {
-            StateRef::Locked(g) => &mut *g,
-            StateRef::Exclusive(r) => r,
+            StateRef::Exclusive(x) => x,
         }
     }
 }

@@ -23,10 +23,12 @@ use crate::error::Error;
 
 use super::append_split::LastSlot;
 use super::big_node::{Item, Items, LeafWrite};
+use super::node::Mode;
+use super::node::Write;
 use super::node::{Kind, Loaded, RANGE_SLOTS};
 use super::path::{Path, Retired};
 use super::walk::Walker;
-use super::write::WriteGuard;
+use super::write::{with_mode, WriteGuard, Writer};
 
 /// Outcome of the single-leaf classification.
 enum Leafed {
@@ -34,7 +36,7 @@ enum Leafed {
     Rebuild(u64, u64),
 }
 
-impl<'t, E: Entry> WriteGuard<'t, E> {
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Stores `entry` (0 = nothing) over `[first, last]`; returns the range written (a NULL
     /// store reports the widened NULL range). `first <= last` is the caller's job.
     pub(crate) fn write(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
@@ -50,7 +52,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// [`write`](Self::write), reusing a walker already positioned on the slot holding `first`.
     pub(crate) fn write_from(
         &mut self,
-        lw: &mut Walker<'t>,
+        lw: &mut Walker<'t, Write>,
         walked: bool,
         first: u64,
         last: u64,
@@ -69,7 +71,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// The store itself; the caller drops the entries it released once it is complete.
     fn store_from(
         &mut self,
-        lw: &mut Walker<'t>,
+        lw: &mut Walker<'t, Write>,
         walked: bool,
         first: u64,
         last: u64,
@@ -94,7 +96,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             let mut retired = Retired::new();
             self.remove_subtree(old, 0, u64::MAX, &mut retired);
             if entry == 0 {
-                self.root.publish_empty();
+                let old = self.root.publish_empty();
+                self.retire_old_root(old);
                 self.st.height = 0;
                 self.st.stats.new_root += 1;
             } else {
@@ -116,7 +119,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     fn write_in_tree(
         &mut self,
-        lw: &mut Walker<'t>,
+        lw: &mut Walker<'t, Write>,
         walked: bool,
         first: u64,
         last: u64,
@@ -171,7 +174,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// A write inside one leaf: the fast paths, or a request to rebuild (node store, split,
     /// rebalance) with the NULL-widened range.
-    fn leaf_store(&mut self, lw: &Walker<'t>, first: u64, last: u64, entry: usize) -> Leafed {
+    fn leaf_store(
+        &mut self,
+        lw: &Walker<'t, Write>,
+        first: u64,
+        last: u64,
+        entry: usize,
+    ) -> Leafed {
         let leaf = *lw.leaf();
         let mut l = LeafWrite::empty();
         l.read(leaf, first, last, entry);
@@ -227,13 +236,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     // ----- public write API -----------------------------------------------------------------------
 
-    /// Stores `entry` over the range `r` (`mtree_store_range`): trims or removes whatever was
-    /// there, across any number of nodes.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::store_range`](crate::MapleTree::store_range).
-    pub fn store_range(
+    /// See [`WriteGuard::store_range`].
+    pub(crate) fn store_range(
         &mut self,
         r: impl core::ops::RangeBounds<u64>,
         entry: E,
@@ -244,24 +248,18 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         Ok(())
     }
 
-    /// Stores the reserved zero entry (`XA_ZERO_ENTRY`) over the range `r`: the range counts
-    /// as occupied for insert and gap search but reads as empty through `load` and `iter`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidRange`] for an empty or inverted `r` (nothing is written).
-    pub fn store_zero_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
+    /// See [`WriteGuard::store_zero_range`].
+    pub(crate) fn store_zero_range(
+        &mut self,
+        r: impl core::ops::RangeBounds<u64>,
+    ) -> Result<(), Error> {
         let (first, last) = super::inclusive(r)?;
         self.write(first, last, ZERO_WORD);
         Ok(())
     }
 
-    /// Stores `entry` only if all of the range `r` is empty (`mtree_insert_range`).
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::insert_range`](crate::MapleTree::insert_range).
-    pub fn insert_range(
+    /// See [`WriteGuard::insert_range`].
+    pub(crate) fn insert_range(
         &mut self,
         r: impl core::ops::RangeBounds<u64>,
         entry: E,
@@ -275,12 +273,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         Ok(())
     }
 
-    /// [`insert_range`](Self::insert_range) of one index.
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::insert_range`](crate::MapleTree::insert_range).
-    pub fn insert(&mut self, index: u64, entry: E) -> Result<(), Error> {
+    /// See [`WriteGuard::insert`].
+    pub(crate) fn insert(&mut self, index: u64, entry: E) -> Result<(), Error> {
         self.insert_range(index..=index, entry)
     }
 
@@ -303,8 +297,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
     }
 
-    /// Erases the range containing `index` (`mtree_erase`); returns it if it held an entry.
-    pub fn erase(&mut self, index: u64) -> Option<(u64, u64)> {
+    /// See [`WriteGuard::erase`].
+    pub(crate) fn erase(&mut self, index: u64) -> Option<(u64, u64)> {
         let mut w = self.walker();
         w.walk(index)?;
         if w.word == Loaded::NONE {
@@ -315,30 +309,94 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         Some((lo, hi))
     }
 
-    /// Empties the range `r` (a NULL store).
-    ///
-    /// # Errors
-    ///
-    /// As [`MapleTree::erase_range`](crate::MapleTree::erase_range).
-    pub fn erase_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
+    /// See [`WriteGuard::erase_range`].
+    pub(crate) fn erase_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
         let (first, last) = super::inclusive(r)?;
         self.write(first, last, 0);
         Ok(())
     }
 
-    /// Empties the tree (`mtree_destroy`), keeping its options.
-    pub fn clear(&mut self) {
+    /// See [`WriteGuard::clear`].
+    pub(crate) fn clear(&mut self) {
         self.st.saved.clear();
         let Some(n) = self.root.node() else {
             return;
         };
         let mut retired = Retired::new();
         self.remove_subtree(n, 0, u64::MAX, &mut retired);
-        self.root.publish_empty();
+        let old = self.root.publish_empty();
+        self.retire_old_root(old);
         self.st.height = 0;
         for n in retired {
             self.retire_node(n);
         }
         self.drop_released();
+    }
+}
+
+impl<E: Entry> WriteGuard<'_, E> {
+    /// Stores `entry` over the range `r` (`mtree_store_range`): trims or removes whatever was
+    /// there, across any number of nodes.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::store_range`](crate::MapleTree::store_range).
+    pub fn store_range(
+        &mut self,
+        r: impl core::ops::RangeBounds<u64>,
+        entry: E,
+    ) -> Result<(), Error> {
+        with_mode!(self.any_writer(), w => w.store_range(r, entry))
+    }
+
+    /// Stores the reserved zero entry (`XA_ZERO_ENTRY`) over the range `r`: the range counts
+    /// as occupied for insert and gap search but reads as empty through `load` and `iter`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRange`] for an empty or inverted `r` (nothing is written).
+    pub fn store_zero_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
+        with_mode!(self.any_writer(), w => w.store_zero_range(r))
+    }
+
+    /// Stores `entry` only if all of the range `r` is empty (`mtree_insert_range`).
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::insert_range`](crate::MapleTree::insert_range).
+    pub fn insert_range(
+        &mut self,
+        r: impl core::ops::RangeBounds<u64>,
+        entry: E,
+    ) -> Result<(), Error> {
+        with_mode!(self.any_writer(), w => w.insert_range(r, entry))
+    }
+
+    /// [`insert_range`](Self::insert_range) of one index.
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::insert_range`](crate::MapleTree::insert_range).
+    pub fn insert(&mut self, index: u64, entry: E) -> Result<(), Error> {
+        with_mode!(self.any_writer(), w => w.insert(index, entry))
+    }
+
+    /// Erases the range containing `index` (`mtree_erase`); returns it if it held an entry.
+    pub fn erase(&mut self, index: u64) -> Option<(u64, u64)> {
+        with_mode!(self.any_writer(), w => w.erase(index))
+    }
+
+    /// Empties the range `r` (a NULL store).
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::erase_range`](crate::MapleTree::erase_range).
+    pub fn erase_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
+        with_mode!(self.any_writer(), w => w.erase_range(r))
+    }
+
+    /// Empties the tree (`mtree_destroy`), keeping its options.
+    pub fn clear(&mut self) {
+        with_mode!(self.any_writer(), w => w.clear())
     }
 }

@@ -545,3 +545,65 @@ fn random_heavy() {
         );
     }
 }
+
+/// The node layer's unlinked check (`WriterRoot::unlinked`): linked nodes are refused (so they
+/// cannot be retired), nodes a store replaced are accepted.
+#[test]
+fn unlinked_check_tells_linked_from_replaced() {
+    let mut t = MapleTree::<Value>::new();
+    for i in 0..sz(200, 40) {
+        t.store_range(i * 10..=i * 10 + 5, Value::new(i)).unwrap();
+    }
+    let mut g = t.exclusive();
+    let crate::tree::write::AnyWriter::Exclusive(w) = g.any_writer() else {
+        unreachable!("an exclusive guard")
+    };
+    let root = w.root.node().expect("a tree of two levels at least");
+    assert!(!root.is_leaf());
+    let child = root.child(0, w.internal);
+    assert!(w.root.unlinked(root).is_none(), "the root is linked");
+    assert!(
+        w.root.unlinked(child).is_none(),
+        "a child of the root is linked"
+    );
+    // Replacing the child unlinks it; the replacement is linked.
+    let fresh = w.root.alloc(child.kind());
+    let items: Vec<_> = child
+        .slots(0, root.slot_max(0, u64::MAX), w.internal)
+        .map(|(_, hi, s)| super::big_node::Item {
+            hi,
+            slot: s,
+            gap: 0,
+        })
+        .collect();
+    w.write_items(fresh.node(), &items, root.slot_max(0, u64::MAX));
+    let new = fresh.node();
+    let old = root
+        .publish_child(0, fresh)
+        .expect("the replaced child is unlinked");
+    assert!(
+        w.root.unlinked(child).is_some(),
+        "the replaced child is unlinked"
+    );
+    assert!(w.root.unlinked(new).is_none(), "the new child is linked");
+    let mut w = w;
+    w.retire(old);
+    // Emptying the tree unlinks the root and, through it, every node below; publishing the
+    // old root again links them all again.
+    let old_root = w.root.publish_empty().expect("the old root");
+    assert!(
+        w.root.unlinked(new).is_some(),
+        "a child of an unlinked root is unlinked"
+    );
+    let _relinked_below = old_root; // not retired: it is published again
+    assert!(w.root.promote(root).is_none(), "the tree was empty");
+    assert!(w.root.unlinked(new).is_none(), "linked again");
+    drop(g);
+    check_all(&t);
+}
+
+fn check_all(t: &MapleTree<Value>) {
+    if let Err(e) = t.validate() {
+        panic!("{e}\n{}", t.dump());
+    }
+}

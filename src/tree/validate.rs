@@ -10,7 +10,8 @@ use std::fmt;
 use crate::entry::{is_reserved_word, Entry, ZERO_WORD};
 
 use super::gap::leaf_max_gap;
-use super::node::{Kind, NodeRef};
+use super::node::{Kind, NodeRef, RootRef};
+use super::state::WriterState;
 use super::write::WriteGuard;
 
 /// A broken invariant, with where it was found.
@@ -249,46 +250,59 @@ impl<E: Entry> WriteGuard<'_, E> {
     ///
     /// A [`ValidateError`] naming the first broken invariant and where it was found.
     pub fn validate(&self) -> Result<(), ValidateError> {
-        let Some(r) = self.root.node() else {
-            if self.st.height != 0 {
-                bad!("empty tree with height {}", self.st.height);
-            }
-            if !self.st.multi.is_empty() {
-                bad!("empty tree with shared entries recorded");
-            }
-            if !self.is_empty() {
-                bad!("empty tree with len {}", self.len());
-            }
-            return Ok(());
-        };
-        let mut c = Checker {
-            internal: self.internal,
-            height: self.st.height,
-            prev_word: None,
-            count_words: !self.st.multi.is_empty(),
-            words: HashMap::new(),
-            entries: 0,
-        };
-        c.node(r, 0, u64::MAX, 0, None)?;
-        if c.entries != self.len() {
-            bad!("len {} but {} ranges hold an entry", self.len(), c.entries);
-        }
-        for (w, extra) in &self.st.multi {
-            let seen = c.words.get(w).copied().unwrap_or(0);
-            if seen < extra + 1 {
-                bad!(
-                    "entry {w:#x} recorded as shared by {} slots but found in {seen}",
-                    extra + 1
-                );
-            }
-        }
-        Ok(())
+        check(self.view(), self.internal, self.state(), self.len())
     }
+}
+
+/// [`WriteGuard::validate`] on the parts it reads: the root, the internal node kind, the
+/// writer state and the tree's count of ranges holding an entry.
+fn check(
+    root: RootRef<'_>,
+    internal: Kind,
+    st: &WriterState,
+    len: usize,
+) -> Result<(), ValidateError> {
+    let Some(r) = root.node() else {
+        if st.height != 0 {
+            bad!("empty tree with height {}", st.height);
+        }
+        if !st.multi.is_empty() {
+            bad!("empty tree with shared entries recorded");
+        }
+        if len != 0 {
+            bad!("empty tree with len {len}");
+        }
+        return Ok(());
+    };
+    let mut c = Checker {
+        internal,
+        height: st.height,
+        prev_word: None,
+        count_words: !st.multi.is_empty(),
+        words: HashMap::new(),
+        entries: 0,
+    };
+    c.node(r.view(), 0, u64::MAX, 0, None)?;
+    if c.entries != len {
+        bad!("len {len} but {} ranges hold an entry", c.entries);
+    }
+    for (w, extra) in &st.multi {
+        let seen = c.words.get(w).copied().unwrap_or(0);
+        if seen < extra + 1 {
+            bad!(
+                "entry {w:#x} recorded as shared by {} slots but found in {seen}",
+                extra + 1
+            );
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::node::Live;
+    use crate::tree::write::AnyWriter;
     use crate::{MapleTree, Value};
 
     /// An allocation tree of height 2: ranges `[10i, 10i + 5]` (entries) and `[10i + 6, 10i + 9]`
@@ -306,19 +320,26 @@ mod tests {
     /// the undo), checks that validation fails with a message containing `want`, and undoes it.
     fn caught(
         want: &str,
-        corrupt: impl for<'a> FnOnce(NodeRef<'a>, NodeRef<'a>) -> Box<dyn FnOnce() + 'a>,
+        corrupt: impl for<'a> FnOnce(Live<'a>, Live<'a>) -> Box<dyn FnOnce() + 'a>,
     ) {
         let mut t = two_levels();
-        let w = t.exclusive();
-        let root = w.root.node().unwrap();
-        assert_eq!(root.kind(), Kind::ARange);
-        let leaf = root.child(0, w.internal);
-        assert!(leaf.is_leaf());
-        let undo = corrupt(root, leaf);
-        let err = w.validate().expect_err(want);
-        assert!(err.0.contains(want), "{err} does not say {want:?}");
-        undo();
-        w.validate().unwrap();
+        let mut g = t.exclusive();
+        {
+            let AnyWriter::Exclusive(w) = g.any_writer() else {
+                unreachable!("an exclusive guard")
+            };
+            let root = w.root.node().unwrap();
+            assert_eq!(root.kind(), Kind::ARange);
+            let leaf = root.child(0, w.internal);
+            assert!(leaf.is_leaf());
+            let undo = corrupt(root, leaf);
+            let len = w.len.load(std::sync::atomic::Ordering::Relaxed);
+            let err = check(w.view(), w.internal, w.st, len).expect_err(want);
+            assert!(err.0.contains(want), "{err} does not say {want:?}");
+            undo();
+            check(w.view(), w.internal, w.st, len).unwrap();
+        }
+        g.validate().unwrap();
     }
 
     #[test]

@@ -3,7 +3,10 @@
 //! scan is the value used as the slot's bound), so a concurrent in-place append can never make a
 //! walk report a range that does not contain the index it was looking for.
 
-use super::node::{Levels, Loaded, NodeRef, RootRef, SavedNodes, WriterRoot, RANGE_PIVOTS};
+use super::node::{
+    Access, Levels, Loaded, Mode, NodeRef, Read, RootRef, SavedNodes, Write, WriterRoot,
+    RANGE_PIVOTS,
+};
 
 /// Deepest tree the walkers can follow. The kernel allows 31 levels; here every level above the
 /// leaves has a full node left of the right spine (splits fill the left node), so a tree of
@@ -48,10 +51,11 @@ pub(crate) fn walk_range(root: RootRef<'_>, index: u64) -> Option<(u64, u64, Loa
     Some((w.lo, w.hi, w.word))
 }
 
-/// One level of a walk: a node, its implied limits, and the slot taken.
+/// One level of a walk: a node, its implied limits, and the slot taken (`A`: the access of the
+/// walk's node handles, `Write` for the writer's walks).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Level<'g> {
-    pub(crate) node: NodeRef<'g>,
+pub(crate) struct Level<'g, A: Access = Read> {
+    pub(crate) node: NodeRef<'g, A>,
     pub(crate) min: u64,
     pub(crate) max: u64,
     pub(crate) offset: usize,
@@ -80,11 +84,12 @@ impl SavedPath {
 }
 
 /// A reader position that keeps its path, so moving to a neighbouring slot is `O(1)` amortised.
-pub(crate) struct Walker<'g> {
-    root: RootRef<'g>,
+/// The writer's walkers (`A = Write`, from [`WriterRoot::walk_root`]) hold [`Live`](super::node::Live) nodes.
+pub(crate) struct Walker<'g, A: Access = Read> {
+    root: RootRef<'g, A>,
     /// Root-to-leaf levels (left uninitialised beyond those written, so creating a walker costs
     /// nothing); the current path is the first `depth` of them.
-    levels: Levels<Level<'g>, MAX_DEPTH>,
+    levels: Levels<Level<'g, A>, MAX_DEPTH>,
     /// Levels of the current path (0: not positioned); always `<= levels.init()`.
     pub(crate) depth: usize,
     /// The current slot's range and word.
@@ -93,8 +98,8 @@ pub(crate) struct Walker<'g> {
     pub(crate) word: Loaded<'g>,
 }
 
-impl<'g> Walker<'g> {
-    pub(crate) fn new(root: RootRef<'g>) -> Self {
+impl<'g, A: Access> Walker<'g, A> {
+    pub(crate) fn new(root: RootRef<'g, A>) -> Self {
         Walker {
             root,
             levels: Levels::new(),
@@ -106,7 +111,7 @@ impl<'g> Walker<'g> {
     }
 
     #[inline]
-    fn root(&self) -> Option<NodeRef<'g>> {
+    fn root(&self) -> Option<NodeRef<'g, A>> {
         self.root.node()
     }
 
@@ -116,100 +121,29 @@ impl<'g> Walker<'g> {
     }
 
     #[inline]
-    fn set(&mut self, d: usize, l: Level<'g>) {
+    fn set(&mut self, d: usize, l: Level<'g, A>) {
         self.levels.set(d, l);
     }
 
     #[inline]
-    fn at(&self, d: usize) -> &Level<'g> {
+    fn at(&self, d: usize) -> &Level<'g, A> {
         self.levels.get(d)
     }
 
     #[inline]
-    fn at_mut(&mut self, d: usize) -> &mut Level<'g> {
+    fn at_mut(&mut self, d: usize) -> &mut Level<'g, A> {
         self.levels.get_mut(d)
     }
 
     /// The leaf level of the current position.
     #[inline]
-    pub(crate) fn leaf(&self) -> &Level<'g> {
+    pub(crate) fn leaf(&self) -> &Level<'g, A> {
         self.at(self.depth - 1)
     }
 
     /// The path from the root (index 0) to the leaf.
-    pub(crate) fn path(&self) -> &[Level<'g>] {
+    pub(crate) fn path(&self) -> &[Level<'g, A>] {
         self.levels.prefix(self.depth)
-    }
-
-    /// Saves the current path into `to`, for [`restore`](Self::restore) by a later write; an
-    /// empty path when not positioned or deeper than a saved path holds.
-    pub(crate) fn save(&self, writer: WriterRoot<'g>, to: &mut SavedPath) {
-        if self.depth == 0 || self.depth > SAVED_DEPTH {
-            to.nodes.clear();
-            return;
-        }
-        let path = self.path();
-        for (d, l) in path.iter().enumerate() {
-            to.levels[d] = (l.min, l.max, l.offset);
-        }
-        writer.save_nodes(path.iter().map(|l| l.node), &mut to.nodes);
-    }
-
-    /// Positions at the slot containing `index` through a saved path instead of a walk, if
-    /// `index` lies in the saved leaf's range; `false` (nothing changed) otherwise. The slot is
-    /// searched from the saved leaf offset forward (in-order appends land at or after it).
-    ///
-    /// `p` should have been saved from a walker of this tree, with the tree's structure
-    /// unchanged since (the writer drops its saved path at the start of every write that can
-    /// change it). Soundness does not rest on that: the node layer hands the saved nodes back
-    /// only if no node of the tree has been retired since they were saved ([`SavedNodes`]).
-    pub(crate) fn restore(&mut self, writer: WriterRoot<'g>, p: &SavedPath, index: u64) -> bool {
-        let len = p.nodes.len();
-        if len == 0 {
-            return false;
-        }
-        let (min, max, off) = p.levels[len - 1];
-        if index < min || index > max {
-            return false;
-        }
-        let Some(nodes) = writer.saved_nodes(&p.nodes) else {
-            return false;
-        };
-        for (d, (node, &(lmin, lmax, loff))) in nodes.zip(&p.levels[..len]).enumerate() {
-            self.set(
-                d,
-                Level {
-                    node,
-                    min: lmin,
-                    max: lmax,
-                    offset: loff,
-                },
-            );
-        }
-        let leaf = self.at(len - 1).node;
-        if !leaf.is_leaf() {
-            return false;
-        }
-        let (mut i, mut lo) = (off, min);
-        if off > 0 {
-            lo = leaf.pivot(off - 1) + 1;
-            if index < lo {
-                (i, lo) = (0, min);
-            }
-        }
-        loop {
-            let hi = leaf.slot_max(i, max);
-            if hi >= index {
-                self.at_mut(len - 1).offset = i;
-                self.depth = len;
-                self.lo = lo;
-                self.hi = hi;
-                self.word = leaf.leaf_word(i);
-                return true;
-            }
-            lo = hi + 1;
-            i += 1;
-        }
     }
 
     /// Positions at the slot containing `index`. `None` (and unpositioned) for an empty tree.
@@ -311,7 +245,7 @@ impl<'g> Walker<'g> {
     pub(crate) fn set_parent_leaf(
         &mut self,
         parent_offset: usize,
-        leaf: NodeRef<'g>,
+        leaf: NodeRef<'g, A>,
         min: u64,
         max: u64,
     ) {
@@ -461,7 +395,7 @@ impl<'g> Walker<'g> {
 
     /// [`prev_slot`](Self::prev_slot) inside the leaf: the slot before the current one.
     #[inline]
-    fn prev_in_leaf(&mut self, leaf: Level<'g>) {
+    fn prev_in_leaf(&mut self, leaf: Level<'g, A>) {
         let i = leaf.offset - 1;
         let lo = if i == 0 {
             leaf.min
@@ -478,7 +412,7 @@ impl<'g> Walker<'g> {
     /// [`prev_slot`](Self::prev_slot) across a leaf boundary (`mas_prev_node`): climb to the
     /// first ancestor with a child before ours and descend to that child's rightmost leaf (or
     /// restart from the root past a dead node).
-    fn prev_leaf(&mut self, leaf: Level<'g>) -> Option<()> {
+    fn prev_leaf(&mut self, leaf: Level<'g, A>) -> Option<()> {
         let target = self.lo - 1;
         if leaf.node.is_dead() {
             return self.restart_at(target);
@@ -514,7 +448,7 @@ impl<'g> Walker<'g> {
     fn descend_rightmost(
         &mut self,
         mut d: usize,
-        mut n: NodeRef<'g>,
+        mut n: NodeRef<'g, A>,
         mut min: u64,
         max: u64,
     ) -> Option<()> {
@@ -543,6 +477,85 @@ impl<'g> Walker<'g> {
             n = c;
             min = lo;
             d += 1;
+        }
+    }
+}
+
+/// The writer's walks: saving a path between writes and starting from a saved one.
+impl<'g> Walker<'g, Write> {
+    /// Saves the current path into `to`, for [`restore`](Self::restore) by a later write; an
+    /// empty path when not positioned or deeper than a saved path holds.
+    pub(crate) fn save<M: Mode>(&self, writer: WriterRoot<'g, M>, to: &mut SavedPath) {
+        if self.depth == 0 || self.depth > SAVED_DEPTH {
+            to.nodes.clear();
+            return;
+        }
+        let path = self.path();
+        for (d, l) in path.iter().enumerate() {
+            to.levels[d] = (l.min, l.max, l.offset);
+        }
+        writer.save_nodes(path.iter().map(|l| l.node), &mut to.nodes);
+    }
+
+    /// Positions at the slot containing `index` through a saved path instead of a walk, if
+    /// `index` lies in the saved leaf's range; `false` (nothing changed) otherwise. The slot is
+    /// searched from the saved leaf offset forward (in-order appends land at or after it).
+    ///
+    /// `p` should have been saved from a walker of this tree, with the tree's structure
+    /// unchanged since (the writer drops its saved path at the start of every write that can
+    /// change it). Soundness does not rest on that: the node layer hands the saved nodes back
+    /// only if no node of the tree has been retired since they were saved ([`SavedNodes`]).
+    pub(crate) fn restore<M: Mode>(
+        &mut self,
+        writer: WriterRoot<'g, M>,
+        p: &SavedPath,
+        index: u64,
+    ) -> bool {
+        let len = p.nodes.len();
+        if len == 0 {
+            return false;
+        }
+        let (min, max, off) = p.levels[len - 1];
+        if index < min || index > max {
+            return false;
+        }
+        let Some(nodes) = writer.saved_nodes(&p.nodes) else {
+            return false;
+        };
+        for (d, (node, &(lmin, lmax, loff))) in nodes.zip(&p.levels[..len]).enumerate() {
+            self.set(
+                d,
+                Level {
+                    node,
+                    min: lmin,
+                    max: lmax,
+                    offset: loff,
+                },
+            );
+        }
+        let leaf = self.at(len - 1).node;
+        if !leaf.is_leaf() {
+            return false;
+        }
+        let (mut i, mut lo) = (off, min);
+        if off > 0 {
+            lo = leaf.pivot(off - 1) + 1;
+            if index < lo {
+                (i, lo) = (0, min);
+            }
+        }
+        loop {
+            let hi = leaf.slot_max(i, max);
+            if hi >= index {
+                self.at_mut(len - 1).offset = i;
+                self.depth = len;
+                self.lo = lo;
+                self.hi = hi;
+                self.word = leaf.leaf_word(i);
+                return true;
+            }
+            lo = hi + 1;
+            i += 1;
         }
     }
 }

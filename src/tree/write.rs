@@ -1,25 +1,30 @@
-//! The writer: the write guard and the primitives every write path shares — node allocation,
-//! publication of a replaced child or a new root level, retirement, entry ownership, seals, gap
-//! maintenance, and writing items into a node. The store classification is in `store`, each
+//! The writer: the write guard, the typed writer it lends out for each operation
+//! (`Writer<'w, E, M>`, in the guard's write mode `M`), and the primitives every write path
+//! shares — node allocation, publication of a replaced child or a new root level, retirement,
+//! entry ownership, seals, gap maintenance, and writing items into a node. The store classification is in `store`, each
 //! write path in its own module (`exact_fit`, `append`, `slot_store`, `node_store`,
 //! `append_split`, and the rebuild of `rebuild`/`split`/`rebalance`/`spanning`).
 
 use core::marker::PhantomData;
 
-use crossbeam_epoch::{Collector, Guard};
+use crossbeam_epoch::Guard;
 use smallvec::SmallVec;
 
 use crate::entry::{Entry, ZERO_WORD};
 use core::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 use std::sync::Arc;
 
+use super::node::Write;
 use super::pending::Pending;
 
 use super::big_node::Item;
 use super::iter::Iter;
-use super::node::{Fresh, Kind, NodeRef, Slot, WriterRoot, RANGE_SLOTS};
+use super::node::{
+    Exclusive, Fresh, Kind, Live, Mode, Rcu, Retiring, RootRef, Slot, Unlinked, WriterRoot,
+    RANGE_SLOTS,
+};
 use super::path::Retired;
-use super::state::StateRef;
+use super::state::{StateRef, WriterState};
 use super::walk::{Level, Walker};
 
 /// The writer: holds the tree's lock (RCU mode, from [`MapleTree::lock`](crate::MapleTree::lock)) or its exclusive
@@ -42,36 +47,92 @@ use super::walk::{Level, Walker};
 /// # }
 /// ```
 pub struct WriteGuard<'t, E> {
-    pub(crate) root: WriterRoot<'t>,
+    /// The writer lock (RCU mode) or the exclusive borrow, with the writer state.
+    lock: StateRef<'t>,
     pub(crate) internal: Kind,
-    pub(crate) st: StateRef<'t>,
     /// RCU mode: the pinned guard replaced nodes and entries are deferred on (none in exclusive
     /// mode, which frees at once).
     guard: Option<Guard>,
-    pub(crate) exclusive: bool,
     /// The tree's count of ranges holding an entry (see [`MapleTree::len`](crate::MapleTree::len)).
-    pub(crate) len: &'t StdAtomicUsize,
+    len: &'t StdAtomicUsize,
     /// The tree's pending-frees counters.
-    pub(crate) pending: &'t Arc<Pending>,
+    pending: &'t Arc<Pending>,
     _e: PhantomData<E>,
 }
 
+/// The writer of one write operation (or of one writing cursor), borrowed from a
+/// [`WriteGuard`]: every write path is a method of it. Its [`WriterRoot`] and every node handle
+/// made from it live for `'w`, the borrow of the write guard: none outlives that borrow.
+pub(crate) struct Writer<'w, E, M: Mode> {
+    pub(crate) root: WriterRoot<'w, M>,
+    pub(crate) internal: Kind,
+    pub(crate) st: &'w mut WriterState,
+    /// Exclusive mode: where retired nodes wait for the end of the guard's borrow.
+    retiring: &'w mut Retiring,
+    /// RCU mode: the pinned guard replaced nodes and entries are deferred on.
+    guard: Option<&'w Guard>,
+    /// The tree's count of ranges holding an entry.
+    pub(crate) len: &'w StdAtomicUsize,
+    /// The tree's pending-frees counters.
+    pub(crate) pending: &'w Arc<Pending>,
+    _e: PhantomData<E>,
+}
+
+impl<E> Drop for WriteGuard<'_, E> {
+    fn drop(&mut self) {
+        // RCU mode: hand the last writer's retired nodes to the collector while the lock and
+        // the pinned guard are still held (exclusive mode frees them as its root drops).
+        if let (StateRef::Locked(l), Some(g)) = (&mut self.lock, &self.guard) {
+            let pending = self.pending;
+            l.flush_retired(g, || {
+                let pending = Arc::clone(pending);
+                move || pending.sub_node()
+            });
+        }
+    }
+}
+
+/// A [`Writer`] in the mode of the guard that made it ([`WriteGuard::any_writer`]).
+pub(crate) enum AnyWriter<'w, E> {
+    Rcu(Writer<'w, E, Rcu>),
+    Exclusive(Writer<'w, E, Exclusive>),
+}
+
+/// `with_mode!(any, w => body)` runs `body` with `w` bound to the writer inside `any` (an
+/// [`AnyWriter`], or `ref any` for a place holding one, borrowed mutably), once per mode: the
+/// body is compiled for both, each with its mode's constants folded.
+macro_rules! with_mode {
+    (ref $any:expr, $w:ident => $body:expr) => {
+        match &mut $any {
+            $crate::tree::write::AnyWriter::Rcu($w) => $body,
+            $crate::tree::write::AnyWriter::Exclusive($w) => $body,
+        }
+    };
+    ($any:expr, $w:ident => $body:expr) => {
+        match $any {
+            #[allow(unused_mut)]
+            $crate::tree::write::AnyWriter::Rcu(mut $w) => $body,
+            #[allow(unused_mut)]
+            $crate::tree::write::AnyWriter::Exclusive(mut $w) => $body,
+        }
+    };
+}
+pub(crate) use with_mode;
+
 impl<'t, E: Entry> WriteGuard<'t, E> {
-    /// A write guard over the parts of a tree: its root as the writer sees it, the writer
-    /// state (locked or `&mut`), the pinned guard of RCU mode (none in exclusive mode), and the
-    /// tree's counters.
+    /// A write guard over the parts of a tree: the writer lock or the exclusive borrow (with
+    /// the writer state), the tree's internal node kind, the pinned guard of RCU mode (none in
+    /// exclusive mode), and the tree's counters.
     pub(crate) fn from_parts(
-        root: WriterRoot<'t>,
-        st: StateRef<'t>,
+        lock: StateRef<'t>,
+        internal: Kind,
         guard: Option<Guard>,
         len: &'t StdAtomicUsize,
         pending: &'t Arc<Pending>,
     ) -> Self {
         WriteGuard {
-            root,
-            internal: root.internal(),
-            st,
-            exclusive: guard.is_none(),
+            lock,
+            internal,
             guard,
             len,
             pending,
@@ -79,13 +140,110 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
     }
 
-    /// The pinned guard of the tree's collector this writer defers frees on (RCU mode only).
-    fn rcu_guard(&self) -> &Guard {
-        self.guard.as_ref().expect("RCU mode holds a pinned guard")
+    /// The writer, for one operation, in the guard's mode: its handles live as long as this
+    /// borrow. Run code in either mode with [`with_mode!`].
+    #[inline]
+    pub(crate) fn any_writer(&mut self) -> AnyWriter<'_, E> {
+        let (internal, guard, len, pending) =
+            (self.internal, self.guard.as_ref(), self.len, self.pending);
+        match &mut self.lock {
+            StateRef::Locked(l) => {
+                let g = guard.expect("RCU mode holds a pinned guard");
+                l.flush_retired(g, || {
+                    let pending = Arc::clone(pending);
+                    move || pending.sub_node()
+                });
+                let (root, st, retiring) = l.writer();
+                AnyWriter::Rcu(Writer {
+                    root,
+                    internal,
+                    st,
+                    retiring,
+                    guard,
+                    len,
+                    pending,
+                    _e: PhantomData,
+                })
+            }
+            StateRef::Exclusive(x) => {
+                let (root, st, retiring) = x.writer();
+                AnyWriter::Exclusive(Writer {
+                    root,
+                    internal,
+                    st,
+                    retiring,
+                    guard: None,
+                    len,
+                    pending,
+                    _e: PhantomData,
+                })
+            }
+        }
     }
 
-    pub(crate) fn walker(&self) -> Walker<'t> {
-        Walker::new(self.root.view())
+    /// The writer state, for reads.
+    #[inline]
+    pub(crate) fn state(&self) -> &WriterState {
+        &self.lock
+    }
+
+    /// Whether this is an exclusive-mode guard.
+    pub(crate) fn is_exclusive(&self) -> bool {
+        self.guard.is_none()
+    }
+
+    /// Whether the tree is an allocation tree.
+    pub(crate) fn is_alloc(&self) -> bool {
+        self.internal == Kind::ARange
+    }
+
+    /// The number of ranges holding an entry or the zero entry (see [`MapleTree::len`](crate::MapleTree::len)).
+    pub fn len(&self) -> usize {
+        self.len.load(StdOrdering::Relaxed)
+    }
+
+    /// Whether the tree holds nothing (`len() == 0`).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Height (levels).
+    pub fn height(&self) -> usize {
+        self.state().height
+    }
+
+    /// The entry at `index`, read under the writer.
+    pub fn load(&self, index: u64) -> Option<E::Borrowed<'_>> {
+        // The writer is the only mutator and `&self` keeps it from writing while the borrow
+        // lives; the guard it holds covers RCU-deferred frees.
+        super::walk::load_word(self.view(), index).entry::<E>()
+    }
+
+    /// Iterates under the writer (see [`MapleTree::iter`](crate::MapleTree::iter)).
+    pub fn iter(&self) -> Iter<'_, E> {
+        Iter::new(self.view(), 0, u64::MAX)
+    }
+
+    /// The reader view of the root, for reads under the writer borrowed from `&self` (the
+    /// writer cannot write while they live).
+    pub(crate) fn view(&self) -> RootRef<'_> {
+        self.lock.view()
+    }
+}
+
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+    /// The pinned guard of the tree's collector this writer defers frees on (RCU mode only).
+    fn rcu_guard(&self) -> &'t Guard {
+        self.guard.expect("RCU mode holds a pinned guard")
+    }
+
+    /// The reader view of the root, for the shared read code.
+    pub(crate) fn view(&self) -> RootRef<'t> {
+        self.root.view()
+    }
+
+    pub(crate) fn walker(&self) -> Walker<'t, Write> {
+        Walker::new(self.root.walk_root())
     }
 
     /// Whether the tree is an allocation tree.
@@ -102,8 +260,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Publishes `n` (fresh, fully written) as the new root (row P1).
-    pub(crate) fn publish_root(&self, n: Fresh<'t>) {
-        self.root.publish(n);
+    pub(crate) fn publish_root(&mut self, n: Fresh<'t>) {
+        let old = self.root.publish(n);
+        self.retire_old_root(old);
     }
 
     /// Grows the tree by one level: a fresh root over `items` (two or three nodes of the old top
@@ -125,28 +284,28 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Records, in RCU mode, that `pivot[offset]` of `n` was lowered in place (see `seal`).
-    pub(crate) fn seal_lowered(&mut self, n: NodeRef<'_>, offset: usize) {
-        if !self.exclusive {
+    pub(crate) fn seal_lowered(&mut self, n: Live<'_>, offset: usize) {
+        if !M::EXCLUSIVE {
             self.st.seals.lowered(n, offset);
         }
     }
 
     /// Records, in RCU mode, that `n`'s maximum shrank in place (see `seal`).
-    pub(crate) fn seal_shrunk(&mut self, n: NodeRef<'_>) {
-        if !self.exclusive {
+    pub(crate) fn seal_shrunk(&mut self, n: Live<'_>) {
+        if !M::EXCLUSIVE {
             self.st.seals.shrunk(n);
         }
     }
 
     /// Whether slot `offset` of `n` may be re-pointed in place (`last`: it is the node's last
     /// slot). Always in exclusive mode; in RCU mode unless a lowered pivot seals it.
-    pub(crate) fn may_repoint(&self, n: NodeRef<'_>, offset: usize, last: bool) -> bool {
-        self.exclusive || self.st.seals.may_repoint(n, offset, last)
+    pub(crate) fn may_repoint(&self, n: Live<'_>, offset: usize, last: bool) -> bool {
+        M::EXCLUSIVE || self.st.seals.may_repoint(n, offset, last)
     }
 
     /// Whether the writer may write beyond `n`'s end in place (append into it).
-    pub(crate) fn may_extend(&self, n: NodeRef<'_>) -> bool {
-        self.exclusive || self.st.seals.may_extend(n)
+    pub(crate) fn may_extend(&self, n: Live<'_>) -> bool {
+        M::EXCLUSIVE || self.st.seals.may_extend(n)
     }
 
     /// RCU mode: publishes the fresh node `new` in place of the child that `ancestors` (root
@@ -157,11 +316,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// parents are retired.
     pub(crate) fn replace_child(
         &mut self,
-        ancestors: &[Level<'t>],
+        ancestors: &[Level<'t, Write>],
         mut new: Fresh<'t>,
         mut new_gap: u64,
     ) {
-        let mut copied: SmallVec<[NodeRef<'t>; 4]> = SmallVec::new();
+        let mut copied: SmallVec<[Live<'t>; 4]> = SmallVec::new();
         let mut d = ancestors.len();
         loop {
             let Some(up) = d.checked_sub(1) else {
@@ -171,7 +330,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             let p = ancestors[up];
             let last = p.node.slot_max(p.offset, p.max) == p.max;
             if self.may_repoint(p.node, p.offset, last) {
-                p.node.publish_child(p.offset, new);
+                if let Some(old) = p.node.publish_child(p.offset, new) {
+                    self.retire(old);
+                }
                 self.propagate_gap(&ancestors[..d], new_gap);
                 break;
             }
@@ -198,25 +359,39 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             new = copy;
             d = up;
         }
-        // Unlinked now; readers that reached them see them unchanged.
+        // The replaced child (or the topmost copied parent) is retired above; the copied
+        // parents below it are unlinked too. Readers that reached them see them unchanged.
         for n in copied {
             self.retire_node(n);
         }
     }
 
-    /// Replaced node: dead for readers, freed after a grace period (at once in exclusive mode).
-    ///
-    /// Callers retire a node only after unlinking it (a new pointer published in its place, or
-    /// its whole subtree unlinked), and each node exactly once (see [`WriterRoot`]).
-    pub(crate) fn retire_node(&mut self, n: NodeRef<'t>) {
-        self.st.stats.nodes_freed += 1;
-        match &self.guard {
-            None => self.root.retire(n, None, || {}),
-            Some(g) => {
+    /// Retires the unlinked node `u`: dead for readers, freed after a grace period (in
+    /// exclusive mode at once), once the guard's borrow that made this writer ends. Nothing if
+    /// it was retired already.
+    pub(crate) fn retire(&mut self, u: Unlinked<'t>) {
+        if self.root.retire(u, self.retiring) {
+            if !M::EXCLUSIVE {
                 self.pending.add_node();
-                let pending = Arc::clone(self.pending);
-                self.root.retire(n, Some(g), move || pending.sub_node());
             }
+            self.st.stats.nodes_freed += 1;
+        }
+    }
+
+    /// Retires `n`, a node this write unlinked (a consumed node of a rebuild, a node of a
+    /// removed subtree, a copied parent), after the node layer checks that it is unlinked
+    /// ([`WriterRoot::unlinked`]); a node still linked is left alone (a bug: debug builds panic).
+    pub(crate) fn retire_node(&mut self, n: Live<'t>) {
+        match self.root.unlinked(n) {
+            Some(u) => self.retire(u),
+            None => debug_assert!(false, "maple tree: retiring a linked node {n:?}"),
+        }
+    }
+
+    /// Retires the old root a root publication unlinked, if there was one.
+    pub(crate) fn retire_old_root(&mut self, old: Option<Unlinked<'t>>) {
+        if let Some(u) = old {
+            self.retire(u);
         }
     }
 
@@ -236,20 +411,19 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             }
             return;
         }
-        if self.exclusive {
-            // Dropped when the write is complete (`drop_released`): an entry's `Drop` may panic,
-            // and the tree must be whole and valid by then.
+        let Some(rcu) = self.root.rcu() else {
+            // Exclusive mode: dropped when the write is complete (`drop_released`): an entry's
+            // `Drop` may panic, and the tree must be whole and valid by then.
             self.st.released.push(w);
             return;
-        }
+        };
         let pending = Arc::clone(self.pending);
         pending.add_entry();
         // `w` is a live entry word that no slot references any more (shared words were handled
         // above). The drop waits for every guard that could still read it, and runs on whichever
         // thread collects, long after the write returned: a panic in the entry's `Drop` is
         // contained there, so that the collector's other deferred frees still run.
-        self.root
-            .defer_drop_entry::<E>(w, self.rcu_guard(), move || pending.sub_entry());
+        rcu.defer_drop_entry::<E>(w, self.rcu_guard(), move || pending.sub_entry());
     }
 
     /// Exclusive mode: drops the entries the completed write released. If one entry's `Drop`
@@ -266,7 +440,11 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     fn drop_released_slow(&mut self) {
         // Each word was pushed once by `release_entry`, when the last slot referencing it went,
         // and is popped once; no reader exists (`&mut` tree).
-        struct DropRest<'a, 't, E: Entry>(&'a mut Vec<usize>, WriterRoot<'t>, PhantomData<E>);
+        struct DropRest<'a, 't, E: Entry>(
+            &'a mut Vec<usize>,
+            WriterRoot<'t, Exclusive>,
+            PhantomData<E>,
+        );
         impl<E: Entry> Drop for DropRest<'_, '_, E> {
             fn drop(&mut self) {
                 while let Some(w) = self.0.pop() {
@@ -275,7 +453,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             }
         }
         // If a drop below panics, `rest` is dropped while unwinding and drops the others.
-        let root = self.root;
+        let Some(root) = self.root.exclusive() else {
+            return; // RCU mode releases nothing here
+        };
         let rest = DropRest::<E>(&mut self.st.released, root, PhantomData);
         while let Some(w) = rest.0.pop() {
             rest.1.drop_entry_now::<E>(w);
@@ -297,7 +477,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// Writes `items` into node `n` covering `[min, max]`: slots, pivots (with `pivot[end] =
     /// max` when there is room), zeroes beyond, gaps, and re-parents children.
     #[allow(clippy::needless_range_loop)] // `j` indexes the node's slots, past `items` too
-    pub(crate) fn write_items(&self, n: NodeRef<'_>, items: &[Item<'_>], max: u64) {
+    pub(crate) fn write_items(&self, n: Live<'_>, items: &[Item<'_>], max: u64) {
         let kind = n.kind();
         let p = kind.pivots();
         let len = items.len();
@@ -333,9 +513,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// Largest gap in `n`'s subtree (leaves: computed from NULL slots; allocation-tree internal
     /// nodes: the largest child gap; 0 for range-tree internal nodes).
-    pub(crate) fn node_max_gap(&self, n: NodeRef<'_>, min: u64, max: u64) -> u64 {
+    pub(crate) fn node_max_gap(&self, n: Live<'_>, min: u64, max: u64) -> u64 {
         match n.kind() {
-            Kind::Leaf => super::gap::leaf_max_gap(n, min, max),
+            Kind::Leaf => super::gap::leaf_max_gap(n.view(), min, max),
             Kind::ARange => {
                 let end = n.end(max);
                 (0..=end).map(|i| n.gap(i)).max().unwrap_or(0)
@@ -353,7 +533,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// the maximum when it is at least the number of indices left and right of the child (every
     /// other child's gap is bounded by its span) — the in-order append case, where the huge gap
     /// at the right edge shrinks by one range at a time. Only the rest scans the node.
-    pub(crate) fn propagate_gap(&self, ancestors: &[Level<'_>], mut g: u64) {
+    pub(crate) fn propagate_gap(&self, ancestors: &[Level<'_, Write>], mut g: u64) {
         if !self.is_alloc() {
             return;
         }
@@ -394,7 +574,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// released, its nodes retired.
     pub(crate) fn remove_subtree(
         &mut self,
-        n: NodeRef<'t>,
+        n: Live<'t>,
         min: u64,
         max: u64,
         retired: &mut Retired<'t>,
@@ -418,53 +598,13 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             .store(n.wrapping_add_signed(d), StdOrdering::Relaxed);
     }
 
-    /// The number of ranges holding an entry or the zero entry (see [`MapleTree::len`](crate::MapleTree::len)).
-    pub fn len(&self) -> usize {
-        self.len.load(StdOrdering::Relaxed)
-    }
-
-    /// Whether the tree holds nothing (`len() == 0`).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Gap maintenance after an in-place leaf change.
-    pub(crate) fn after_leaf_change(&self, lw: &Walker<'_>, gaps_changed: bool) {
+    pub(crate) fn after_leaf_change(&self, lw: &Walker<'_, Write>, gaps_changed: bool) {
         if !gaps_changed || !self.is_alloc() || lw.depth < 2 {
             return;
         }
         let leaf = lw.leaf();
-        let g = super::gap::leaf_max_gap(leaf.node, leaf.min, leaf.max);
+        let g = super::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max);
         self.propagate_gap(&lw.path()[..lw.depth - 1], g);
-    }
-
-    // ----- public write API -----------------------------------------------------------------------
-
-    /// Height (levels).
-    pub fn height(&self) -> usize {
-        self.st.height
-    }
-
-    /// The entry at `index`, read under the writer.
-    pub fn load(&self, index: u64) -> Option<E::Borrowed<'_>> {
-        // The writer is the only mutator and `&self` keeps it from writing while the borrow
-        // lives; the guard it holds covers RCU-deferred frees.
-        super::walk::load_word(self.view(), index).entry::<E>()
-    }
-
-    /// Iterates under the writer (see [`MapleTree::iter`](crate::MapleTree::iter)).
-    pub fn iter(&self) -> Iter<'_, E> {
-        Iter::new(self.view(), 0, u64::MAX)
-    }
-
-    /// The reader view of the root, for reads under the writer borrowed from `&self` (the
-    /// writer cannot write while they live).
-    pub(crate) fn view(&self) -> super::node::RootRef<'_> {
-        self.root.view()
-    }
-
-    /// The tree's collector.
-    pub(crate) fn collector(&self) -> &Collector {
-        self.root.collector()
     }
 }
