@@ -924,6 +924,14 @@ fn gaps_beside_a_writer() {
             }
             rounds
         });
+        // Stops the reader even if the writer's loop panics (else the scope waits forever).
+        struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for StopOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Release);
+            }
+        }
+        let stop = StopOnDrop(&done);
         let mut state = 1u64;
         for round in 0..200u64 {
             let mut w = tree.lock();
@@ -941,7 +949,7 @@ fn gaps_beside_a_writer() {
             drop(w);
             tree.validate().unwrap();
         }
-        done.store(true, Ordering::Release);
+        drop(stop);
         assert!(reader.join().unwrap() >= 3);
     });
 }

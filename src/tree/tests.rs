@@ -555,7 +555,7 @@ fn unlinked_check_tells_linked_from_replaced() {
         t.store_range(i * 10..=i * 10 + 5, Value::new(i)).unwrap();
     }
     let mut g = t.exclusive();
-    let crate::tree::write::AnyWriter::Exclusive(w) = g.any_writer() else {
+    let crate::tree::write::AnyWriter::Exclusive(mut w) = g.any_writer() else {
         unreachable!("an exclusive guard")
     };
     let root = w.root.node().expect("a tree of two levels at least");
@@ -567,7 +567,7 @@ fn unlinked_check_tells_linked_from_replaced() {
         "a child of the root is linked"
     );
     // Replacing the child unlinks it; the replacement is linked.
-    let fresh = w.root.alloc(child.kind());
+    let fresh = w.alloc_node(child.kind());
     let items: Vec<_> = child
         .slots(0, root.slot_max(0, u64::MAX), w.internal)
         .map(|(_, hi, s)| super::big_node::Item {
@@ -586,7 +586,6 @@ fn unlinked_check_tells_linked_from_replaced() {
         "the replaced child is unlinked"
     );
     assert!(w.root.unlinked(new).is_none(), "the new child is linked");
-    let mut w = w;
     w.retire(old);
     // Emptying the tree unlinks the root and, through it, every node below; publishing the
     // old root again links them all again.

@@ -36,6 +36,8 @@ struct Checker {
     words: HashMap<usize, usize>,
     /// Leaf slots holding an entry or the zero entry.
     entries: usize,
+    /// Nodes reached.
+    nodes: u64,
 }
 
 macro_rules! bad {
@@ -82,6 +84,7 @@ impl Checker {
             depth,
         };
         validate_parent_slot(n, parent, at)?;
+        self.nodes += 1;
         let end = self.validate_shape(n, parent.is_some(), at)?;
         let mut lo = min;
         let mut max_gap = 0u64;
@@ -272,6 +275,10 @@ fn check(
         if len != 0 {
             bad!("empty tree with len {len}");
         }
+        let live = st.stats.nodes_allocated.wrapping_sub(st.stats.nodes_freed);
+        if live != 0 {
+            bad!("empty tree with {live} nodes allocated and not retired");
+        }
         return Ok(());
     };
     let mut c = Checker {
@@ -281,10 +288,20 @@ fn check(
         count_words: !st.multi.is_empty(),
         words: HashMap::new(),
         entries: 0,
+        nodes: 0,
     };
     c.node(r.view(), 0, u64::MAX, 0, None)?;
     if c.entries != len {
         bad!("len {len} but {} ranges hold an entry", c.entries);
+    }
+    let live = st.stats.nodes_allocated.wrapping_sub(st.stats.nodes_freed);
+    if c.nodes != live {
+        bad!(
+            "{} nodes reachable but {live} allocated and not retired ({} allocated, {} retired)",
+            c.nodes,
+            st.stats.nodes_allocated,
+            st.stats.nodes_freed
+        );
     }
     for (w, extra) in &st.multi {
         let seen = c.words.get(w).copied().unwrap_or(0);

@@ -312,8 +312,8 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// first, ending at its parent) lead to, covering the same range, and brings the recorded
     /// gaps up to date (`new_gap`: its largest gap). One Release store of the parent's slot —
     /// unless a lowered pivot seals that slot: then the parent is copied with `new` in it and
-    /// replaces the parent the same way, one level up (the root word is never sealed). Copied
-    /// parents are retired.
+    /// replaces the parent the same way, one level up (the root word is never sealed). The
+    /// replaced child and the copied parents are retired.
     pub(crate) fn replace_child(
         &mut self,
         ancestors: &[Level<'t, Write>],
@@ -359,8 +359,13 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             new = copy;
             d = up;
         }
-        // The replaced child (or the topmost copied parent) is retired above; the copied
-        // parents below it are unlinked too. Readers that reached them see them unchanged.
+        // The replaced child (or the topmost copied parent) is retired above; if parents were
+        // copied, they and the replaced child below them are unlinked too. Readers that
+        // reached them see them unchanged.
+        if let (Some(&first), Some(p)) = (copied.first(), ancestors.last()) {
+            debug_assert!(first == p.node);
+            copied.push(p.node.child(p.offset, self.internal));
+        }
         for n in copied {
             self.retire_node(n);
         }
