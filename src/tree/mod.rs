@@ -261,8 +261,9 @@ impl<E: Entry> MapleTree<E> {
 
     /// Turns the in-place appends on or off (seed 001's switch; for benchmarks and tests). When
     /// off, writes that would append rebuild the leaf as a node store, as the kernel did before
-    /// the three-way append patch.
-    #[doc(hidden)]
+    /// the three-way append patch. Only with the `bench-internals` feature: an experiment knob,
+    /// not part of the kernel's API.
+    #[cfg(feature = "bench-internals")]
     pub fn set_append(&self, on: bool) {
         self.root.lock().append = on;
     }
