@@ -295,38 +295,55 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         if self.fdepth >= 2 {
             self.fpath.get_mut(self.fdepth - 2).offset = self.poff;
         }
-        let (mut d, mut cmax) = (self.fdepth - 1, self.max);
-        let lvl = loop {
-            if d == 0 {
-                return false;
-            }
-            d -= 1;
-            let lvl = *self.fpath.get(d);
-            if lvl.node.is_dead() {
-                self.root.restarted();
-                return false;
-            }
-            if cmax < lvl.max {
-                break lvl;
-            }
-            cmax = lvl.max;
+        let Some(d) = self.climb_to_next_child() else {
+            return false;
         };
-        let i = lvl.offset + 1;
-        self.fpath.get_mut(d).offset = i;
-        let mut max = lvl.node.slot_max(i, lvl.max);
-        let Some(mut n) = lvl.node.try_child(i, self.internal) else {
+        let lvl = *self.fpath.get(d);
+        let (i, max) = (lvl.offset, lvl.node.slot_max(lvl.offset, lvl.max));
+        let Some(n) = lvl.node.try_child(i, self.internal) else {
             return false;
         };
         if max < target {
             return false;
         }
+        self.descend_leftmost(d + 1, n, target, max)
+    }
+
+    /// The ascent of [`climb`](Self::climb): the deepest level of `fpath` with a child after
+    /// the one on the path, its offset moved to that child. `None` past the last child of the
+    /// root, or at a dead node (counted as a restart).
+    fn climb_to_next_child(&mut self) -> Option<usize> {
+        let (mut d, mut cmax) = (self.fdepth - 1, self.max);
         loop {
-            d += 1;
+            d = d.checked_sub(1)?;
+            let lvl = *self.fpath.get(d);
+            if lvl.node.is_dead() {
+                self.root.restarted();
+                return None;
+            }
+            if cmax < lvl.max {
+                self.fpath.get_mut(d).offset = lvl.offset + 1;
+                return Some(d);
+            }
+            cmax = lvl.max;
+        }
+    }
+
+    /// The descent of [`climb`](Self::climb): from `n` (level `d` of `fpath`, covering
+    /// `[min, max]`) down its first children to a leaf, entered at its first slot.
+    fn descend_leftmost(
+        &mut self,
+        mut d: usize,
+        mut n: NodeRef<'g>,
+        min: u64,
+        mut max: u64,
+    ) -> bool {
+        loop {
             self.fpath.set(
                 d,
                 Level {
                     node: n,
-                    min: target,
+                    min,
                     max,
                     offset: 0,
                 },
@@ -338,14 +355,14 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             let Some(c) = n.try_child(0, self.internal) else {
                 return false;
             };
-            (n, max) = (c, hi);
+            (n, max, d) = (c, hi, d + 1);
         }
         self.fdepth = d + 1;
         self.set_parent();
         self.enter_leaf(n, max);
-        self.min = target;
+        self.min = min;
         self.next_off = 0;
-        self.hi = target - 1;
+        self.hi = min - 1;
         true
     }
 
