@@ -2,7 +2,6 @@
 //! model after every operation (with `validate`), owned removal, gaps, Debug/FromIterator/Extend,
 //! pending frees, and aligned gap search against a brute-force model.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -10,13 +9,16 @@ use maple_tree::tree::{inclusive, Allocator, Placement};
 use maple_tree::{Collector, Error, Guard, MapleTree, Options, Value};
 use proptest::prelude::*;
 
-/// A range map model: start -> (last, value); `None` value = the zero entry. `ids` names the
-/// entry behind each range holding one: a store strictly inside a range splits it into two
-/// ranges holding the same entry (same id), which `remove` takes out together.
+#[path = "kit/ranges.rs"]
+mod ranges;
+use ranges::Ranges;
+
+/// A range map model: the test kit's range map of `(value, id)`; `None` value = the zero
+/// entry. The id names the entry behind each range: a store strictly inside a range splits it
+/// into two ranges holding the same entry (same id), which `remove` takes out together.
 #[derive(Default, Clone, Debug)]
 struct Model {
-    map: BTreeMap<u64, (u64, Option<u64>)>,
-    ids: BTreeMap<u64, u64>,
+    map: Ranges<(Option<u64>, u64)>,
     next_id: u64,
 }
 
@@ -24,69 +26,38 @@ impl Model {
     fn store(&mut self, a: u64, b: u64, v: Option<Option<u64>>) {
         let id = self.next_id;
         self.next_id += 1;
-        self.store_id(a, b, v, id);
+        self.map.store(a, b, v.map(|x| (x, id)));
     }
     /// Every range's entry becomes its own (what `dup`'s per-slot clones do).
     fn fresh_ids(&mut self) {
-        let keys: Vec<u64> = self.ids.keys().copied().collect();
-        for k in keys {
-            self.ids.insert(k, self.next_id);
+        for (_, (_, id)) in self.map.0.values_mut() {
+            *id = self.next_id;
             self.next_id += 1;
         }
     }
     /// Removes every range holding the entry of the range containing `i`.
     fn remove_entry(&mut self, i: u64) {
-        let (a, _, _) = self.at(i).unwrap();
-        let id = self.ids[&a];
+        let (&a, &(_, (x, id))) = self.map.0.range(..=i).next_back().unwrap();
+        assert!(x.is_some(), "removing the zero entry at {a}");
         let all: Vec<(u64, u64)> = self
-            .ids
+            .map
+            .0
             .iter()
-            .filter(|(_, &x)| x == id)
-            .map(|(&k, _)| (k, self.map[&k].0))
+            .filter(|(_, &(_, (x, j)))| j == id && x.is_some())
+            .map(|(&k, &(l, _))| (k, l))
             .collect();
         for (a, b) in all {
             self.store(a, b, None);
         }
     }
-    fn store_id(&mut self, a: u64, b: u64, v: Option<Option<u64>>, id: u64) {
-        // Trim everything overlapping [a, b].
-        let over: Vec<(u64, (u64, Option<u64>))> = self
-            .map
-            .range(..=b)
-            .filter(|(_, &(l, _))| l >= a)
-            .map(|(&k, &x)| (k, x))
-            .collect();
-        for (k, (l, x)) in over {
-            self.map.remove(&k);
-            let old = self.ids.remove(&k);
-            if k < a {
-                self.map.insert(k, (a - 1, x));
-                if let Some(o) = old {
-                    self.ids.insert(k, o);
-                }
-            }
-            if l > b {
-                self.map.insert(b + 1, (l, x));
-                if let Some(o) = old {
-                    self.ids.insert(b + 1, o);
-                }
-            }
-        }
-        if let Some(x) = v {
-            self.map.insert(a, (b, x));
-            if x.is_some() {
-                self.ids.insert(a, id);
-            }
-        }
-    }
     fn at(&self, i: u64) -> Option<(u64, u64, Option<u64>)> {
-        let (&a, &(b, x)) = self.map.range(..=i).next_back()?;
+        let (&a, &(b, (x, _))) = self.map.0.range(..=i).next_back()?;
         (b >= i).then_some((a, b, x))
     }
     fn gaps(&self, lo: u64, hi: u64) -> Vec<(u64, u64)> {
         let mut out = vec![];
         let mut pos = lo;
-        for (&a, &(b, _)) in &self.map {
+        for (&a, &(b, _)) in &self.map.0 {
             if b < pos {
                 continue;
             }
@@ -219,8 +190,9 @@ fn run(ops: &[Op], exclusive: bool) {
                 .map(|(r, e)| (r, e.0));
                 let mut ents = m
                     .map
+                    .0
                     .iter()
-                    .filter_map(|(&a, &(b, x))| x.map(|x| (a..=b, x)));
+                    .filter_map(|(&a, &(b, (x, _)))| x.map(|x| (a..=b, x)));
                 let want = if matches!(o, Op::PopFirst) {
                     ents.next()
                 } else {
@@ -256,8 +228,7 @@ fn run(ops: &[Op], exclusive: bool) {
             }
             Op::Clear => {
                 t.clear();
-                m.map.clear();
-                m.ids.clear();
+                m.map.0.clear();
             }
             Op::Dup => {
                 // The copy keeps the count; the original goes.
@@ -270,14 +241,15 @@ fn run(ops: &[Op], exclusive: bool) {
         }
         t.validate()
             .unwrap_or_else(|e| panic!("step {step} {o:?}: {e}\n{}", t.dump()));
-        assert_eq!(t.len(), m.map.len(), "step {step} {o:?}: len");
-        assert_eq!(t.is_empty(), m.map.is_empty());
+        assert_eq!(t.len(), m.map.0.len(), "step {step} {o:?}: len");
+        assert_eq!(t.is_empty(), m.map.0.is_empty());
         let guard = t.pin();
         let ents: Vec<(u64, u64, u64)> = t.iter(&guard).map(|(a, b, e)| (a, b, e.0)).collect();
         let want: Vec<(u64, u64, u64)> = m
             .map
+            .0
             .iter()
-            .filter_map(|(&a, &(b, x))| x.map(|x| (a, b, x)))
+            .filter_map(|(&a, &(b, (x, _)))| x.map(|x| (a, b, x)))
             .collect();
         assert_eq!(ents, want, "step {step} {o:?}: entries");
         let gaps: Vec<(u64, u64)> = t

@@ -1,7 +1,12 @@
-//! The reference model: a `BTreeMap` of the occupied ranges. Empty ranges are implicit, so they
-//! coalesce by construction; equal neighbours are separate keys, so they never merge.
+//! The reference model: the test kit's range map (`tests/kit/ranges.rs`) of the occupied
+//! ranges. Empty ranges are implicit, so they coalesce by construction; equal neighbours are
+//! separate keys, so they never merge.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+
+#[path = "../kit/ranges.rs"]
+mod ranges;
+use ranges::Ranges;
 
 use maple_tree::Error;
 
@@ -38,54 +43,38 @@ pub type Seen = (u64, u64, u64, u64);
 /// The model tree.
 #[derive(Clone, Debug, Default)]
 pub struct Model {
-    map: BTreeMap<u64, (u64, Content)>,
+    map: Ranges<Content>,
 }
 
 impl Model {
     /// Overwrites `[first, last]` with `c` (`None` erases), trimming the neighbours.
     pub fn store(&mut self, first: u64, last: u64, c: Option<Content>) {
         assert!(first <= last, "model store with first > last");
-        let over: Vec<(u64, u64, Content)> = self
-            .map
-            .range(..=last)
-            .rev()
-            .take_while(|(_, &(l, _))| l >= first)
-            .map(|(&a, &(b, c))| (a, b, c))
-            .collect();
-        for (a, b, old) in over {
-            self.map.remove(&a);
-            if a < first {
-                self.map.insert(a, (first - 1, old));
-            }
-            if b > last {
-                self.map.insert(last + 1, (b, old));
-            }
-        }
-        if let Some(c) = c {
-            self.map.insert(first, (last, c));
-        }
+        self.map.store(first, last, c);
     }
 
     /// No range is occupied.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.0.is_empty()
     }
 
     /// The range (occupied or empty) containing `i`.
     pub fn slot(&self, i: u64) -> Slot {
-        if let Some((&a, &(b, c))) = self.map.range(..=i).next_back() {
+        if let Some((&a, &(b, c))) = self.map.0.range(..=i).next_back() {
             if b >= i {
                 return (a, b, Some(c));
             }
         }
         let lo = self
             .map
+            .0
             .range(..i)
             .next_back()
             .map(|(_, &(b, _))| b + 1)
             .unwrap_or(0);
         let hi = self
             .map
+            .0
             .range(i..)
             .next()
             .map(|(&a, _)| a - 1)
@@ -104,6 +93,7 @@ impl Model {
     /// Whether any index of `[first, last]` is occupied (zero entries count).
     pub fn occupied(&self, first: u64, last: u64) -> bool {
         self.map
+            .0
             .range(..=last)
             .next_back()
             .is_some_and(|(_, &(l, _))| l >= first)
@@ -119,11 +109,12 @@ impl Model {
         if first > last {
             return Vec::new();
         }
-        let start = match self.map.range(..=first).next_back() {
+        let start = match self.map.0.range(..=first).next_back() {
             Some((&a, &(b, _))) if b >= first => a,
             _ => first,
         };
         self.map
+            .0
             .range(start..=last)
             .filter_map(|(&a, &(b, c))| c.entry().map(|(v, s)| (a, b, v, s)))
             .collect()
@@ -131,9 +122,9 @@ impl Model {
 
     /// The whole partition of `[0, u64::MAX]`, empty ranges included.
     pub fn partition(&self) -> Vec<Slot> {
-        let mut out = Vec::with_capacity(self.map.len() * 2 + 1);
+        let mut out = Vec::with_capacity(self.map.0.len() * 2 + 1);
         let mut next = Some(0u64);
-        for (&a, &(b, c)) in &self.map {
+        for (&a, &(b, c)) in &self.map.0 {
             let n = next.expect("ranges after u64::MAX");
             if a > n {
                 out.push((n, a - 1, None));
@@ -150,6 +141,7 @@ impl Model {
     /// Serials of every entry held (each once).
     pub fn serials(&self) -> BTreeSet<u64> {
         self.map
+            .0
             .values()
             .filter_map(|&(_, c)| c.entry().map(|(_, s)| s))
             .collect()
@@ -165,11 +157,12 @@ impl Model {
 
     /// Entries from the one containing `index` (or the next one) onwards.
     fn entries_from(&self, index: u64) -> impl Iterator<Item = Seen> + '_ {
-        let start = match self.map.range(..=index).next_back() {
+        let start = match self.map.0.range(..=index).next_back() {
             Some((&a, &(b, _))) if b >= index => a,
             _ => index,
         };
         self.map
+            .0
             .range(start..)
             .filter_map(|(&a, &(b, c))| c.entry().map(|(v, s)| (a, b, v, s)))
     }
@@ -186,6 +179,7 @@ impl Model {
         let (lo, _, _) = self.slot(index);
         let to = lo.checked_sub(1)?;
         self.map
+            .0
             .range(..=to)
             .rev()
             .find_map(|(&a, &(b, c))| c.entry().map(|(v, s)| (a, b, v, s)))
