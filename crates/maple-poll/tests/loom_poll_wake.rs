@@ -32,7 +32,9 @@ mod loom_support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use maple_poll::{loom_knobs, FdTable, PollFd, Task, UserMemory, WindowMode, POLLHUP, POLLIN};
+use maple_poll::{
+    loom_knobs, FdTable, PollFd, PollMask, Task, UserMemory, WindowMode, POLLHUP, POLLIN,
+};
 
 use loom_support::{count_execution, explore, explore_twin, Defuse, Knob};
 
@@ -40,56 +42,27 @@ use loom_support::{count_execution, explore, explore_twin, Defuse, Knob};
 static READY_AT_ONCE: AtomicUsize = AtomicUsize::new(0);
 static WOKEN: AtomicUsize = AtomicUsize::new(0);
 
-fn model() {
-    count_execution();
-    let files = Defuse::new(Arc::new(FdTable::new()));
-    let efd = files.eventfd(0, false).expect("eventfd");
-    let mm = Defuse::new(Arc::new(
-        UserMemory::new(4096, WindowMode::Counted).expect("user memory"),
-    ));
-    let ufds = mm.base();
-    mm.write_pollfds(ufds, &[PollFd::new(efd, POLLIN)])
-        .expect("pollfd");
-
-    let poller = {
-        let (files, mm) = (Arc::clone(&files), Arc::clone(&mm));
-        loom::thread::spawn(move || {
-            let mut task = Defuse::new(Task::new(files, Arc::clone(&mm)));
-            let mm = Defuse::new(mm);
-            assert_eq!(task.sys_poll(ufds, 1, -1), Ok(1), "poll returned unready");
-            let mut out = [PollFd::default()];
-            mm.read_pollfds(ufds, &mut out).expect("revents");
-            assert_eq!(out[0].revents, POLLIN, "revents");
-            match task.calls().1 {
-                1 => &READY_AT_ONCE,
-                2 => &WOKEN,
-                n => panic!("{n} passes for one write"),
-            }
-            .fetch_add(1, Ordering::Relaxed);
-        })
-    };
-
-    assert_eq!(
-        files.write(efd, &1u64.to_ne_bytes()),
-        Ok(8),
-        "eventfd write"
-    );
-    poller.join().expect("poller");
-}
-
 /// Outcomes of the pipe model: hang-up seen on the first pass, woken by the release.
 static HUP_AT_ONCE: AtomicUsize = AtomicUsize::new(0);
 static HUP_WOKEN: AtomicUsize = AtomicUsize::new(0);
 
-fn pipe_model() {
+/// The shared shape of both models: a poller thread polls `fd` (made by `open`) for `POLLIN`
+/// with an infinite timeout and must return 1 with `want` in `revents`, counting its outcome in
+/// `outcomes` (ready on the first pass, woken from the sleep); this thread runs `wake` meanwhile.
+fn poll_against(
+    open: impl FnOnce(&FdTable) -> (i32, i32),
+    want: PollMask,
+    outcomes: [&'static AtomicUsize; 2],
+    wake: impl FnOnce(&FdTable, i32),
+) {
     count_execution();
     let files = Defuse::new(Arc::new(FdTable::new()));
-    let [rfd, wfd] = files.pipe().expect("pipe");
+    let (fd, other) = open(&files);
     let mm = Defuse::new(Arc::new(
         UserMemory::new(4096, WindowMode::Counted).expect("user memory"),
     ));
     let ufds = mm.base();
-    mm.write_pollfds(ufds, &[PollFd::new(rfd, POLLIN)])
+    mm.write_pollfds(ufds, &[PollFd::new(fd, POLLIN)])
         .expect("pollfd");
 
     let poller = {
@@ -100,18 +73,49 @@ fn pipe_model() {
             assert_eq!(task.sys_poll(ufds, 1, -1), Ok(1), "poll returned unready");
             let mut out = [PollFd::default()];
             mm.read_pollfds(ufds, &mut out).expect("revents");
-            assert_eq!(out[0].revents, POLLHUP, "revents");
+            assert_eq!(out[0].revents, want, "revents");
             match task.calls().1 {
-                1 => &HUP_AT_ONCE,
-                2 => &HUP_WOKEN,
-                n => panic!("{n} passes for one close"),
-            }
-            .fetch_add(1, Ordering::Relaxed);
+                1 => outcomes[0].fetch_add(1, Ordering::Relaxed),
+                2 => outcomes[1].fetch_add(1, Ordering::Relaxed),
+                n => panic!("{n} passes for one wake-up"),
+            };
         })
     };
 
-    files.close(wfd).expect("close");
+    wake(&files, other);
     poller.join().expect("poller");
+}
+
+/// Poll of an empty eventfd vs a write of it.
+fn model() {
+    poll_against(
+        |files| {
+            let efd = files.eventfd(0, false).expect("eventfd");
+            (efd, efd)
+        },
+        POLLIN,
+        [&READY_AT_ONCE, &WOKEN],
+        |files, efd| {
+            assert_eq!(
+                files.write(efd, &1u64.to_ne_bytes()),
+                Ok(8),
+                "eventfd write"
+            )
+        },
+    );
+}
+
+/// Poll of a pipe's read end vs the close of its only write end.
+fn pipe_model() {
+    poll_against(
+        |files| {
+            let [rfd, wfd] = files.pipe().expect("pipe");
+            (rfd, wfd)
+        },
+        POLLHUP,
+        [&HUP_AT_ONCE, &HUP_WOKEN],
+        |files, wfd| files.close(wfd).expect("close"),
+    );
 }
 
 #[test]
