@@ -119,6 +119,12 @@ impl<E: Entry> Owned<E> {
     pub(crate) fn into_raw(self) -> usize {
         ManuallyDrop::new(self).word
     }
+
+    /// The word, handed over to the tree, named as a [`Word`].
+    #[inline]
+    pub(crate) fn into_word(self) -> Word<E> {
+        Word::leaf(self.into_raw())
+    }
 }
 
 impl<E: Entry> Drop for Owned<E> {
@@ -126,6 +132,243 @@ impl<E: Entry> Drop for Owned<E> {
         // SAFETY: `word` came from `into_word` (in `new`) and was not handed over (`into_raw`
         // forgets `self`), so this is the one `from_word` of it.
         drop(unsafe { E::from_word(self.word) });
+    }
+}
+
+/// An entry word of a tree of `E` as its writer handles it: nothing (0), the zero entry
+/// ([`ZERO_WORD`]), or a word of `E::into_word` the tree holds. It is only a name for the word:
+/// owning it, and taking the entry back, goes through the tree's [`Ledger`].
+pub(crate) struct Word<E> {
+    raw: usize,
+    _e: core::marker::PhantomData<fn() -> E>,
+}
+
+impl<E> Clone for Word<E> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for Word<E> {}
+impl<E> PartialEq for Word<E> {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+impl<E> Eq for Word<E> {}
+impl<E> fmt::Debug for Word<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Word({:#x})", self.raw)
+    }
+}
+
+impl<E: Entry> Word<E> {
+    /// Nothing: an empty slot.
+    pub(crate) const NULL: Self = Word::leaf(0);
+    /// The reserved zero entry (the kernel's `XA_ZERO_ENTRY`).
+    pub(crate) const ZERO: Self = Word::leaf(ZERO_WORD);
+
+    /// The word of a leaf slot of a tree of `E`, as its writer loaded it (or is about to store
+    /// it). Naming a word owns nothing: a [`Ledger`] turns it into a [`Released`] only when
+    /// the tree's bookkeeping says its last slot went.
+    #[inline]
+    pub(crate) const fn leaf(raw: usize) -> Self {
+        Word {
+            raw,
+            _e: core::marker::PhantomData,
+        }
+    }
+
+    /// The raw word, for the node layer's slot stores and comparisons.
+    #[inline]
+    pub(crate) const fn raw(self) -> usize {
+        self.raw
+    }
+
+    /// Whether this is nothing (an empty slot).
+    #[inline]
+    pub(crate) const fn is_null(self) -> bool {
+        self.raw == 0
+    }
+
+    /// Whether the word holds a value of `E` whose drop the tree must run: neither nothing nor
+    /// the zero entry, and `E` has drop glue.
+    #[inline]
+    const fn owns_drop(self) -> bool {
+        self.raw != 0 && self.raw != ZERO_WORD && core::mem::needs_drop::<E>()
+    }
+}
+
+/// An entry word that no slot of the tree references any more, with the number of values of
+/// it the tree owned (one per `into_word` that stored it). Made only by a [`Ledger`] when the
+/// last slot holding the word went, so each value is taken back once; consumed by the node
+/// layer, which decides when no reader can load the word any more. Dropping it without
+/// consuming it leaks the values (never frees them twice).
+#[must_use = "a released entry is leaked unless it is dropped or taken back"]
+pub(crate) struct Released<E> {
+    raw: usize,
+    count: usize,
+    _e: core::marker::PhantomData<fn() -> E>,
+}
+
+impl<E: Entry> Released<E> {
+    #[inline]
+    fn new(raw: usize, count: usize) -> Self {
+        debug_assert!(raw != 0 && raw != ZERO_WORD);
+        Released {
+            raw,
+            count,
+            _e: core::marker::PhantomData,
+        }
+    }
+
+    /// Drops the values.
+    ///
+    /// # Safety
+    ///
+    /// No thread may still load the word from a node: the caller has the tree exclusively, or
+    /// a grace period passed after the last node holding it was unlinked (its collector runs
+    /// this as a deferred function).
+    pub(crate) unsafe fn drop_values(self) {
+        for _ in 0..self.count {
+            // SAFETY: the ledger made `self` when the last slot of the word went, with one
+            // count per `into_word` that stored it and none taken back (each `Released` is
+            // made once and consumed here once); no reader can load it (the caller's contract).
+            drop(unsafe { E::from_word(self.raw) });
+        }
+    }
+
+    /// Takes the first value back and drops the others; for types without drop glue, whose
+    /// words the ledger does not count, a copy of the value.
+    ///
+    /// # Safety
+    ///
+    /// As for [`drop_values`](Self::drop_values).
+    pub(crate) unsafe fn take(self) -> Option<E> {
+        let n = self.count.max(usize::from(!core::mem::needs_drop::<E>()));
+        let mut first = None;
+        for _ in 0..n {
+            // SAFETY: as in `drop_values`; for types without drop glue `from_word` may be
+            // called again for a word another slot still holds (the `Entry` contract).
+            let e = unsafe { E::from_word(self.raw) };
+            if first.is_none() {
+                first = Some(e);
+            } else {
+                drop(e);
+            }
+        }
+        first
+    }
+}
+
+/// The writer's ledger of a tree's entry words (only the holder of the writer lock, or of
+/// `&mut` of the tree, touches it): the words held by more than one slot (a store split a range
+/// around a new entry) and how many extra slots hold them, and, in exclusive mode, the words a
+/// write released, dropped once the write is complete (an entry's `Drop` may panic, and the
+/// tree must be whole by then).
+///
+/// Its one contract, kept by the write paths and checked by `validate` for shared words: the
+/// writer calls [`share`](Self::share) once for each slot that starts holding a word another
+/// slot already holds, and [`release`](Self::release) once for each slot of the live tree that
+/// stops holding its word. Types without drop glue are not counted.
+pub(crate) struct Ledger<E> {
+    multi: std::collections::HashMap<usize, usize>,
+    queued: Vec<usize>,
+    _e: core::marker::PhantomData<fn() -> E>,
+}
+
+impl<E: Entry> Default for Ledger<E> {
+    fn default() -> Self {
+        Ledger {
+            multi: std::collections::HashMap::new(),
+            queued: Vec::new(),
+            _e: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<E: Entry> Ledger<E> {
+    /// One more slot holds `w`, which another slot already holds.
+    #[inline]
+    pub(crate) fn share(&mut self, w: Word<E>) {
+        if w.owns_drop() {
+            *self.multi.entry(w.raw).or_insert(0) += 1;
+        }
+    }
+
+    /// A slot of the live tree stopped holding `w`: the word, released, if that was its last
+    /// slot and it owns a value to drop; `None` otherwise.
+    #[inline]
+    pub(crate) fn release(&mut self, w: Word<E>) -> Option<Released<E>> {
+        if !w.owns_drop() {
+            return None;
+        }
+        if let Some(c) = self.multi.get_mut(&w.raw) {
+            *c -= 1;
+            if *c == 0 {
+                self.multi.remove(&w.raw);
+            }
+            return None;
+        }
+        Some(Released::new(w.raw, 1))
+    }
+
+    /// How many slots beyond the first hold `w` (0 if one, or if it is not counted).
+    #[inline]
+    pub(crate) fn extra(&self, w: Word<E>) -> usize {
+        self.multi.get(&w.raw).copied().unwrap_or(0)
+    }
+
+    /// Before erasing every one of the `slots` slots that hold `w` to hand its value back:
+    /// counts them all as extra, so that their releases drop nothing. Returns how many of them
+    /// own a value (the slots beyond the shared ones).
+    pub(crate) fn hold(&mut self, w: Word<E>, slots: usize) -> usize {
+        let extra = self.multi.entry(w.raw).or_insert(0);
+        let owned = slots - *extra;
+        *extra += slots;
+        owned
+    }
+
+    /// After the slots [`hold`](Self::hold) counted were erased: the word with the `owned`
+    /// values of it the tree held, released (`None` for nothing, the zero entry, or `owned`
+    /// 0 of a type with drop glue). For types without drop glue (not counted), one copy.
+    pub(crate) fn unhold(&mut self, w: Word<E>, owned: usize) -> Option<Released<E>> {
+        self.multi.remove(&w.raw);
+        let counted = w.owns_drop() && owned > 0;
+        let copy = w.raw != 0 && w.raw != ZERO_WORD && !core::mem::needs_drop::<E>();
+        (counted || copy).then(|| Released::new(w.raw, owned))
+    }
+
+    /// Exclusive mode: keeps `r` until the write is complete ([`dequeue`](Self::dequeue)).
+    #[inline]
+    pub(crate) fn queue(&mut self, r: Released<E>) {
+        // Queued words are single values: `release` makes only those.
+        debug_assert_eq!(r.count, 1);
+        self.queued.push(ManuallyDrop::new(r).raw);
+    }
+
+    /// Whether a write left released words queued.
+    #[inline]
+    pub(crate) fn has_queued(&self) -> bool {
+        !self.queued.is_empty()
+    }
+
+    /// The next queued released word.
+    #[inline]
+    pub(crate) fn dequeue(&mut self) -> Option<Released<E>> {
+        self.queued.pop().map(|raw| Released::new(raw, 1))
+    }
+
+    /// Whether no word is recorded as shared.
+    #[inline]
+    pub(crate) fn no_shared(&self) -> bool {
+        self.multi.is_empty()
+    }
+
+    /// The words recorded as shared, with their extra slot counts (for `validate`).
+    pub(crate) fn shared(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.multi.iter().map(|(&w, &c)| (w, c))
     }
 }
 
@@ -368,5 +611,94 @@ unsafe impl<T: 'static> Entry for &'static T {
     unsafe fn borrow<'a>(word: usize) -> Self::Borrowed<'a> {
         // SAFETY: as in `from_word`.
         unsafe { &*core::ptr::with_exposed_provenance::<T>(word) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts the drops of boxed values made by [`counted`].
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+
+    struct Counted(#[allow(dead_code)] u64);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn counted() -> Word<Box<Counted>> {
+        Owned::new(Box::new(Counted(1))).unwrap().into_word()
+    }
+
+    fn drops() -> usize {
+        DROPS.load(Ordering::Relaxed)
+    }
+
+    // One test: the drop counter is shared.
+    #[test]
+    fn ledger_releases_a_word_with_its_last_slot() {
+        let mut l = Ledger::<Box<Counted>>::default();
+        let before = drops();
+        // One slot: released at once.
+        let w = counted();
+        let r = l.release(w).expect("the only slot went");
+        // SAFETY: the word was never stored in a tree: nobody else can load it.
+        unsafe { r.drop_values() };
+        assert_eq!(drops(), before + 1);
+
+        // Three slots (two shares): only the third release gives the word back.
+        let w = counted();
+        l.share(w);
+        l.share(w);
+        assert_eq!(l.extra(w), 2);
+        assert!(l.release(w).is_none());
+        assert!(l.release(w).is_none());
+        assert!(l.no_shared());
+        let r = l.release(w).expect("the last slot went");
+        // SAFETY: as above.
+        assert!(unsafe { r.take() }.is_some());
+        assert_eq!(drops(), before + 2);
+
+        // Nothing and the zero entry own nothing.
+        assert!(l.release(Word::NULL).is_none());
+        assert!(l.release(Word::ZERO).is_none());
+
+        // Held for a removal of its two slots, one of them shared: one value comes back.
+        let w = counted();
+        l.share(w);
+        assert_eq!(l.hold(w, 2), 1);
+        assert!(l.release(w).is_none() && l.release(w).is_none());
+        let r = l.unhold(w, 1).expect("one value owned");
+        // SAFETY: as above.
+        drop(unsafe { r.take() });
+        assert_eq!(drops(), before + 3);
+        assert!(l.no_shared());
+
+        // Queued in exclusive mode, dropped on dequeue.
+        let w = counted();
+        let r = l.release(w).expect("the only slot went");
+        l.queue(r);
+        assert!(l.has_queued());
+        // SAFETY: as above.
+        unsafe { l.dequeue().unwrap().drop_values() };
+        assert!(!l.has_queued());
+        assert_eq!(drops(), before + 4);
+    }
+
+    #[test]
+    fn values_are_not_counted() {
+        let mut l = Ledger::<Value>::default();
+        let w = Owned::new(Value::new(7)).unwrap().into_word();
+        l.share(w);
+        assert!(l.no_shared(), "types without drop glue are not counted");
+        assert!(l.release(w).is_none());
+        // Taking a value back hands out a copy.
+        let r = l.unhold(w, 0).expect("a copy of a value");
+        // SAFETY: values can be copied out freely.
+        assert_eq!(unsafe { r.take() }, Some(Value::new(7)));
+        assert!(l.unhold(Word::<Value>::NULL, 0).is_none());
     }
 }

@@ -32,7 +32,7 @@ impl<E: Entry, M: Mode> Writer<'_, E, M> {
         }
         let (min, max, size, align) = q;
         let start = empty_area_aligned_at(self.view(), min, max, size, align, rev)?;
-        let w = Owned::new(entry)?.into_raw();
+        let w = Owned::new(entry)?.into_word();
         self.write(start, start + (size - 1), w);
         Ok(start)
     }
@@ -115,7 +115,7 @@ impl<E: Entry, M: Mode> Writer<'_, E, M> {
                 }
             }
         };
-        let w = Owned::new(entry)?.into_raw();
+        let w = Owned::new(entry)?.into_word();
         self.write(index, index, w);
         *next = index.wrapping_add(1);
         let wrapped = if wrapped_search {

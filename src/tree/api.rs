@@ -7,7 +7,7 @@ use core::ops::{Bound, RangeBounds, RangeInclusive};
 
 use crossbeam_epoch::Guard;
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Word};
 use crate::error::Error;
 
 use super::cursor::{Cursor, CursorMut};
@@ -291,28 +291,27 @@ impl<E: Entry> Writer<'_, E, Exclusive> {
         if !wk.word.is_entry() {
             return None;
         }
-        let word = wk.word.raw();
+        let word = Word::<E>::leaf(wk.word.raw());
         let (lo, hi) = (wk.lo, wk.hi);
         if !core::mem::needs_drop::<E>() {
             // No drop glue: the tree does not track shared words, and handing out one more
             // copy of the word is what the `Entry` contract allows for such types.
-            self.write_from(&mut wk, true, lo, hi, 0);
-            // `word` is an entry word of this tree that no slot references any more; for types
-            // without drop glue it may be taken back again while another slot still holds it
-            // (the `Entry` contract).
-            return self.root.take_entries::<E>(word, 0).map(|e| (lo..=hi, e));
+            self.write_from(&mut wk, true, lo, hi, Word::NULL);
+            let copy = self.st.ledger.unhold(word, 0);
+            return copy
+                .and_then(|r| self.root.take_entries(r))
+                .map(|e| (lo..=hi, e));
         }
         // Every range holding the word (more than one if a store split it), and how many of
-        // them own a value (the rest are recorded in `multi`).
-        let shared = self.st.multi.get(&word).copied().unwrap_or(0);
-        let ranges: Vec<(u64, u64)> = if shared == 0 {
+        // them own a value (the rest are recorded as shared in the ledger).
+        let ranges: Vec<(u64, u64)> = if self.st.ledger.extra(word) == 0 {
             vec![(lo, hi)]
         } else {
             let mut v = Vec::new();
             let mut it = self.walker();
             if it.walk(0).is_some() {
                 loop {
-                    if it.word.raw() == word {
+                    if it.word.raw() == word.raw() {
                         v.push((it.lo, it.hi));
                     }
                     if it.next_slot().is_none() {
@@ -322,18 +321,17 @@ impl<E: Entry> Writer<'_, E, Exclusive> {
             }
             v
         };
-        let owned = ranges.len() - shared;
         // Keep every release below from dropping the entry: count each range as shared.
-        *self.st.multi.entry(word).or_insert(0) += ranges.len();
+        let owned = self.st.ledger.hold(word, ranges.len());
         for &(a, b) in &ranges {
-            self.write(a, b, 0);
+            self.write(a, b, Word::NULL);
         }
-        // Each removal consumed one of the extra counts: `shared` are left, all gone now.
-        self.st.multi.remove(&word);
-        // `owned` values of this word were put in the tree by `into_word` and none was taken
-        // back (releases above only decremented `multi`); no slot references the word any more
-        // and no reader exists (exclusive mode), so each is taken back once.
-        let first = self.root.take_entries::<E>(word, owned);
+        // The removals consumed the held counts; the `owned` values of the word come back.
+        let first = self
+            .st
+            .ledger
+            .unhold(word, owned)
+            .and_then(|r| self.root.take_entries(r));
         first.map(|e| (lo..=hi, e))
     }
 }

@@ -4,7 +4,7 @@
 //! Relaxed stores, then the old end pivot is lowered by the one Release store that publishes
 //! them (rows P6/P8/P9); a leaf whose max shrank within the grace period is sealed (`seal`).
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Word};
 
 use super::node::Mode;
 use super::node::Write;
@@ -23,7 +23,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         content: usize,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
     ) -> bool {
         let leaf = *lw.leaf();
         if !self.may_extend(leaf.node) {
@@ -51,7 +51,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         content: usize,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
     ) -> bool {
         let (n, end, max) = (leaf.node, leaf.offset, leaf.max);
         let p = Kind::Leaf.pivots();
@@ -60,7 +60,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
                 return false;
             }
             // Three-way append: [content][entry][content]; the old end pivot lowered last.
-            n.init_entry(end + 2, content);
+            n.init_entry(end + 2, Word::<E>::leaf(content));
             if end + 2 < p {
                 n.init_pivot(end + 2, max);
             }
@@ -68,7 +68,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             n.init_entry(end + 1, entry);
             n.publish_pivot(end, first - 1);
             self.seal_lowered(n, end);
-            self.share_entry(content);
+            self.share_entry(Word::leaf(content));
             self.st.stats.append_three_way += 1;
         } else if r_min < first {
             if end + 1 >= RANGE_SLOTS {
@@ -87,7 +87,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
                 return false;
             }
             // +1 at the start: [entry][content]; a visible boundary moves, so exclusive only.
-            n.init_entry(end + 1, content);
+            n.init_entry(end + 1, Word::<E>::leaf(content));
             if end + 1 < p {
                 n.init_pivot(end + 1, max);
             }
@@ -111,15 +111,15 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         content: usize,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
     ) {
-        if !self.is_alloc() || lw.depth < 2 || (content != 0 && entry != 0) {
+        if !self.is_alloc() || lw.depth < 2 || (content != 0 && !entry.is_null()) {
             return;
         }
         let leaf = lw.leaf();
         let up = lw.path()[lw.depth - 2];
         let old_max = up.node.gap(up.offset);
-        if entry == 0 {
+        if entry.is_null() {
             // A NULL written inside an entry's range (NULL widening excludes a NULL content):
             // one new gap, the maximum can only grow.
             let g = super::gap::range_size(first, last);

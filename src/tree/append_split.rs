@@ -24,7 +24,7 @@
 
 use smallvec::SmallVec;
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Word};
 
 use super::big_node::Item;
 use super::node::Mode;
@@ -56,14 +56,15 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         lw: &Walker<'t, Write>,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
         ls: LastSlot,
     ) {
         let leaf = *lw.leaf();
         debug_assert_eq!(leaf.max, u64::MAX);
         // The fills keep the written range as the leaf's last slot, so never for a NULL store: a
         // leaf that is not the rightmost must not end in NULL.
-        let fill = entry != 0 && ls.end + 2 == RANGE_SLOTS && ls.r_min < first && last < u64::MAX;
+        let fill =
+            !entry.is_null() && ls.end + 2 == RANGE_SLOTS && ls.r_min < first && last < u64::MAX;
         if M::EXCLUSIVE && fill {
             // No readers, one slot left (a three-way append needs two): the leaf takes the new
             // entry as its last slot and keeps all sixteen (it ends in the entry, never in NULL),
@@ -74,7 +75,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             let n = leaf.node;
             n.init_entry(ls.end + 1, entry);
             n.init_pivot(ls.end, first - 1);
-            self.share_entry(ls.content);
+            self.share_entry(Word::leaf(ls.content));
             let items = [Item::slot(u64::MAX, ls.content)];
             self.st.stats.append_fill += 1;
             return self.append_climb(lw, last, &items);
@@ -97,12 +98,12 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         if left {
             items.push(Item::slot(first - 1, ls.content));
         }
-        items.push(Item::slot(last, entry));
+        items.push(Item::slot(last, entry.raw()));
         if right {
             items.push(Item::slot(u64::MAX, ls.content));
         }
         if left && right {
-            self.share_entry(ls.content);
+            self.share_entry(Word::leaf(ls.content));
         }
         self.append_climb(lw, kept_max, &items);
     }
@@ -118,7 +119,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         lw: &Walker<'t, Write>,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
         ls: &LastSlot,
     ) -> bool {
         let leaf = *lw.leaf();
@@ -139,13 +140,13 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             .map(|(_, hi, s)| Item::slot(hi, s.entry()))
             .collect();
         items.push(Item::slot(first - 1, ls.content));
-        items.push(Item::slot(last, entry));
+        items.push(Item::slot(last, entry.raw()));
         let filled = self.alloc_node(Kind::Leaf);
         self.write_items(filled.node(), &items, last);
         let rest = self.alloc_node(Kind::Leaf);
         let rest_items = [Item::slot(u64::MAX, ls.content)];
         self.write_items(rest.node(), &rest_items, u64::MAX);
-        self.share_entry(ls.content);
+        self.share_entry(Word::leaf(ls.content));
         let filled_gap = self.node_max_gap(filled.node(), leaf.min, last);
         let rest_gap = self.node_max_gap(rest.node(), last + 1, u64::MAX);
         let pair = [

@@ -13,7 +13,7 @@ use core::marker::PhantomData;
 use crate::entry::{Entry, ZERO_WORD};
 use crate::error::Error;
 
-use crate::entry::Owned;
+use crate::entry::{Owned, Word};
 
 use super::node::{Access, Loaded, NodeRef, Read, RootRef, Write, RANGE_PIVOTS};
 use super::walk::Walker;
@@ -809,7 +809,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
         if self.core.index > self.core.last {
             return Err(Error::InvalidRange);
         }
-        let w = w.map_or(0, Owned::into_raw);
+        let w = w.map_or(Word::NULL, Owned::into_word);
         self.core.root = false;
         let (first, last) = (self.core.index, self.core.last);
         if self.core.valid
@@ -851,7 +851,7 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
             return false;
         }
         let (lo, hi) = (self.core.w.lo, self.core.w.hi);
-        let (a, b) = with_mode!(ref self.wg, wr => wr.write(lo, hi, 0));
+        let (a, b) = with_mode!(ref self.wg, wr => wr.write(lo, hi, Word::NULL));
         self.core.index = a;
         self.core.last = b;
         self.core.valid = false;

@@ -2,7 +2,7 @@
 //! place by one Release store (row P5), in both modes — unless a lowered pivot seals the slot
 //! (`seal`), which sends the write to the node store instead.
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Word};
 
 use super::big_node::LeafWrite;
 use super::node::Live;
@@ -21,9 +21,9 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         lw: &mut Walker<'t, Write>,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
     ) -> bool {
-        if entry == 0 || lw.depth == 0 || lw.lo != first || lw.hi != last {
+        if entry.is_null() || lw.depth == 0 || lw.lo != first || lw.hi != last {
             return false;
         }
         let leaf = *lw.leaf();
@@ -31,7 +31,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             self.st.stats.sealed_repoint += 1;
             return false; // the leaf store copies the leaf instead
         }
-        let old = lw.word.raw();
+        let old = Word::leaf(lw.word.raw());
         self.wr_exact_fit(lw, leaf.node, leaf.offset, old, entry);
         lw.word = leaf.node.leaf_word(leaf.offset);
         true
@@ -48,7 +48,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         {
             return false;
         }
-        self.wr_exact_fit(lw, n, l.off, l.ws[l.off], l.entry);
+        self.wr_exact_fit(lw, n, l.off, Word::leaf(l.ws[l.off]), Word::leaf(l.entry));
         true
     }
 
@@ -59,14 +59,14 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         lw: &Walker<'_, Write>,
         n: Live<'_>,
         off: usize,
-        old: usize,
-        entry: usize,
+        old: Word<E>,
+        entry: Word<E>,
     ) {
         if old != entry {
             n.publish_entry(off, entry);
             self.release_entry(old);
-            self.after_leaf_change(lw, (old == 0) != (entry == 0));
-        } else if entry != 0 {
+            self.after_leaf_change(lw, old.is_null() != entry.is_null());
+        } else if !entry.is_null() {
             self.add_len(-1); // the range was already counted
         }
         self.st.stats.exact_fit += 1;

@@ -73,7 +73,6 @@ mod write;
 use core::marker::PhantomData;
 use core::ops::RangeBounds;
 use core::sync::atomic::AtomicUsize as StdAtomicUsize;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crossbeam_epoch::{Collector, Guard};
@@ -157,7 +156,7 @@ impl Options {
 /// ```
 pub struct MapleTree<E> {
     /// Root node word (0: empty) and the collector protecting the nodes.
-    pub(crate) root: node::Root<WriterState>,
+    pub(crate) root: node::Root<WriterState<E>>,
     /// Internal node kind: `ARange` for allocation trees, else `Range`.
     pub(crate) internal: Kind,
     /// Ranges holding an entry or the zero entry, kept by the writer; read lock-free.
@@ -165,9 +164,9 @@ pub struct MapleTree<E> {
     pub(crate) len: StdAtomicUsize,
     /// Retired nodes and entries whose deferred free has not run yet.
     pub(crate) pending: Arc<pending::Pending>,
-    /// Frees a whole tree of `E` entries at once (`node::Root::free_all::<E>`), set where `E:
+    /// Frees a whole tree of `E` entries at once (`free_tree::<E>`), set where `E:
     /// Entry` is known so that the struct and its `Drop` need no bound.
-    free_all: FreeAll,
+    free_all: FreeAll<E>,
     /// The tree owns its entries (moved in, dropped on any thread that writes or drops the
     /// tree, or collects its garbage: `Send`) and hands out shared borrows of them to readers on
     /// any thread (`Sync`); so the tree is `Send` and `Sync` exactly when `E` is both, which is
@@ -177,7 +176,7 @@ pub struct MapleTree<E> {
 }
 
 /// See [`MapleTree::free_all`].
-type FreeAll = fn(&mut node::Root<WriterState>, &mut HashMap<usize, usize>);
+type FreeAll<E> = fn(&mut node::Root<WriterState<E>>);
 
 impl<E: Entry> Default for MapleTree<E> {
     fn default() -> Self {
@@ -213,7 +212,7 @@ impl<E: Entry> MapleTree<E> {
             internal,
             len: StdAtomicUsize::new(0),
             pending: Arc::new(pending::Pending::default()),
-            free_all: node::Root::free_all::<E>,
+            free_all: free_tree::<E>,
             _entries: PhantomData,
         }
     }
@@ -737,11 +736,16 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
 
 impl<E> Drop for MapleTree<E> {
     fn drop(&mut self) {
-        let mut multi = core::mem::take(&mut self.root.state_mut().multi);
-        // `free_all` is `Root::free_all::<E>` for this tree's `E` (set by `with_options`, the
-        // only constructor); `&mut self`: no reader or writer can reach the tree any more.
-        (self.free_all)(&mut self.root, &mut multi);
+        // `free_all` is `free_tree::<E>` (set by `with_options`, the only constructor);
+        // `&mut self`: no reader or writer can reach the tree any more.
+        (self.free_all)(&mut self.root);
     }
+}
+
+/// Frees a whole tree of `E` (see [`node::Root::free_all`]) with its ledger of shared words.
+fn free_tree<E: Entry>(root: &mut node::Root<WriterState<E>>) {
+    let mut ledger = core::mem::take(&mut root.state_mut().ledger);
+    root.free_all(&mut ledger);
 }
 
 #[cfg(test)]

@@ -51,11 +51,17 @@
 //!   nodes) for its whole life; it re-walks after any write that may have changed the
 //!   structure (its `valid` flag), and the nodes its writes retire in exclusive mode are
 //!   freed when it is dropped.
-//! - **Entry words** are not typed by the tree's entry type `E`: [`Loaded::entry`],
-//!   [`WriterRoot::defer_drop_entry`], [`WriterRoot::drop_entry_now`] and
-//!   [`WriterRoot::take_entries`] rely on the invariant that the leaves of a `MapleTree<E>`
-//!   hold only words of `E::into_word` (only `WriteGuard<E>` stores leaf words) and on the
-//!   writer's bookkeeping releasing each word once.
+//! - **Entry words**: the writer names leaf words as [`Word<E>`](crate::entry::Word) and
+//!   stores only those into leaves ([`NodeRef::init_entry`], [`NodeRef::publish_entry`]); a
+//!   word's value is taken back only through a [`Released`], which
+//!   only the tree's [`Ledger`] makes (when the last slot of a word
+//!   goes), consumed once by [`WriterRoot::defer_drop_entry`] (RCU mode),
+//!   [`WriterRoot::drop_entry_now`] or [`WriterRoot::take_entries`] (exclusive mode) or by
+//!   [`Root::free_all`]. Left to the writer: telling the ledger once per slot that starts
+//!   sharing a word or stops holding one (the ledger's contract; `validate` checks the shared
+//!   counts against the leaves), and that the words of node handles are those of the tree's
+//!   `E` — nodes are not typed by `E`, only the [`Root`] that reaches them is, through its
+//!   writer state: [`Loaded::entry`] relies on the tree's `E` being named.
 //! - **The public write guard** keeps one type for both modes (`MapleTree::lock` and
 //!   `MapleTree::exclusive` both return a `WriteGuard<'_, E>`); it picks the typed writer once
 //!   per call.
@@ -168,11 +174,10 @@
 use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
-use std::collections::HashMap;
 
 use crossbeam_epoch::{Collector, Guard};
 
-use crate::entry::{Entry, ZERO_WORD};
+use crate::entry::{Entry, Ledger, Released, Word, ZERO_WORD};
 use crate::sync::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 #[cfg(not(target_pointer_width = "64"))]
@@ -326,8 +331,8 @@ impl<S> Root<S> {
     }
 
     /// Frees the whole tree, dropping every entry exactly once (words held by several slots
-    /// are counted in `multi`); the root becomes empty. `&mut`: nothing else can reach a node.
-    pub(crate) fn free_all<E: Entry>(&mut self, multi: &mut HashMap<usize, usize>) {
+    /// are counted in `ledger`); the root becomes empty. `&mut`: nothing else can reach a node.
+    pub(crate) fn free_all<E: Entry>(&mut self, ledger: &mut Ledger<E>) {
         // SAFETY: `&mut self`: no writer borrow and no reader exists.
         unsafe { self.writer.get_mut().retiring.free() };
         let internal = self.shared.internal;
@@ -338,7 +343,7 @@ impl<S> Root<S> {
         // SAFETY: a non-zero root word is a node word of this tree, and under `&mut self` no
         // reader or writer can reach the tree: every node stays allocated until freed here.
         let n = unsafe { NodeRef::from_word(w, internal) };
-        free_node::<E>(n, 0, u64::MAX, internal, multi);
+        free_node::<E>(n, 0, u64::MAX, internal, ledger);
     }
 
     /// Reader restarts so far.
@@ -509,36 +514,21 @@ impl<S> Drop for ExclusiveRoot<'_, S> {
 
 /// Frees the subtree of `n` (covering `[min, max]`) of a tree nobody else can reach (see
 /// [`Root::free_all`]).
-fn free_node<E: Entry>(
-    n: NodeRef<'_>,
-    min: u64,
-    max: u64,
-    internal: Kind,
-    multi: &mut HashMap<usize, usize>,
-) {
+fn free_node<E: Entry>(n: NodeRef<'_>, min: u64, max: u64, internal: Kind, ledger: &mut Ledger<E>) {
     if !n.is_leaf() {
         for i in 0..=n.end(max) {
             let c = n.child(i, internal);
-            free_node::<E>(c, n.slot_min(i, min), n.slot_max(i, max), internal, multi);
+            free_node::<E>(c, n.slot_min(i, min), n.slot_max(i, max), internal, ledger);
         }
     } else if core::mem::needs_drop::<E>() {
         // (Nothing to drop in the slots of e.g. `Value`: no need to find the node's end.)
         for i in 0..=n.end(max) {
-            let w = n.slot(i);
-            if w == 0 || w == ZERO_WORD {
-                continue;
+            // A leaf word of a tree of `E` (only `WriteGuard<E>` stores leaf words), whose slot
+            // goes now: the ledger releases it with its last slot.
+            if let Some(r) = ledger.release(Word::<E>::leaf(n.slot(i))) {
+                // SAFETY: the tree is unreachable (`&mut`): no thread can load the word.
+                unsafe { r.drop_values() };
             }
-            if let Some(c) = multi.get_mut(&w) {
-                *c -= 1;
-                if *c == 0 {
-                    multi.remove(&w);
-                }
-                continue;
-            }
-            // SAFETY: a leaf word of a tree of `E` that is neither empty nor the zero entry is a
-            // word of `E::into_word` the tree owns (only `WriteGuard<E>` stores leaf words); the
-            // tree is unreachable (`&mut`) and each word referenced by one slot is dropped once.
-            drop(unsafe { E::from_word(w) });
         }
     }
     // SAFETY: nothing can reach `n` any more (`&mut Root`, children freed first) and it is freed
@@ -839,32 +829,29 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
 
 /// RCU mode only: entries are dropped after a grace period.
 impl WriterRoot<'_, Rcu> {
-    /// Drops, after a grace period of `guard` (a pinned guard of this tree's collector,
-    /// checked), the entry behind `w`, a word the tree owned and that no slot references any
-    /// more (the writer's contract, see the type's docs); `dropped` runs first. A panic in the
-    /// entry's `Drop` is contained there (the drop runs on whichever thread collects).
+    /// Drops the values of `r` after a grace period of `guard` (a pinned guard of this tree's
+    /// collector, checked); `dropped` runs first. A panic in an entry's `Drop` is contained
+    /// there (the drop runs on whichever thread collects).
     ///
     /// # Panics
     ///
     /// If `guard` is not pinned on this tree's collector.
     pub(crate) fn defer_drop_entry<E: Entry>(
         self,
-        w: usize,
+        r: Released<E>,
         guard: &Guard,
         dropped: impl FnOnce() + 'static,
     ) {
         self.root.check_guard(guard);
-        debug_assert!(w != 0 && w != ZERO_WORD);
         let run = move || {
             dropped();
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                // SAFETY: `w` is an entry word of this tree of `E` that no slot references any
-                // more (the writer's contract), taken back once, after every guard that could
-                // still read it is gone.
-                drop(unsafe { E::from_word(w) });
+                // SAFETY: this runs after every guard pinned when the last slot of the word was
+                // unlinked is gone (below): no thread can load the word any more.
+                unsafe { r.drop_values() };
             }));
         };
-        // SAFETY: the closure only drops an entry no reader can reach once it runs (above);
+        // SAFETY: the closure only drops entries no reader can reach once it runs (above);
         // crossbeam runs it after every guard pinned now is gone.
         unsafe { guard.defer_unchecked(run) };
     }
@@ -872,31 +859,17 @@ impl WriterRoot<'_, Rcu> {
 
 /// Exclusive mode only: no reader exists, entries are dropped (or handed back) at once.
 impl WriterRoot<'_, Exclusive> {
-    /// Exclusive mode: drops the entry behind `w` now (a word the tree owned that no slot
-    /// references any more, the writer's contract).
-    pub(crate) fn drop_entry_now<E: Entry>(self, w: usize) {
-        debug_assert!(w != 0 && w != ZERO_WORD);
-        // SAFETY: no reader exists (`&mut` tree); `w` is an entry word of this tree of `E` no slot
-        // references any more, taken back once (the writer's contract).
-        drop(unsafe { E::from_word(w) });
+    /// Drops the values of `r` now.
+    pub(crate) fn drop_entry_now<E: Entry>(self, r: Released<E>) {
+        // SAFETY: exclusive mode: no reader exists (`&mut` tree).
+        unsafe { r.drop_values() };
     }
 
-    /// Exclusive mode: hands back `count` values of the entry word `w`, which no slot
-    /// references any more (the writer's contract; `count` values of it were stored by
-    /// `into_word` and none taken back); for types without drop glue, one more copy.
-    pub(crate) fn take_entries<E: Entry>(self, w: usize, count: usize) -> Option<E> {
-        let mut first = None;
-        for _ in 0..count.max(usize::from(!core::mem::needs_drop::<E>())) {
-            // SAFETY: as above; for types without drop glue `from_word` may be called again for
-            // a word another slot still holds (the `Entry` contract).
-            let e = unsafe { E::from_word(w) };
-            if first.is_none() {
-                first = Some(e);
-            } else {
-                drop(e);
-            }
-        }
-        first
+    /// Hands back the first value of `r` and drops the others (for types without drop glue,
+    /// a copy of the value).
+    pub(crate) fn take_entries<E: Entry>(self, r: Released<E>) -> Option<E> {
+        // SAFETY: exclusive mode: no reader exists (`&mut` tree).
+        unsafe { r.take() }
     }
 }
 
@@ -2081,12 +2054,12 @@ impl<'w> Live<'w> {
     ///
     /// If this is not a leaf (internal slots hold only children).
     #[inline]
-    pub(crate) fn init_entry(&self, i: usize, w: usize) {
+    pub(crate) fn init_entry<E: Entry>(&self, i: usize, w: Word<E>) {
         assert!(
             self.is_leaf(),
             "maple tree: an entry stored into an internal node"
         );
-        self.init_word(i, w);
+        self.init_word(i, w.raw());
     }
 
     /// Writer store of the entry word `w` into a leaf slot readers can already reach (Release,
@@ -2096,12 +2069,12 @@ impl<'w> Live<'w> {
     ///
     /// If this is not a leaf.
     #[inline]
-    pub(crate) fn publish_entry(&self, i: usize, w: usize) {
+    pub(crate) fn publish_entry<E: Entry>(&self, i: usize, w: Word<E>) {
         assert!(
             self.is_leaf(),
             "maple tree: an entry stored into an internal node"
         );
-        self.publish_word(i, w);
+        self.publish_word(i, w.raw());
     }
 
     /// Writer store of child `c` into slot `i` of a fresh internal node or beyond its published

@@ -2,7 +2,7 @@
 //! leaf published by one store of its parent's slot in RCU mode, the leaf rewritten in place in
 //! exclusive mode.
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Word};
 
 use super::big_node::{Item, LeafWrite};
 use super::node::Mode;
@@ -42,11 +42,11 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         for (i, &w) in l.ws.iter().enumerate().take(off_end + 1).skip(off) {
             let kept = (left && i == off) || (right && i == off_end);
             if !kept {
-                self.release_entry(w);
+                self.release_entry(Word::leaf(w));
             }
         }
         if left && right && off == off_end {
-            self.share_entry(l.ws[off]);
+            self.share_entry(Word::leaf(l.ws[off]));
         }
         self.node_store(lw, &items[..len]);
     }

@@ -24,7 +24,7 @@
 
 use smallvec::SmallVec;
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Word};
 
 use super::big_node::{Item, Items};
 use super::node::Mode;
@@ -72,7 +72,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         rpath: Path<'t>,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
     ) -> Rebuilt {
         let height = lpath.levels.len();
         let leaf_level = height - 1;
@@ -119,7 +119,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The items of the leaf level: the slots of the consumed leaves with `[first, last]` cut
     /// out and `entry` in its place; the entries cut out are released, a range split around the
     /// entry shares its word.
-    fn leaf_items(&mut self, rb: &mut Rebuild<'t>, entry: usize) {
+    fn leaf_items(&mut self, rb: &mut Rebuild<'t>, entry: Word<E>) {
         let (first, last) = (rb.first, rb.last);
         let consumed = consumed_at(&rb.paths, rb.leaf_level);
         let mut placed = false;
@@ -137,15 +137,15 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
                 }
                 if !placed {
                     rb.entry_pos = rb.items.len();
-                    rb.items.push(Item::slot(last, entry));
+                    rb.items.push(Item::slot(last, entry.raw()));
                     placed = true;
                 }
                 if right {
                     rb.items.push(Item::slot(hi, w));
                 }
                 match (left, right) {
-                    (true, true) => self.share_entry(w),
-                    (false, false) => self.release_entry(w),
+                    (true, true) => self.share_entry(Word::leaf(w)),
+                    (false, false) => self.release_entry(Word::leaf(w)),
                     _ => {}
                 }
             }

@@ -1,7 +1,7 @@
 //! The spanning store (`mas_wr_spanning_store`): a write whose range crosses leaves. Both
 //! paths (to the leaves holding `first` and `last`) are consumed by one rebuild (`rebuild`).
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Word};
 
 use super::node::Mode;
 use super::node::Write;
@@ -17,7 +17,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         lw: &Walker<'t, Write>,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
     ) -> (u64, u64) {
         let mut rw = self.walker();
         rw.walk(last).expect("non-empty tree");

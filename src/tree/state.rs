@@ -1,7 +1,7 @@
 //! The writer's private state (height, shared-entry counts, statistics, seals, the saved path):
 //! only the holder of the writer lock (or `&mut`) touches it.
 
-use std::collections::HashMap;
+use crate::entry::{Entry, Ledger};
 
 use super::node::{ExclusiveRoot, RootRef, WriterLock};
 use super::seal::Seals;
@@ -63,12 +63,14 @@ pub struct Stats {
     pub nodes_freed: u64,
 }
 
-/// Writer-private bookkeeping: only the holder of the writer lock (or `&mut`) touches it.
-pub(crate) struct WriterState {
+/// Writer-private bookkeeping of a tree of `E`: only the holder of the writer lock (or `&mut`)
+/// touches it.
+pub(crate) struct WriterState<E> {
     /// Levels of the tree (0 = empty).
     pub(crate) height: usize,
-    /// Entry words held by more than one slot (a range split around a new entry), and how many.
-    pub(crate) multi: HashMap<usize, usize>,
+    /// The entry words held by more than one slot, and the released words waiting for the end
+    /// of an exclusive-mode write.
+    pub(crate) ledger: Ledger<E>,
     pub(crate) stats: Stats,
     /// `MT_FLAGS_ALLOC_WRAPPED`.
     pub(crate) cyclic_wrapped: bool,
@@ -79,34 +81,31 @@ pub(crate) struct WriterState {
     pub(crate) saved: SavedPath,
     /// What in-place stores left sealed for readers that read before them (see `seal`).
     pub(crate) seals: Seals,
-    /// Exclusive mode: entry words a write released, dropped once it is complete.
-    pub(crate) released: Vec<usize>,
 }
 
-impl WriterState {
+impl<E: Entry> WriterState<E> {
     /// The state of an empty tree.
     pub(crate) fn new() -> Self {
         WriterState {
             height: 0,
-            multi: HashMap::new(),
+            ledger: Ledger::default(),
             stats: Stats::default(),
             cyclic_wrapped: false,
             append: true,
             saved: SavedPath::default(),
             seals: Seals::new(),
-            released: Vec::new(),
         }
     }
 }
 
 /// The writer state as a write guard holds it: behind the tree's writer lock (RCU mode), or
 /// through `&mut` of the tree with the writer's view of the root it gave (exclusive mode).
-pub(crate) enum StateRef<'t> {
-    Locked(WriterLock<'t, WriterState>),
-    Exclusive(ExclusiveRoot<'t, WriterState>),
+pub(crate) enum StateRef<'t, E> {
+    Locked(WriterLock<'t, WriterState<E>>),
+    Exclusive(ExclusiveRoot<'t, WriterState<E>>),
 }
 
-impl StateRef<'_> {
+impl<E> StateRef<'_, E> {
     /// A reader view of the root, for reads borrowed from `&self`.
     #[inline]
     pub(crate) fn view(&self) -> RootRef<'_> {
@@ -117,9 +116,9 @@ impl StateRef<'_> {
     }
 }
 
-impl core::ops::Deref for StateRef<'_> {
-    type Target = WriterState;
-    fn deref(&self) -> &WriterState {
+impl<E> core::ops::Deref for StateRef<'_, E> {
+    type Target = WriterState<E>;
+    fn deref(&self) -> &WriterState<E> {
         match self {
             StateRef::Locked(g) => g,
             StateRef::Exclusive(x) => x,

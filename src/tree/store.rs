@@ -18,7 +18,7 @@
 //! lowered everything beyond it is already written. The public write API of the write guard
 //! (`store_range`, `insert_range`, `erase`, `clear`, ...) is here too.
 
-use crate::entry::{Entry, Owned, ZERO_WORD};
+use crate::entry::{Entry, Owned, Word};
 use crate::error::Error;
 
 use super::append_split::LastSlot;
@@ -39,7 +39,7 @@ enum Leafed {
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Stores `entry` (0 = nothing) over `[first, last]`; returns the range written (a NULL
     /// store reports the widened NULL range). `first <= last` is the caller's job.
-    pub(crate) fn write(&mut self, first: u64, last: u64, entry: usize) -> (u64, u64) {
+    pub(crate) fn write(&mut self, first: u64, last: u64, entry: Word<E>) -> (u64, u64) {
         let mut w = self.walker();
         // The saved path is emptied at the start of every write (`write_from`, `clear`) and
         // saved again only at the end of an in-place append, which changes no node's place or
@@ -56,9 +56,9 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         walked: bool,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
     ) -> (u64, u64) {
-        if entry != 0 {
+        if !entry.is_null() {
             // The new range; what it overwrites is counted down by `release_entry` (a range
             // removed) and up by `share_entry` (a range split in two).
             self.add_len(1);
@@ -75,13 +75,13 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         walked: bool,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
     ) -> (u64, u64) {
         debug_assert!(first <= last);
         self.st.saved.clear();
         self.schedule_seals();
         let Some(old) = self.root.node() else {
-            if entry == 0 {
+            if entry.is_null() {
                 return (0, u64::MAX);
             }
             self.new_leaf_root(first, last, entry);
@@ -95,7 +95,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         {
             let mut retired = Retired::new();
             self.remove_subtree(old, 0, u64::MAX, &mut retired);
-            if entry == 0 {
+            if entry.is_null() {
                 let old = self.root.publish_empty();
                 self.retire_old_root(old);
                 self.st.height = 0;
@@ -109,7 +109,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             return (0, u64::MAX);
         }
         let (a, b) = self.write_in_tree(lw, walked, first, last, entry);
-        if entry == 0 && a == 0 && b == u64::MAX {
+        if entry.is_null() && a == 0 && b == u64::MAX {
             // Nothing is left: the single NULL leaf goes, the tree becomes empty (as
             // `mas_new_root` of a NULL does).
             self.clear();
@@ -123,7 +123,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         walked: bool,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
     ) -> (u64, u64) {
         if !walked {
             lw.walk(first).expect("non-empty tree");
@@ -134,7 +134,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         let lw = &*lw;
         // An append into the leaf's last slot (the slot reaches the leaf's max): no leaf image.
         let leaf_max = lw.leaf().max;
-        if entry != 0
+        if !entry.is_null()
             && self.st.append
             && lw.hi == leaf_max
             && last <= leaf_max
@@ -143,7 +143,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             return (first, last);
         }
         let leaf = *lw.leaf();
-        if last < leaf.max || (last == leaf.max && (entry != 0 || leaf.max == u64::MAX)) {
+        if last < leaf.max || (last == leaf.max && (!entry.is_null() || leaf.max == u64::MAX)) {
             match self.leaf_store(lw, first, last, entry) {
                 Leafed::Done(a, b) => return (a, b),
                 Leafed::Rebuild(a, b) => {
@@ -156,12 +156,12 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         self.spanning_store(lw, first, last, entry)
     }
 
-    fn new_leaf_root(&mut self, first: u64, last: u64, entry: usize) {
+    fn new_leaf_root(&mut self, first: u64, last: u64, entry: Word<E>) {
         let mut items = Items::new();
         if first > 0 {
             items.push(Item::slot(first - 1, 0));
         }
-        items.push(Item::slot(last, entry));
+        items.push(Item::slot(last, entry.raw()));
         if last < u64::MAX {
             items.push(Item::slot(u64::MAX, 0));
         }
@@ -179,11 +179,11 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         lw: &Walker<'t, Write>,
         first: u64,
         last: u64,
-        entry: usize,
+        entry: Word<E>,
     ) -> Leafed {
         let leaf = *lw.leaf();
         let mut l = LeafWrite::empty();
-        l.read(leaf, first, last, entry);
+        l.read(leaf, first, last, entry.raw());
         if l.ends_in_null {
             return Leafed::Rebuild(l.first, l.last);
         }
@@ -243,7 +243,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         entry: E,
     ) -> Result<(), Error> {
         let (first, last) = super::inclusive(r)?;
-        let w = Owned::new(entry)?.into_raw();
+        let w = Owned::new(entry)?.into_word();
         self.write(first, last, w);
         Ok(())
     }
@@ -254,7 +254,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         r: impl core::ops::RangeBounds<u64>,
     ) -> Result<(), Error> {
         let (first, last) = super::inclusive(r)?;
-        self.write(first, last, ZERO_WORD);
+        self.write(first, last, Word::ZERO);
         Ok(())
     }
 
@@ -268,7 +268,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         if self.is_occupied(first, last) {
             return Err(Error::Occupied);
         }
-        let w = Owned::new(entry)?.into_raw();
+        let w = Owned::new(entry)?.into_word();
         self.write(first, last, w);
         Ok(())
     }
@@ -305,14 +305,14 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             return None;
         }
         let (lo, hi) = (w.lo, w.hi);
-        self.write_from(&mut w, true, lo, hi, 0);
+        self.write_from(&mut w, true, lo, hi, Word::NULL);
         Some((lo, hi))
     }
 
     /// See [`WriteGuard::erase_range`].
     pub(crate) fn erase_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
         let (first, last) = super::inclusive(r)?;
-        self.write(first, last, 0);
+        self.write(first, last, Word::NULL);
         Ok(())
     }
 

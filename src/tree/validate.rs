@@ -259,17 +259,17 @@ impl<E: Entry> WriteGuard<'_, E> {
 
 /// [`WriteGuard::validate`] on the parts it reads: the root, the internal node kind, the
 /// writer state and the tree's count of ranges holding an entry.
-fn check(
+fn check<E: Entry>(
     root: RootRef<'_>,
     internal: Kind,
-    st: &WriterState,
+    st: &WriterState<E>,
     len: usize,
 ) -> Result<(), ValidateError> {
     let Some(r) = root.node() else {
         if st.height != 0 {
             bad!("empty tree with height {}", st.height);
         }
-        if !st.multi.is_empty() {
+        if !st.ledger.no_shared() {
             bad!("empty tree with shared entries recorded");
         }
         if len != 0 {
@@ -285,7 +285,7 @@ fn check(
         internal,
         height: st.height,
         prev_word: None,
-        count_words: !st.multi.is_empty(),
+        count_words: !st.ledger.no_shared(),
         words: HashMap::new(),
         entries: 0,
         nodes: 0,
@@ -303,8 +303,8 @@ fn check(
             st.stats.nodes_freed
         );
     }
-    for (w, extra) in &st.multi {
-        let seen = c.words.get(w).copied().unwrap_or(0);
+    for (w, extra) in st.ledger.shared() {
+        let seen = c.words.get(&w).copied().unwrap_or(0);
         if seen < extra + 1 {
             bad!(
                 "entry {w:#x} recorded as shared by {} slots but found in {seen}",
@@ -318,6 +318,7 @@ fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::entry::Word;
     use crate::tree::node::Live;
     use crate::tree::write::AnyWriter;
     use crate::{MapleTree, Value};
@@ -399,8 +400,8 @@ mod tests {
     fn catches_adjacent_nulls() {
         // Slot 0 ([0, 5]) emptied next to the gap [6, 9].
         caught("adjacent NULL ranges", |_, leaf| {
-            let w = leaf.slot(0);
-            leaf.init_entry(0, 0);
+            let w = Word::<Value>::leaf(leaf.slot(0));
+            leaf.init_entry(0, Word::<Value>::NULL);
             Box::new(move || leaf.init_entry(0, w))
         });
     }
@@ -408,8 +409,8 @@ mod tests {
     #[test]
     fn catches_a_reserved_word() {
         caught("reserved word", |_, leaf| {
-            let w = leaf.slot(0);
-            leaf.init_entry(0, 8);
+            let w = Word::<Value>::leaf(leaf.slot(0));
+            leaf.init_entry(0, Word::<Value>::leaf(8));
             Box::new(move || leaf.init_entry(0, w))
         });
     }
@@ -432,9 +433,10 @@ mod tests {
         // Slot `end - 1` (a gap) takes slot `end`'s entry, slot `end` becomes NULL.
         caught("non-rightmost leaf ends in NULL", |root, leaf| {
             let end = leaf.end(root.pivot(0));
-            let (a, b) = (leaf.slot(end - 1), leaf.slot(end));
+            let word = |i| Word::<Value>::leaf(leaf.slot(i));
+            let (a, b) = (word(end - 1), word(end));
             leaf.init_entry(end - 1, b);
-            leaf.init_entry(end, 0);
+            leaf.init_entry(end, Word::<Value>::NULL);
             Box::new(move || {
                 leaf.init_entry(end - 1, a);
                 leaf.init_entry(end, b);
@@ -447,8 +449,8 @@ mod tests {
         // The gap [6, 9] holds slot 0's entry too: one entry more than the tree counts.
         caught("ranges hold an entry", |_, leaf| {
             let w = leaf.slot(1);
-            leaf.init_entry(1, leaf.slot(0));
-            Box::new(move || leaf.init_entry(1, w))
+            leaf.init_entry(1, Word::<Value>::leaf(leaf.slot(0)));
+            Box::new(move || leaf.init_entry(1, Word::<Value>::leaf(w)))
         });
     }
 }

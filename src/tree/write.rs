@@ -10,7 +10,7 @@ use core::marker::PhantomData;
 use crossbeam_epoch::Guard;
 use smallvec::SmallVec;
 
-use crate::entry::{Entry, ZERO_WORD};
+use crate::entry::{Entry, Ledger, Word};
 use core::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 use std::sync::Arc;
 
@@ -48,7 +48,7 @@ use super::walk::{Level, Walker};
 /// ```
 pub struct WriteGuard<'t, E> {
     /// The writer lock (RCU mode) or the exclusive borrow, with the writer state.
-    lock: StateRef<'t>,
+    lock: StateRef<'t, E>,
     pub(crate) internal: Kind,
     /// RCU mode: the pinned guard replaced nodes and entries are deferred on (none in exclusive
     /// mode, which frees at once).
@@ -66,7 +66,7 @@ pub struct WriteGuard<'t, E> {
 pub(crate) struct Writer<'w, E, M: Mode> {
     pub(crate) root: WriterRoot<'w, M>,
     pub(crate) internal: Kind,
-    pub(crate) st: &'w mut WriterState,
+    pub(crate) st: &'w mut WriterState<E>,
     /// Exclusive mode: where retired nodes wait for the end of the guard's borrow.
     retiring: &'w mut Retiring,
     /// RCU mode: the pinned guard replaced nodes and entries are deferred on.
@@ -124,7 +124,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// the writer state), the tree's internal node kind, the pinned guard of RCU mode (none in
     /// exclusive mode), and the tree's counters.
     pub(crate) fn from_parts(
-        lock: StateRef<'t>,
+        lock: StateRef<'t, E>,
         internal: Kind,
         guard: Option<Guard>,
         len: &'t StdAtomicUsize,
@@ -183,7 +183,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// The writer state, for reads.
     #[inline]
-    pub(crate) fn state(&self) -> &WriterState {
+    pub(crate) fn state(&self) -> &WriterState<E> {
         &self.lock
     }
 
@@ -400,35 +400,28 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         }
     }
 
-    /// A slot stopped referencing `w`: drop the entry unless another slot shares it.
-    pub(crate) fn release_entry(&mut self, w: usize) {
-        if w == 0 {
+    /// A slot of the live tree stopped referencing `w`: the entry is dropped unless another
+    /// slot shares it (the [`Ledger`] decides).
+    pub(crate) fn release_entry(&mut self, w: Word<E>) {
+        if w.is_null() {
             return;
         }
         self.add_len(-1);
-        if w == ZERO_WORD || !core::mem::needs_drop::<E>() {
+        let Some(r) = self.st.ledger.release(w) else {
             return;
-        }
-        if let Some(c) = self.st.multi.get_mut(&w) {
-            *c -= 1;
-            if *c == 0 {
-                self.st.multi.remove(&w);
-            }
-            return;
-        }
+        };
         let Some(rcu) = self.root.rcu() else {
             // Exclusive mode: dropped when the write is complete (`drop_released`): an entry's
             // `Drop` may panic, and the tree must be whole and valid by then.
-            self.st.released.push(w);
+            self.st.ledger.queue(r);
             return;
         };
         let pending = Arc::clone(self.pending);
         pending.add_entry();
-        // `w` is a live entry word that no slot references any more (shared words were handled
-        // above). The drop waits for every guard that could still read it, and runs on whichever
+        // The drop waits for every guard that could still read the word, and runs on whichever
         // thread collects, long after the write returned: a panic in the entry's `Drop` is
         // contained there, so that the collector's other deferred frees still run.
-        rcu.defer_drop_entry::<E>(w, self.rcu_guard(), move || pending.sub_entry());
+        rcu.defer_drop_entry(r, self.rcu_guard(), move || pending.sub_entry());
     }
 
     /// Exclusive mode: drops the entries the completed write released. If one entry's `Drop`
@@ -436,24 +429,20 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// already in its new, valid state.
     #[inline]
     pub(crate) fn drop_released(&mut self) {
-        if !self.st.released.is_empty() {
+        if self.st.ledger.has_queued() {
             self.drop_released_slow();
         }
     }
 
     #[cold]
     fn drop_released_slow(&mut self) {
-        // Each word was pushed once by `release_entry`, when the last slot referencing it went,
-        // and is popped once; no reader exists (`&mut` tree).
-        struct DropRest<'a, 't, E: Entry>(
-            &'a mut Vec<usize>,
-            WriterRoot<'t, Exclusive>,
-            PhantomData<E>,
-        );
+        // Each word was queued once by `release_entry`, when the last slot referencing it went,
+        // and is dequeued once; no reader exists (`&mut` tree).
+        struct DropRest<'a, 't, E: Entry>(&'a mut Ledger<E>, WriterRoot<'t, Exclusive>);
         impl<E: Entry> Drop for DropRest<'_, '_, E> {
             fn drop(&mut self) {
-                while let Some(w) = self.0.pop() {
-                    self.1.drop_entry_now::<E>(w);
+                while let Some(r) = self.0.dequeue() {
+                    self.1.drop_entry_now(r);
                 }
             }
         }
@@ -461,22 +450,19 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         let Some(root) = self.root.exclusive() else {
             return; // RCU mode releases nothing here
         };
-        let rest = DropRest::<E>(&mut self.st.released, root, PhantomData);
-        while let Some(w) = rest.0.pop() {
-            rest.1.drop_entry_now::<E>(w);
+        let rest = DropRest(&mut self.st.ledger, root);
+        while let Some(r) = rest.0.dequeue() {
+            rest.1.drop_entry_now(r);
         }
     }
 
     /// A range split around a new entry: `w` is now referenced by one more slot.
-    pub(crate) fn share_entry(&mut self, w: usize) {
-        if w == 0 {
+    pub(crate) fn share_entry(&mut self, w: Word<E>) {
+        if w.is_null() {
             return;
         }
         self.add_len(1);
-        if w == ZERO_WORD || !core::mem::needs_drop::<E>() {
-            return;
-        }
-        *self.st.multi.entry(w).or_insert(0) += 1;
+        self.st.ledger.share(w);
     }
 
     /// Writes `items` into node `n` covering `[min, max]`: slots, pivots (with `pivot[end] =
@@ -495,7 +481,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             if j < len {
                 let it = items[j];
                 match it.slot {
-                    Slot::Entry(w) => n.init_entry(j, w),
+                    Slot::Entry(w) => n.init_entry(j, Word::<E>::leaf(w)),
                     Slot::Child(c) => n.init_child(j, c),
                 }
                 if j < p {
@@ -586,7 +572,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     ) {
         for (lo, hi, s) in n.slots(min, max, self.internal) {
             match s {
-                Slot::Entry(w) => self.release_entry(w),
+                Slot::Entry(w) => self.release_entry(Word::leaf(w)),
                 Slot::Child(c) => self.remove_subtree(c, lo, hi, retired),
             }
         }
