@@ -65,20 +65,24 @@ pub(crate) struct Rebuilt {
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The generic write: see the module docs. `lpath`/`rpath` lead to the leaves holding `first`
-    /// and `last`.
+    /// and `last` (`rpath` `None`: the same leaf as `lpath`).
     pub(crate) fn rebuild(
         &mut self,
         lpath: Path<'t>,
-        rpath: Path<'t>,
+        rpath: Option<Path<'t>>,
         first: u64,
         last: u64,
         entry: Word<E>,
     ) -> Rebuilt {
         let height = lpath.levels.len();
         let leaf_level = height - 1;
+        // Built in place, the paths pushed into it: a rebuild is over 4 KiB, and each move of
+        // it (or of a path) is a `memcpy`.
         let mut rb = Rebuild {
-            spanning: lpath.levels[leaf_level].node != rpath.levels[leaf_level].node,
-            paths: smallvec::smallvec![lpath, rpath],
+            spanning: rpath
+                .as_ref()
+                .is_some_and(|r| lpath.levels[leaf_level].node != r.levels[leaf_level].node),
+            paths: SmallVec::new(),
             retired: Retired::new(),
             level: leaf_level,
             kind: Kind::Leaf,
@@ -92,6 +96,8 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             pulled: false,
             split: false,
         };
+        rb.paths.push(lpath);
+        rb.paths.extend(rpath);
         self.leaf_items(&mut rb, entry);
         rb.run_min = paths_min(&rb.paths, leaf_level);
         rb.run_max = paths_max(&rb.paths, leaf_level);
@@ -167,7 +173,8 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             return true;
         }
         // Several nodes at this level.
-        let new_items = self.split_level(rb);
+        let mut new_items = Items::new();
+        self.split_level(rb, &mut new_items);
         rb.retired.extend(consumed.iter().map(|l| l.node));
         if rb.level == 0 {
             // Grow: a new root above the parts.
@@ -238,7 +245,9 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     ) {
         let parent_level = rb.level - 1;
         let pconsumed = consumed_at(&rb.paths, parent_level);
-        let mut pitems = Items::new();
+        // The level's items went into `new_items`: the buffer takes the parent's, in place.
+        rb.items.truncate(0);
+        let pitems = &mut rb.items;
         let mut placed = false;
         for pl in &pconsumed {
             for (i, (clo, chi, s)) in pl.node.slots(pl.min, pl.max, self.internal).enumerate() {
@@ -268,7 +277,6 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             }
         }
         debug_assert!(placed);
-        rb.items = pitems;
         rb.level = parent_level;
         rb.kind = self.internal;
         rb.run_min = paths_min(&rb.paths, rb.level);

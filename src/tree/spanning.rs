@@ -23,7 +23,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         rw.walk(last).expect("non-empty tree");
         let r = self.rebuild(
             Path::from_walker(lw),
-            Path::from_walker(&rw),
+            Some(Path::from_walker(&rw)),
             first,
             last,
             entry,

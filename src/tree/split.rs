@@ -12,9 +12,9 @@ use super::rebuild::Rebuild;
 use super::write::Writer;
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
-    /// Partitions the level's items into fresh nodes (a split if more than one); returns them as
-    /// the items of the parent level's run.
-    pub(crate) fn split_level(&mut self, rb: &mut Rebuild<'t>) -> Items<'t> {
+    /// Partitions the level's items into fresh nodes (a split if more than one); pushes them
+    /// onto `new_items` (empty), the items of the parent level's run.
+    pub(crate) fn split_level(&mut self, rb: &mut Rebuild<'t>, new_items: &mut Items<'t>) {
         let parts = partition(
             &rb.items,
             rb.kind,
@@ -25,7 +25,6 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         if parts.len() > 1 {
             rb.split = true;
         }
-        let mut new_items = Items::new();
         let mut lo = rb.run_min;
         for &(a, b) in &parts {
             let hi = rb.items.get(b - 1).hi;
@@ -35,7 +34,6 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             new_items.push(Item::fresh(hi, n, g));
             lo = hi.wrapping_add(1);
         }
-        new_items
     }
 }
 

@@ -147,8 +147,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             match self.leaf_store(lw, first, last, entry) {
                 Leafed::Done(a, b) => return (a, b),
                 Leafed::Rebuild(a, b) => {
-                    let lpath = Path::from_walker(lw);
-                    let r = self.rebuild(lpath.clone(), lpath, a, b, entry);
+                    let r = self.rebuild(Path::from_walker(lw), None, a, b, entry);
                     return (r.first, r.last);
                 }
             }

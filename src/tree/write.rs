@@ -503,8 +503,11 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 
     /// Largest gap in `n`'s subtree (leaves: computed from NULL slots; allocation-tree internal
-    /// nodes: the largest child gap; 0 for range-tree internal nodes).
+    /// nodes: the largest child gap; 0 for every node of a range tree, which keeps no gaps).
     pub(crate) fn node_max_gap(&self, n: Live<'_>, min: u64, max: u64) -> u64 {
+        if !self.is_alloc() {
+            return 0; // range trees keep no gaps: nothing reads a leaf's
+        }
         match n.kind() {
             Kind::Leaf => super::gap::leaf_max_gap(n.view(), min, max),
             Kind::ARange => {
