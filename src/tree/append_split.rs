@@ -15,7 +15,7 @@
 //! `[10i, 10i+5]` shape in a range tree, against 39.2 when truncating. Without readers
 //! (`exclusive()`) this is done in place; under readers by copy-on-write of the leaf and its
 //! parent (the leaf's last slot would otherwise reach the old maximum for a reader that read the
-//! parent's old pivot), and by truncation when the parent is full.
+//! parent's old pivot), and by the generic rebuild when the parent is full.
 //!
 //! Readers stay correct without any node being replaced: a reader that read the parent's old end
 //! pivot sees the old leaf whole (its max is still the old one in that reader's view); one that
@@ -30,6 +30,7 @@ use super::big_node::Item;
 use super::node::Mode;
 use super::node::Write;
 use super::node::{Fresh, Kind, RANGE_SLOTS};
+use super::path::Path;
 use super::walk::{Level, Walker};
 use super::write::Writer;
 
@@ -80,7 +81,17 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             self.st.stats.append_fill += 1;
             return self.append_climb(lw, last, &items);
         }
-        if !M::EXCLUSIVE && fill && self.append_fill_cow(lw, first, last, entry, &ls) {
+        if !M::EXCLUSIVE && fill {
+            if !self.append_fill_cow(lw, first, last, entry, &ls) {
+                // The parent is full: the generic rebuild fills the leaf the same way (its
+                // partition packs a right-edge append full from the left) and splits the
+                // parent, copying up to the first ancestor with room, published by one store
+                // there (the kernel's rightmost split). Truncating instead would leave one
+                // leaf in every parent's worth one slot short.
+                self.rebuild(Path::from_walker(lw), None, first, last, entry);
+                self.st.stats.append_split += 1;
+                self.st.stats.append_fill += 1;
+            }
             return;
         }
         // The leaf keeps slots 0..k; it must not end in NULL.
@@ -113,7 +124,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// a new parent holding both in place of the old leaf (or a new root above both), published by
     /// one Release store of the parent's slot in the grandparent (or of the root). Readers see the
     /// old parent and leaf, untouched, or the new ones, complete. `false` (nothing done) when the
-    /// parent has no free slot: then the truncation below climbs instead.
+    /// parent has no free slot: then the generic rebuild splits the parent.
     fn append_fill_cow(
         &mut self,
         lw: &Walker<'t, Write>,
