@@ -13,6 +13,7 @@ static RELAXED_READER: AtomicBool = AtomicBool::new(false);
 static FREE_AT_ONCE: AtomicBool = AtomicBool::new(false);
 static IGNORE_SEALS: AtomicBool = AtomicBool::new(false);
 static IGNORE_REPOINT_SEALS: AtomicBool = AtomicBool::new(false);
+static RELAXED_ROOT_PUBLISH: AtomicBool = AtomicBool::new(false);
 
 /// Publish in-place appends with a `Relaxed` store of the lowered end pivot instead of `Release`
 /// (a deliberate bug: a reader can see the new end but not the slots written beyond it).
@@ -55,6 +56,13 @@ pub fn set_ignore_repoint_seals(on: bool) {
     IGNORE_REPOINT_SEALS.store(on, StdOrdering::SeqCst);
 }
 
+/// Publish a new root with a `Relaxed` store of the root word instead of `Release` (a
+/// deliberate bug: a reader can reach the new root without seeing its contents, nor those of
+/// the fresh nodes under it).
+pub fn set_relaxed_root_publish(on: bool) {
+    RELAXED_ROOT_PUBLISH.store(on, StdOrdering::SeqCst);
+}
+
 /// Turns every switch off.
 pub fn reset() {
     set_relaxed_publish(false);
@@ -63,6 +71,7 @@ pub fn reset() {
     set_free_at_once(false);
     set_ignore_seals(false);
     set_ignore_repoint_seals(false);
+    set_relaxed_root_publish(false);
 }
 
 /// Whether seals are ignored.
@@ -78,6 +87,15 @@ pub(crate) fn ignore_repoint_seals() -> bool {
 /// Ordering of the single store that publishes an in-place append.
 pub(crate) fn publish_ordering() -> crate::sync::Ordering {
     if RELAXED_PUBLISH.load(StdOrdering::SeqCst) {
+        crate::sync::Ordering::Relaxed
+    } else {
+        crate::sync::Ordering::Release
+    }
+}
+
+/// Ordering of the store of the root word that publishes a new root.
+pub(crate) fn root_publish_ordering() -> crate::sync::Ordering {
+    if RELAXED_ROOT_PUBLISH.load(StdOrdering::SeqCst) {
         crate::sync::Ordering::Relaxed
     } else {
         crate::sync::Ordering::Release

@@ -503,6 +503,14 @@ pub fn spaced(n: u64) -> Vec<Op> {
         .collect()
 }
 
+/// Adjacent ranges `[10 i, 10 i + 9]` holding value `i + 1`, for `i` in `0..n` (no gaps: in-order
+/// appends are `+1` appends, and a full rightmost leaf splits by truncation, never by a fill).
+pub fn adjacent(n: u64) -> Vec<Op> {
+    (0..n)
+        .map(|i| Op::Store(10 * i, 10 * i + 9, i + 1))
+        .collect()
+}
+
 /// A range-tree scenario: `prefill`, then the write `op` against one reader probing `probes`;
 /// `heights` before and after, and the write paths `op` must take.
 pub fn scenario(

@@ -23,7 +23,7 @@
 
 #![cfg(loom)]
 
-use maple_tree_loom_tests::{spaced, Op, Sequence};
+use maple_tree_loom_tests::{adjacent, spaced, Op, Sequence};
 
 const MAX: u64 = u64::MAX;
 
@@ -54,6 +54,12 @@ fn with(mut ops: Vec<Op>, more: &[Op]) -> Vec<Op> {
 const SEALED: &[(&str, u64)] = &[("node_store", 1), ("sealed_extend", 1)];
 
 const APPEND_SPLIT_GROW: &[(&str, u64)] = &[("split", 1), ("append_split", 1), ("grow", 1)];
+const APPEND_FILL_GROW: &[(&str, u64)] = &[
+    ("split", 1),
+    ("append_split", 1),
+    ("append_fill", 1),
+    ("grow", 1),
+];
 
 // ---- across two and three writes ---------------------------------------------------------------
 
@@ -256,17 +262,32 @@ fn cursor_rewrite_cached_walker() {
 
 // ---- write paths without a single-write model -----------------------------------------------------
 
-/// The append split's climb when the parent is full: an allocation tree of height 2 whose root
-/// holds 10 leaves (full), the rightmost leaf with one free slot; the three-way append cannot
-/// fill by copy-on-write (no room in the parent), so the leaf is truncated, the full root is
-/// truncated too and a new root grows above (height 3).
+/// The leaf fill when the parent is full: an allocation tree of height 2 whose root holds 10
+/// leaves (full), the rightmost leaf with one free slot; the three-way append cannot fill by
+/// copy-on-write of the leaf and its parent (no room in the parent), so the generic rebuild packs
+/// the leaf full, splits the root and grows a new root above (height 3), published by the root
+/// pointer.
 #[test]
-fn append_split_climb_full_parent() {
+fn append_fill_full_parent() {
     Sequence::new(spaced(79), 2)
         .alloc_tree()
-        .then(Op::Store(790, 794, 100), 3, APPEND_SPLIT_GROW)
+        .then(Op::Store(790, 794, 100), 3, APPEND_FILL_GROW)
         .probes(&[784, 789, 790, 795])
         .span(775, MAX)
+        .check_all();
+}
+
+/// The append split's climb when the parent is full: an allocation tree of height 2 built of
+/// adjacent ranges, whose root holds 10 leaves (full), the rightmost leaf full; the append
+/// truncates the leaf, the full root keeps all its children and shrinks (its last child's new
+/// max), the new leaf goes into a new node, and a new root grows above both (height 3).
+#[test]
+fn append_split_climb_full_parent() {
+    Sequence::new(adjacent(150), 2)
+        .alloc_tree()
+        .then(Op::Store(1500, 1509, 200), 3, APPEND_SPLIT_GROW)
+        .probes(&[1489, 1499, 1500, 1510])
+        .span(1480, MAX)
         .check_all();
 }
 

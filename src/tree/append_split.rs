@@ -209,7 +209,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         let leaf = *lw.leaf();
         let new_leaf = self.alloc_node(Kind::Leaf);
         self.write_items(new_leaf.node(), items, u64::MAX);
-        let mut new_gap = self.node_max_gap(new_leaf.node(), kept_max + 1, u64::MAX);
+        let new_gap = self.node_max_gap(new_leaf.node(), kept_max + 1, u64::MAX);
         let mut kept_gap = if self.is_alloc() {
             super::gap::leaf_max_gap(leaf.node.view(), leaf.min, kept_max)
         } else {
@@ -220,7 +220,6 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         self.seal_shrunk(leaf.node);
         let mut new_node = new_leaf;
         let mut kept_node = leaf.node;
-        let mut kept_max = kept_max;
         self.st.stats.split += 1;
         self.st.stats.append_split += 1;
 
@@ -245,22 +244,21 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
                 self.append_to_parent(&path[..=d], kept_max, kept_gap, new_node, new_gap);
                 return;
             }
-            // Full: truncate the parent too; its last child moves into a new node with the new one.
+            // Full: the parent keeps all its children and shrinks to `kept_max` (its last
+            // child's new max, implied by the parent's own max); the new node goes into a new
+            // parent appended after it. A reader that read the old max sees this parent whole,
+            // and its last child with its old max, whole too (the words beyond their new ends
+            // stay as they were); one that reads the lowered pivot sees both at their new max.
             let s = self.alloc_node(kind);
-            let items = [
-                Item::child(kept_max, kept_node, kept_gap),
-                Item::fresh(u64::MAX, new_node, new_gap),
-            ];
+            let items = [Item::fresh(u64::MAX, new_node, new_gap)];
             self.write_items(s.node(), &items, u64::MAX);
-            let p_kept_max = pn.pivot(o - 1);
             if kind == Kind::ARange {
-                kept_gap = (0..o).map(|i| pn.gap(i)).max().unwrap_or(0);
-                new_gap = items[0].gap.max(items[1].gap);
+                pn.set_gap(o, kept_gap);
+                kept_gap = (0..=o).map(|i| pn.gap(i)).max().unwrap_or(0);
             }
-            // The parent shrinks too (its last child moved into `s`).
+            // The parent's max shrinks too.
             self.seal_shrunk(pn);
             kept_node = pn;
-            kept_max = p_kept_max;
             new_node = s;
         }
     }

@@ -699,8 +699,12 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     fn store_root(self, n: Live<'t>) -> Option<Unlinked<'t>> {
         let old = self.node();
         n.set_parent(None, 0);
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::root_publish_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Release;
         // ORDERING: P1 (and P16 for a tree nobody can see yet, e.g. a `dup` copy).
-        self.root.word.store(node_word(n), Ordering::Release);
+        self.root.word.store(node_word(n), ord);
         // The old root is unlinked unless the new root's subtree took it in (its parent word
         // would name the node it went into).
         old.filter(|&o| o != n && o.parent_info().0 == 0)
