@@ -279,7 +279,7 @@ impl<E: Entry> MapleTree<E> {
         WriteGuard::from_parts(
             StateRef::Locked(lock),
             self.internal,
-            Some(self.pin()),
+            Some(core::cell::OnceCell::new()),
             &self.len,
             &self.pending,
         )

@@ -271,11 +271,7 @@ impl<S> Root<S> {
 
     /// Pins a guard of this tree's collector.
     pub(crate) fn pin(&self) -> Guard {
-        if self.shared.default_collector {
-            crossbeam_epoch::pin()
-        } else {
-            self.shared.collector.register().pin()
-        }
+        self.shared.pin()
     }
 
     /// Checks, in every profile, that `guard` is pinned on this tree's collector (as
@@ -367,6 +363,15 @@ impl RootWord {
     fn restarted(&self) {
         self.restarts.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// Pins a guard of this tree's collector.
+    fn pin(&self) -> Guard {
+        if self.default_collector {
+            crossbeam_epoch::pin()
+        } else {
+            self.collector.register().pin()
+        }
+    }
 }
 
 /// The tree's writer lock, held: made only by [`Root::lock`], so it proves that its holder is
@@ -381,6 +386,18 @@ pub(crate) struct WriterLock<'t, S> {
 pub(crate) type WriterParts<'w, S, M> = (WriterRoot<'w, M>, &'w mut S, &'w mut Retiring);
 
 impl<S> WriterLock<'_, S> {
+    /// Pins a guard of this tree's collector (RCU-mode writers pin only when they defer
+    /// something: a write that retires and releases nothing never pins).
+    pub(crate) fn pin(&self) -> Guard {
+        self.root.pin()
+    }
+
+    /// Whether the writers before left retired nodes to hand to the collector.
+    #[inline]
+    pub(crate) fn has_retired(&self) -> bool {
+        !self.side.retiring.nodes.is_empty()
+    }
+
     /// Hands the nodes the writers before retired to the collector: each is freed once every
     /// guard pinned now (`guard`, of this tree's collector, checked) has been dropped; `freed()`
     /// makes the closure that runs after each free.
@@ -627,6 +644,11 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
             root: self.root,
             _m: PhantomData,
         })
+    }
+
+    /// Pins a guard of this tree's collector (see [`WriterLock::pin`]).
+    pub(crate) fn pin(self) -> Guard {
+        self.root.pin()
     }
 
     /// This writer as an RCU-mode one, if it is (a constant per `M`).

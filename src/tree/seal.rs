@@ -240,11 +240,11 @@ impl Seals {
     /// start of every RCU-mode write, so always after the stores of the seals it covers: the
     /// grace period starts after them.
     #[inline]
-    pub(crate) fn schedule(&mut self, guard: &Guard) {
+    pub(crate) fn schedule<'g>(&mut self, guard: impl FnOnce() -> &'g Guard) {
         match self.pending {
             Some(p) if self.lifted_now() < p => {}
             None if !self.dirty => {}
-            _ => self.schedule_slow(guard),
+            _ => self.schedule_slow(guard()),
         }
     }
 

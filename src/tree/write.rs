@@ -7,6 +7,8 @@
 
 use core::marker::PhantomData;
 
+use core::cell::OnceCell;
+
 use crossbeam_epoch::Guard;
 use smallvec::SmallVec;
 
@@ -50,9 +52,12 @@ pub struct WriteGuard<'t, E> {
     /// The writer lock (RCU mode) or the exclusive borrow, with the writer state.
     lock: StateRef<'t, E>,
     pub(crate) internal: Kind,
-    /// RCU mode: the pinned guard replaced nodes and entries are deferred on (none in exclusive
-    /// mode, which frees at once).
-    guard: Option<Guard>,
+    /// RCU mode: the guard replaced nodes and entries are deferred on, pinned on first need, so
+    /// that a write that retires and releases nothing (an in-place append) does not pin; none in
+    /// exclusive mode, which frees at once. The writer's own reads need no guard: only the
+    /// writer retires nodes and releases entries, its retired nodes wait until its borrow ends,
+    /// and what it defers waits for this guard, pinned before the deferral.
+    guard: Option<OnceCell<Guard>>,
     /// The tree's count of ranges holding an entry (see [`MapleTree::len`](crate::MapleTree::len)).
     len: &'t StdAtomicUsize,
     /// The tree's pending-frees counters.
@@ -69,8 +74,8 @@ pub(crate) struct Writer<'w, E, M: Mode> {
     pub(crate) st: &'w mut WriterState<E>,
     /// Exclusive mode: where retired nodes wait for the end of the guard's borrow.
     retiring: &'w mut Retiring,
-    /// RCU mode: the pinned guard replaced nodes and entries are deferred on.
-    guard: Option<&'w Guard>,
+    /// RCU mode: the guard replaced nodes and entries are deferred on, pinned on first need.
+    guard: Option<&'w OnceCell<Guard>>,
     /// The tree's count of ranges holding an entry.
     pub(crate) len: &'w StdAtomicUsize,
     /// The tree's pending-frees counters.
@@ -82,7 +87,11 @@ impl<E> Drop for WriteGuard<'_, E> {
     fn drop(&mut self) {
         // RCU mode: hand the last writer's retired nodes to the collector while the lock and
         // the pinned guard are still held (exclusive mode frees them as its root drops).
-        if let (StateRef::Locked(l), Some(g)) = (&mut self.lock, &self.guard) {
+        if let (StateRef::Locked(l), Some(cell)) = (&mut self.lock, &self.guard) {
+            if !l.has_retired() {
+                return;
+            }
+            let g = cell.get_or_init(|| l.pin());
             let pending = self.pending;
             l.flush_retired(g, || {
                 let pending = Arc::clone(pending);
@@ -121,12 +130,12 @@ pub(crate) use with_mode;
 
 impl<'t, E: Entry> WriteGuard<'t, E> {
     /// A write guard over the parts of a tree: the writer lock or the exclusive borrow (with
-    /// the writer state), the tree's internal node kind, the pinned guard of RCU mode (none in
+    /// the writer state), the tree's internal node kind, the guard cell of RCU mode (none in
     /// exclusive mode), and the tree's counters.
     pub(crate) fn from_parts(
         lock: StateRef<'t, E>,
         internal: Kind,
-        guard: Option<Guard>,
+        guard: Option<OnceCell<Guard>>,
         len: &'t StdAtomicUsize,
         pending: &'t Arc<Pending>,
     ) -> Self {
@@ -148,11 +157,14 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             (self.internal, self.guard.as_ref(), self.len, self.pending);
         match &mut self.lock {
             StateRef::Locked(l) => {
-                let g = guard.expect("RCU mode holds a pinned guard");
-                l.flush_retired(g, || {
-                    let pending = Arc::clone(pending);
-                    move || pending.sub_node()
-                });
+                if l.has_retired() {
+                    let cell = guard.expect("RCU mode holds a guard cell");
+                    let g = cell.get_or_init(|| l.pin());
+                    l.flush_retired(g, || {
+                        let pending = Arc::clone(pending);
+                        move || pending.sub_node()
+                    });
+                }
                 let (root, st, retiring) = l.writer();
                 AnyWriter::Rcu(Writer {
                     root,
@@ -215,7 +227,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// The entry at `index`, read under the writer.
     pub fn load(&self, index: u64) -> Option<E::Borrowed<'_>> {
         // The writer is the only mutator and `&self` keeps it from writing while the borrow
-        // lives; the guard it holds covers RCU-deferred frees.
+        // lives; what it released waits for its guard, pinned when it deferred the drop.
         super::walk::load_word(self.view(), index).entry::<E>()
     }
 
@@ -234,7 +246,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The pinned guard of the tree's collector this writer defers frees on (RCU mode only).
     fn rcu_guard(&self) -> &'t Guard {
-        self.guard.expect("RCU mode holds a pinned guard")
+        let cell = self.guard.expect("RCU mode holds a guard cell");
+        let root = self.root;
+        cell.get_or_init(|| root.pin())
     }
 
     /// The reader view of the root, for the shared read code.
@@ -278,8 +292,9 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// RCU mode: collects a finished seal lift and schedules the next (see `seal`); called at
     /// the start of every write, after the sealing stores of the writes before.
     pub(crate) fn schedule_seals(&mut self) {
-        if let Some(g) = &self.guard {
-            self.st.seals.schedule(g);
+        if let Some(cell) = self.guard {
+            let root = self.root;
+            self.st.seals.schedule(|| cell.get_or_init(|| root.pin()));
         }
     }
 
