@@ -1806,6 +1806,45 @@ impl<'g, A: Access> NodeRef<'g, A> {
         self.node().words[RANGE_PIVOTS + i].load(Ordering::Acquire) as usize
     }
 
+    /// The offset of the first pivot `>= index`, or the pivot count if there is none: the slot
+    /// of `index` when `index` is within the node's range (`pivot[end] == max` stops the scan at
+    /// the end). Each pivot is loaded at most once, in order, with the reader's ordering
+    /// (Acquire; the loom knob's under loom), as [`pivot`](Self::pivot); unrolled by four, the
+    /// loads bounds-checked once per node (`mtree_load`'s scan).
+    #[inline]
+    pub(crate) fn find_pivot(&self, index: u64) -> usize {
+        #[cfg(loom)]
+        let ord = crate::loom_knobs::reader_pivot_ordering();
+        #[cfg(not(loom))]
+        let ord = Ordering::Acquire;
+        let pivots = &self.node().words[..self.kind.pivots()];
+        let mut chunks = pivots.chunks_exact(4);
+        let mut base = 0;
+        for c in &mut chunks {
+            // ORDERING: P9 (a pivot, loaded before the slot it exposes), for each of the four.
+            if c[0].load(ord) >= index {
+                return base;
+            }
+            if c[1].load(ord) >= index {
+                return base + 1;
+            }
+            if c[2].load(ord) >= index {
+                return base + 2;
+            }
+            if c[3].load(ord) >= index {
+                return base + 3;
+            }
+            base += 4;
+        }
+        for (i, p) in chunks.remainder().iter().enumerate() {
+            // ORDERING: P9 (as above).
+            if p.load(ord) >= index {
+                return base + i;
+            }
+        }
+        pivots.len()
+    }
+
     /// Finds the slot of this node (covering `[min, max]`) that contains `index`: `(offset, lo,
     /// hi)`. One scan of the pivots without per-element bounds checks, each loaded once with the
     /// reader's ordering (Acquire; the loom knob's under loom), as [`pivot`](Self::pivot).
@@ -1816,15 +1855,38 @@ impl<'g, A: Access> NodeRef<'g, A> {
         #[cfg(not(loom))]
         let ord = Ordering::Acquire;
         let pivots = &self.node().words[..self.kind.pivots()];
+        // The first pivot `>= index` ends the slot (at `max` if it is `>= max`: `index <= max`,
+        // so a pivot that reaches `max` always stops the scan); the pivot before it, as loaded
+        // in this scan, starts it.
         let mut lo = min;
-        for (i, p) in pivots.iter().enumerate() {
-            // ORDERING: P9 (a pivot, loaded before the slot it exposes).
-            let piv = p.load(ord);
-            if piv >= max {
-                return (i, lo, max);
+        let mut chunks = pivots.chunks_exact(4);
+        let mut base = 0;
+        for c in &mut chunks {
+            // ORDERING: P9 (a pivot, loaded before the slot it exposes), for each of the four.
+            let a = c[0].load(ord);
+            if a >= index {
+                return (base, lo, a.min(max));
             }
+            let b = c[1].load(ord);
+            if b >= index {
+                return (base + 1, a + 1, b.min(max));
+            }
+            let d = c[2].load(ord);
+            if d >= index {
+                return (base + 2, b + 1, d.min(max));
+            }
+            let e = c[3].load(ord);
+            if e >= index {
+                return (base + 3, d + 1, e.min(max));
+            }
+            lo = e + 1;
+            base += 4;
+        }
+        for (i, p) in chunks.remainder().iter().enumerate() {
+            // ORDERING: P9 (as above).
+            let piv = p.load(ord);
             if piv >= index {
-                return (i, lo, piv);
+                return (base + i, lo, piv.min(max));
             }
             lo = piv + 1;
         }

@@ -22,11 +22,7 @@ pub(crate) fn load_word(root: RootRef<'_>, index: u64) -> Loaded<'_> {
             return Loaded::NONE;
         };
         loop {
-            let p = n.kind().pivots();
-            let mut i = 0;
-            while i < p && n.pivot(i) < index {
-                i += 1;
-            }
+            let i = n.find_pivot(index);
             if n.is_leaf() {
                 let s = n.leaf_word(i);
                 if n.is_dead() {
