@@ -121,7 +121,7 @@
 //! | P15 | tree root word | — | — | Relaxed (the **writer's own** loads, [`WriterRoot::node`]) | nothing: the writer is the only one that stores it, so it reads its own last store |
 //! | P16 | tree root word of a tree nobody can see yet (`dup`'s copy, built under `&mut`) | copy published | Release (as P1) | — | nothing needed: the tree reaches other threads only by being moved or shared afterwards, which synchronises by itself; the store is P1's code path |
 //! | P17 | parent word (re-parent, P13) next to the dead bit (P14) | re-parent | Relaxed | Acquire (`is_dead`) | a node is re-parented only while live, never after its `fetch_or` (P14); the `fetch_or` is a read-modify-write, so it reads the last re-parenting and keeps those bits; a reader's Acquire load that returns a Relaxed re-parenting reads "not dead", which is true |
-//! | P18 | seal lift generation (`seal`) | deferred closure, a grace period after the sealing stores | Release | Acquire (the writer, before trusting a lifted seal) | the closure runs after every guard pinned at the sealing stores is gone (crossbeam's epoch fences order it after them) |
+//! | P18 | seal lift generation (`seal`) | deferred closure, a grace period after the sealing stores | Release | Acquire (the writer, before trusting a lifted seal) | the closure runs after every guard pinned when it is deferred (after the sealing stores, by the writer's guard, pinned then if it was not yet) is gone, so after every reader that could read before them (crossbeam's epoch fences order it after them) |
 //!
 //! Every Release, Acquire and read-modify-write site of `src/tree` names its row in an
 //! `// ORDERING: Pn` comment.
