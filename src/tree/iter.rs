@@ -9,7 +9,7 @@ use core::marker::PhantomData;
 
 use crate::entry::Entry;
 
-use super::node::{Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS};
+use super::node::{Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
 use super::walk::{Level, Walker, MAX_DEPTH};
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
@@ -29,17 +29,15 @@ pub struct Iter<'g, E> {
     /// Something was yielded from that end (later ranges must not overlap it).
     front_yielded: bool,
     back_yielded: bool,
-    /// Next index the front may yield from (inclusive); while `leaf` is `Some` it is `hi + 1`
-    /// instead (see [`front_pos`](Self::front_pos)).
-    front_pos: u64,
     /// Last index the back may yield up to (inclusive).
     back_pos: u64,
     /// Ended (`leaf` is then `None`).
     done: bool,
     internal: Kind,
+    /// The front's leaf. While slot `next_off - 1` is its last, `next_off` is past the slots
+    /// (`RANGE_SLOTS`) or the next step crosses at once, so the two-slot step never looks past
+    /// the leaf's end.
     leaf: Option<NodeRef<'g>>,
-    /// `leaf` while slot `off` is not its last (the two-slot step may look past it).
-    fast: Option<NodeRef<'g>>,
     /// `min(max, back_pos)`: a pivot below it bounds a slot that is neither the leaf's last
     /// nor reaches the back.
     lim: u64,
@@ -60,8 +58,9 @@ pub struct Iter<'g, E> {
     out: (u64, u64),
     /// The slot after the current one (the current is `next_off - 1`; 0 before slot 0).
     next_off: usize,
+    /// The end of what the front has passed: the next index it may yield from is `hi + 1`
+    /// (wrapping: `u64::MAX` before index 0; see [`front_pos`](Self::front_pos)).
     hi: u64,
-    min: u64,
     max: u64,
     /// The leaf's parent (`None`: the leaf is the root), its max, and the leaf's offset in it
     /// (current; `fpath`'s record of it is stale).
@@ -104,7 +103,7 @@ macro_rules! scan_leaf {
             };
             // The leaf's last slot, `[lo, max]`.
             if let Some(b) = w.entry::<E>() {
-                return $s.yield_end(i, lo, max, b);
+                return $s.yield_end(n, i, lo, max, b);
             }
             let ($ei, $ehi) = (i, max);
             break $end;
@@ -121,12 +120,10 @@ impl<'g, E: Entry> Iter<'g, E> {
             back_started: false,
             front_yielded: false,
             back_yielded: false,
-            front_pos: first,
             back_pos: last,
             done: first > last,
             internal: root.internal(),
             leaf: None,
-            fast: None,
             lim: 0,
             bfast: None,
             boff: 0,
@@ -139,8 +136,7 @@ impl<'g, E: Entry> Iter<'g, E> {
             bpoff: 0,
             out: (0, 0),
             next_off: 0,
-            hi: 0,
-            min: 0,
+            hi: first.wrapping_sub(1),
             max: 0,
             parent: None,
             pmax: 0,
@@ -154,11 +150,7 @@ impl<'g, E: Entry> Iter<'g, E> {
     /// Next index the front may yield from.
     #[inline]
     fn front_pos(&self) -> u64 {
-        if self.leaf.is_some() {
-            self.hi + 1
-        } else {
-            self.front_pos
-        }
+        self.hi.wrapping_add(1)
     }
 
     /// Ends the iteration.
@@ -166,7 +158,6 @@ impl<'g, E: Entry> Iter<'g, E> {
     fn finish(&mut self) {
         self.done = true;
         self.leaf = None;
-        self.fast = None;
         self.bfast = None;
     }
 
@@ -174,7 +165,6 @@ impl<'g, E: Entry> Iter<'g, E> {
     #[inline]
     fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64) {
         self.leaf = Some(n);
-        self.fast = Some(n);
         self.max = max;
         self.lim = max.min(self.back_pos);
     }
@@ -203,11 +193,12 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some((lo, hi, b))
     }
 
-    /// Yields the entry `b` of the last slot `off` of the front's leaf, `[lo, max]`, and moves
-    /// on to the next leaf at once (the next call starts there on the fast path).
+    /// Yields the entry `b` of the last slot `off` of the front's leaf `n`, `[lo, max]`, and
+    /// moves on to the next leaf at once (the next call starts there on the fast path).
     #[inline(always)]
     fn yield_end(
         &mut self,
+        n: NodeRef<'g>,
         off: usize,
         lo: u64,
         max: u64,
@@ -216,8 +207,9 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         if max >= self.back_pos {
             return self.yield_last(lo, max, b);
         }
-        (self.next_off, self.hi) = (off + 1, max);
-        if !self.cross() {
+        // A crossing sets the position itself (before the new leaf's slot 0, ending at `max`).
+        if !self.cross(n) {
+            (self.next_off, self.hi) = (off + 1, max);
             self.leave_front();
         }
         Some((lo, max, b))
@@ -225,9 +217,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
 
     /// Leaves the fast path at the current position: the next step walks from the root.
     fn leave_front(&mut self) {
-        self.front_pos = self.hi + 1;
         self.leaf = None;
-        self.fast = None;
     }
 
     /// The front's last range (it reaches `back_pos`), if it starts within the window.
@@ -246,7 +236,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some((lo, hi, b))
     }
 
-    /// From the last slot of the front's leaf (ending at `max`, below `u64::MAX`) to the
+    /// From the last slot of the front's leaf `leaf` (ending at `max`, below `u64::MAX`) to the
     /// leftmost leaf after it, as `Walker::next_leaf` moves: the leaf alive; up to the first
     /// ancestor, alive, with a child after the one taken; down that child's leftmost slots,
     /// each child slot non-empty. The front then stands before the new leaf's slot 0
@@ -254,16 +244,16 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// the walk that follows rewrites) when the walker must walk from the root instead: a dead
     /// node (counted as a restart) or a state only a race can produce.
     #[inline(always)]
-    fn cross(&mut self) -> bool {
-        let (Some(leaf), Some(p), target) = (self.leaf, self.parent, self.max + 1) else {
-            return self.climb();
+    fn cross(&mut self, leaf: NodeRef<'g>) -> bool {
+        let (Some(p), target) = (self.parent, self.max + 1) else {
+            return self.climb(leaf);
         };
         if leaf.is_dead() || p.is_dead() {
             self.root.restarted();
             return false;
         }
         if self.max >= self.pmax {
-            return self.climb();
+            return self.climb(leaf);
         }
         let i = self.poff + 1;
         let max = p.slot_max(i, self.pmax);
@@ -275,7 +265,6 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         }
         self.poff = i;
         self.enter_leaf(c, max);
-        self.min = target;
         self.next_off = 0;
         self.hi = target - 1;
         true
@@ -284,10 +273,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// [`cross`](Self::cross) when the leaf is its parent's last child: through `fpath`, as
     /// far up as needed (the parent's offset written back first).
     #[inline(never)]
-    fn climb(&mut self) -> bool {
-        let (Some(leaf), target) = (self.leaf, self.max + 1) else {
-            return false;
-        };
+    fn climb(&mut self, leaf: NodeRef<'g>) -> bool {
+        let target = self.max + 1;
         if leaf.is_dead() {
             self.root.restarted();
             return false;
@@ -360,7 +347,6 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         self.fdepth = d + 1;
         self.set_parent();
         self.enter_leaf(n, max);
-        self.min = min;
         self.next_off = 0;
         self.hi = min - 1;
         true
@@ -385,7 +371,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     #[inline(never)]
     fn next_slow(&mut self) -> Option<(u64, u64, Loaded<'g>)> {
         debug_assert!(self.leaf.is_none());
-        let step = self.front.walk(self.front_pos).and_then(|()| {
+        let pos = self.front_pos();
+        let step = self.front.walk(pos).and_then(|()| {
             if self.front.word.is_entry() {
                 Some(())
             } else {
@@ -396,7 +383,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             self.finish();
             return None;
         }
-        while self.front_yielded && self.front.lo < self.front_pos {
+        while self.front_yielded && self.front.lo < pos {
             if self.front.next_entry().is_none() {
                 self.finish();
                 return None;
@@ -411,7 +398,6 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         if hi >= self.back_pos {
             self.finish();
         } else {
-            self.front_pos = hi + 1;
             self.cache_path();
             self.hi = hi;
         }
@@ -428,11 +414,12 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         self.fdepth = path.len();
         self.set_parent();
         self.enter_leaf(leaf.node, leaf.max);
-        if self.front.hi >= leaf.max {
-            self.fast = None;
-        }
-        self.min = leaf.min;
-        self.next_off = leaf.offset + 1;
+        // On the leaf's last slot, the next step crosses (the two-slot step finds no slot).
+        self.next_off = if self.front.hi >= leaf.max {
+            RANGE_SLOTS
+        } else {
+            leaf.offset + 1
+        };
     }
 }
 
@@ -447,7 +434,7 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
         // `scan_leaf`; a bound at or above `lim` (the leaf's last slot, or the back reached)
         // goes the general way.
         let b = 'slow: {
-            if let Some(n) = self.fast {
+            if let Some(n) = self.leaf {
                 let (j, lim) = (self.next_off, self.lim);
                 if j < RANGE_PIVOTS - 1 {
                     let p1 = n.range_pivot(j);
@@ -462,7 +449,7 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                                     self.hi = p2;
                                     return Some((p1 + 1, p2, b));
                                 }
-                                break 'slow self.yield_bound(j + 1, p1 + 1, p2, b);
+                                break 'slow self.yield_bound(n, j + 1, p1 + 1, p2, b);
                             }
                         }
                     } else if let Some(b) = w1.entry::<E>() {
@@ -472,7 +459,7 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                             self.hi = p1;
                             return Some((lo, p1, b));
                         }
-                        break 'slow self.yield_bound(j, lo, p1, b);
+                        break 'slow self.yield_bound(n, j, lo, p1, b);
                     }
                 } else if j == RANGE_PIVOTS - 1 {
                     // Slot 14 and the leaf's last possible slot, 15 (no pivot).
@@ -480,7 +467,7 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                     let w1 = n.range_word(j);
                     if w1.raw() == 0 && p1 < lim {
                         if let Some(b) = n.range_word(j + 1).entry::<E>() {
-                            break 'slow self.yield_last_slot(j + 1, p1 + 1, b);
+                            return self.yield_end(n, j + 1, p1 + 1, self.max, b);
                         }
                     }
                 }
@@ -502,35 +489,23 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some(b)
     }
 
-    /// The fast path's entry `b` in slot `off` from `lo`, whose bound `p` (`u64::MAX` past the
-    /// pivots) is at or above `lim`: the leaf's last slot (then on to the next leaf) or the
+    /// The fast path's entry `b` in slot `off` of leaf `n` from `lo`, whose bound `p`
+    /// (`u64::MAX` past the pivots) is at or above `lim`: the leaf's last slot (then on to the next leaf) or the
     /// range reaching the back. Its range goes to `out`, as for `next_general`.
     #[inline(never)]
     fn yield_bound(
         &mut self,
+        n: NodeRef<'g>,
         off: usize,
         lo: u64,
         p: u64,
         b: E::Borrowed<'g>,
     ) -> Option<E::Borrowed<'g>> {
         let (lo, hi, b) = if p >= self.max {
-            self.yield_end(off, lo, self.max, b)
+            self.yield_end(n, off, lo, self.max, b)
         } else {
             self.yield_front(off, lo, p, b)
         }?;
-        self.out = (lo, hi);
-        Some(b)
-    }
-
-    /// [`yield_bound`](Self::yield_bound) for slot 15, past the pivots: the leaf's last slot.
-    #[inline(always)]
-    fn yield_last_slot(
-        &mut self,
-        off: usize,
-        lo: u64,
-        b: E::Borrowed<'g>,
-    ) -> Option<E::Borrowed<'g>> {
-        let (lo, hi, b) = self.yield_end(off, lo, self.max, b)?;
         self.out = (lo, hi);
         Some(b)
     }
@@ -548,7 +523,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 self.finish();
                 return None;
             }
-            if !self.cross() {
+            if !self.cross(n) {
                 self.leave_front();
             }
         }
@@ -571,7 +546,8 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
         // range that would reach the front goes the general way.
         if let Some(n) = self.bfast {
             let k = self.boff;
-            if k >= 3 {
+            // (`boff` is a slot, below `RANGE_SLOTS`: the bound lets the loads skip their checks.)
+            if (3..RANGE_SLOTS).contains(&k) {
                 let front = self.front_pos();
                 let p = n.range_pivot(k - 2);
                 let w1 = n.range_word(k - 1);
