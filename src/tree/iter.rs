@@ -41,12 +41,13 @@ pub struct Iter<'g, E> {
     /// `min(max, back_pos)`: a pivot below it bounds a slot that is neither the leaf's last
     /// nor reaches the back.
     lim: u64,
-    /// The back's leaf while its fast path holds the position: slot `boff` of it, `[blo, bhi]`,
-    /// the leaf's min `bmin`; the back walker's record of that slot is stale meanwhile.
+    /// The back's leaf while its fast path holds the position: slot `boff` of it, starting at
+    /// `blo` (its end is not kept: the slot above starts after it, and a leaf's last slot ends
+    /// at `bmax`), the leaf's min `bmin`; the back walker's record of that slot is stale
+    /// meanwhile.
     bfast: Option<NodeRef<'g>>,
     boff: usize,
     blo: u64,
-    bhi: u64,
     bmin: u64,
     /// That leaf's max, its parent (`None`: the leaf is the root), the parent's min and the
     /// leaf's offset in it (current; the back walker's record is stale).
@@ -54,6 +55,12 @@ pub struct Iter<'g, E> {
     bparent: Option<NodeRef<'g>>,
     bpmin: u64,
     bpoff: usize,
+    /// The back's own path while `bfast` is `Some` (as `fpath` for the front): level
+    /// `bdepth - 1` is the leaf and `bdepth - 2` its parent, both stale there (the scalars
+    /// above are current). Once the back has climbed through it, the back walker's path is
+    /// stale; the walker then only walks from the root.
+    bpath: Levels<Level<'g>, MAX_DEPTH>,
+    bdepth: usize,
     /// The range `next_general` found.
     out: (u64, u64),
     /// The slot after the current one (the current is `next_off - 1`; 0 before slot 0).
@@ -111,6 +118,16 @@ macro_rules! scan_leaf {
     }};
 }
 
+/// `NodeRef::end` of leaf `n` (whose max is `max`): the same loads, in the same order, without
+/// the kind dispatch (so the scan unrolls).
+#[inline]
+fn leaf_end(n: NodeRef<'_>, max: u64) -> usize {
+    debug_assert!(n.is_leaf());
+    (0..RANGE_PIVOTS)
+        .find(|&i| n.range_pivot(i) >= max)
+        .unwrap_or(RANGE_PIVOTS)
+}
+
 impl<'g, E: Entry> Iter<'g, E> {
     pub(crate) fn new(root: RootRef<'g>, first: u64, last: u64) -> Self {
         Iter {
@@ -128,12 +145,13 @@ impl<'g, E: Entry> Iter<'g, E> {
             bfast: None,
             boff: 0,
             blo: 0,
-            bhi: 0,
             bmin: 0,
             bmax: 0,
             bparent: None,
             bpmin: 0,
             bpoff: 0,
+            bpath: Levels::new(),
+            bdepth: 0,
             out: (0, 0),
             next_off: 0,
             hi: first.wrapping_sub(1),
@@ -537,6 +555,23 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     }
 }
 
+impl<'g, E: Entry + 'g> Iter<'g, E> {
+    /// Copies the back walker's path into `bpath` and enters its leaf on the back's fast path,
+    /// on the walker's slot (from `lo`).
+    fn cache_back_path(&mut self, lo: u64) {
+        let path = self.back.path();
+        for (d, l) in path.iter().enumerate() {
+            self.bpath.set(d, *l);
+        }
+        let leaf = path[path.len() - 1];
+        self.bdepth = path.len();
+        self.set_bparent();
+        self.bfast = Some(leaf.node);
+        (self.boff, self.blo) = (leaf.offset, lo);
+        (self.bmin, self.bmax) = (leaf.min, leaf.max);
+    }
+}
+
 impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
     #[inline(always)]
     fn next_back(&mut self) -> Option<Self::Item> {
@@ -578,7 +613,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         hi: u64,
         b: E::Borrowed<'g>,
     ) -> (u64, u64, E::Borrowed<'g>) {
-        (self.boff, self.blo, self.bhi) = (k, lo, hi);
+        (self.boff, self.blo) = (k, lo);
         self.back_pos = lo - 1;
         self.lim = self.lim.min(lo - 1);
         (lo, hi, b)
@@ -593,21 +628,27 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 if let Some(r) = self.back_in_leaf(n) {
                     break r?;
                 }
-                // On slot 0 of the leaf, which holds no entry.
-                if let Some(w) = self.back_cross() {
-                    if self.bhi < self.front_pos() {
-                        self.finish();
-                        return None;
-                    }
-                    // Read under the guard of 'g that created this iterator.
-                    if let Some(b) = w.entry::<E>() {
-                        self.back_yield(self.blo);
-                        break (self.blo, self.bhi, b);
-                    }
-                    continue;
+                // On slot 0 of the leaf, which holds no entry: on to the leaf before it.
+                let w = if let Some(w) = self.back_cross() {
+                    w
+                } else if let Some(w) = self.back_prev_leaf(n) {
+                    w
+                } else {
+                    break self.next_back_slow(true)?;
+                };
+                // Now on the last slot of a leaf, `[blo, bmax]`.
+                if self.bmax < self.front_pos() {
+                    self.finish();
+                    return None;
                 }
+                // Read under the guard of 'g that created this iterator.
+                if let Some(b) = w.entry::<E>() {
+                    self.back_yield(self.blo);
+                    break (self.blo, self.bmax, b);
+                }
+                continue;
             }
-            break self.next_back_slow()?;
+            break self.next_back_slow(false)?;
         };
         self.out = (lo, hi);
         Some(b)
@@ -617,8 +658,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// parent, as `Walker::prev_slot` moves there: the leaf alive, not the parent's first
     /// child, the parent alive, the child slot non-empty and a leaf; then that leaf's end (its
     /// pivots read in order, as any reader derives it). Returns the slot's word, the back
-    /// standing on it; `None` (nothing changed) for everything else, left to the walker (which
-    /// restarts from the root past a dead node).
+    /// standing on it; `None` (nothing changed) for everything else, left to
+    /// [`back_prev_leaf`](Self::back_prev_leaf).
     fn back_cross(&mut self) -> Option<Loaded<'g>> {
         let (Some(n), Some(p)) = (self.bfast, self.bparent) else {
             return None;
@@ -627,7 +668,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             return None;
         }
         if n.is_dead() || p.is_dead() {
-            // The walker meets it too, and restarts (counted there).
+            // `back_prev_leaf` meets it too, and restarts.
             return None;
         }
         let (i, max) = (self.bpoff - 1, self.bmin - 1);
@@ -641,12 +682,12 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         let w = c.leaf_word(end);
         self.bfast = Some(c);
         (self.bpoff, self.bmin, self.bmax) = (i, min, max);
-        (self.boff, self.blo, self.bhi) = (end, lo, max);
+        (self.boff, self.blo) = (end, lo);
         Some(w)
     }
 
-    /// The back's fast path, the mirror of `next`'s within a leaf: from slot `boff` (`[blo,
-    /// bhi]`) of leaf `n` down to the previous entry, each slot's lower bound the pivot before
+    /// The back's fast path, the mirror of `next`'s within a leaf: from slot `boff` (from
+    /// `blo`) of leaf `n` down to the previous entry, each slot's lower bound the pivot before
     /// it (below the back's slot, so below the leaf's end: pivots that no writer changes in
     /// place). `None` when slot 0 holds no entry: the back's walker takes over from there.
     #[inline(always)]
@@ -670,13 +711,13 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             }
             // Read under the guard of 'g that created this iterator.
             if let Some(b) = n.range_word(j).entry::<E>() {
-                (self.boff, self.blo, self.bhi) = (j, lo, hi);
+                (self.boff, self.blo) = (j, lo);
                 self.back_yield(lo);
                 return Some(Some((lo, hi, b)));
             }
             if j == 0 {
                 // On slot 0, which holds no entry: the walker steps on from there.
-                (self.boff, self.blo, self.bhi) = (0, lo, hi);
+                (self.boff, self.blo) = (0, lo);
                 return None;
             }
         }
@@ -694,27 +735,123 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         }
     }
 
-    /// Hands the back's fast-path position back to its walker.
-    fn sync_back(&mut self) {
-        if let Some(n) = self.bfast.take() {
-            if self.bparent.is_some() {
-                self.back
-                    .set_parent_leaf(self.bpoff, n, self.bmin, self.bmax);
+    /// `Walker::prev_slot` from slot 0 of the back's leaf `n` on the back's own path, as that
+    /// walker would move on its path: the leaf alive; up to the first ancestor, alive, with a
+    /// child before the one taken; down that child's last slots to a leaf (each node's end
+    /// derived from its pivots in order), the back standing on the last slot. Returns that
+    /// slot's word; `None` when the walker must walk from the root instead (past a dead node
+    /// or an empty child slot, counted as a restart, or above the root), or at index 0.
+    #[inline(never)]
+    fn back_prev_leaf(&mut self, n: NodeRef<'g>) -> Option<Loaded<'g>> {
+        if self.blo == 0 {
+            return None;
+        }
+        let r = self.back_climb(n, self.blo - 1);
+        if let Err(true) = r {
+            self.root.restarted();
+        }
+        r.ok()
+    }
+
+    /// [`back_prev_leaf`](Self::back_prev_leaf) below `target + 1`: `Err(restart)` when the
+    /// walker must walk from the root to `target` instead (`restart`: to be counted).
+    fn back_climb(&mut self, n: NodeRef<'g>, target: u64) -> Result<Loaded<'g>, bool> {
+        if n.is_dead() {
+            return Err(true);
+        }
+        // The leaf level and the parent's offset back into the path first.
+        let mut d = self.bdepth - 1;
+        let (min, max) = (self.bmin, self.bmax);
+        let leaf = Level {
+            node: n,
+            min,
+            max,
+            offset: 0,
+        };
+        self.bpath.set(d, leaf);
+        if d >= 1 {
+            self.bpath.get_mut(d - 1).offset = self.bpoff;
+        }
+        let mut cmin = min;
+        loop {
+            d = d.checked_sub(1).ok_or(false)?;
+            let lvl = *self.bpath.get(d);
+            if lvl.node.is_dead() {
+                return Err(true);
             }
-            let w = n.range_word(self.boff);
-            self.back.set_leaf_slot(self.boff, self.blo, self.bhi, w);
+            if cmin > lvl.min {
+                let i = lvl.offset - 1;
+                self.bpath.get_mut(d).offset = i;
+                let min = lvl.node.slot_min(i, lvl.min);
+                let c = lvl.node.try_child(i, self.internal).ok_or(true)?;
+                return self.back_descend(d + 1, c, min, target);
+            }
+            cmin = lvl.min;
         }
     }
 
-    /// The back's step through its walker (first step, leaf crossings, restarts); caches the
-    /// leaf for the fast path after a yield.
+    /// The descent of [`back_prev_leaf`](Self::back_prev_leaf) (`Walker`'s rightmost descent):
+    /// from `n` (level `d` of `bpath`, covering `[min, max]`) down its last slots to a leaf,
+    /// the back then on that leaf's last slot (ending at `max`); `Err(true)` at an empty child
+    /// slot.
+    fn back_descend(
+        &mut self,
+        mut d: usize,
+        mut n: NodeRef<'g>,
+        mut min: u64,
+        max: u64,
+    ) -> Result<Loaded<'g>, bool> {
+        loop {
+            let end = if n.is_leaf() {
+                leaf_end(n, max)
+            } else {
+                n.end(max)
+            };
+            let lo = n.slot_min(end, min);
+            let lvl = Level {
+                node: n,
+                min,
+                max,
+                offset: end,
+            };
+            self.bpath.set(d, lvl);
+            if n.is_leaf() {
+                let w = n.leaf_word(end);
+                self.bdepth = d + 1;
+                self.set_bparent();
+                self.bfast = Some(n);
+                (self.boff, self.blo) = (end, lo);
+                (self.bmin, self.bmax) = (min, max);
+                return Ok(w);
+            }
+            let c = n.try_child(end, self.internal).ok_or(true)?;
+            (n, min, d) = (c, lo, d + 1);
+        }
+    }
+
+    /// The back's parent scalars from `bpath`.
+    #[inline]
+    fn set_bparent(&mut self) {
+        self.bparent = None;
+        if self.bdepth >= 2 {
+            let p = *self.bpath.get(self.bdepth - 2);
+            (self.bparent, self.bpmin, self.bpoff) = (Some(p.node), p.min, p.offset);
+        }
+    }
+
+    /// The back's step through its walker: the first step, or (`from_fast`, the fast path's
+    /// fallback on slot 0 of its leaf, whose position is dropped) a walk from the root to the
+    /// index before that slot; caches the walker's path for the fast path after a yield.
     #[inline(never)]
-    fn next_back_slow(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        self.sync_back();
+    fn next_back_slow(&mut self, from_fast: bool) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        self.bfast = None;
         if self.done {
             return None;
         }
-        let step = if self.back_started {
+        let step = if from_fast {
+            self.blo.checked_sub(1).and_then(|t| self.back.walk(t))
+        } else if self.back_started {
+            // (The walker's own position: no leaf was cached since its last step.)
             self.back.prev_slot()
         } else {
             self.back_started = true;
@@ -737,17 +874,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                     let (lo, hi) = (self.back.lo, self.back.hi);
                     self.back_yield(lo);
                     if !self.done {
-                        let path = self.back.path();
-                        let leaf = path[path.len() - 1];
-                        self.bparent = None;
-                        if path.len() >= 2 {
-                            let p = path[path.len() - 2];
-                            (self.bparent, self.bpmin, self.bpoff) =
-                                (Some(p.node), p.min, p.offset);
-                        }
-                        self.bfast = Some(leaf.node);
-                        (self.boff, self.blo, self.bhi) = (leaf.offset, lo, hi);
-                        (self.bmin, self.bmax) = (leaf.min, leaf.max);
+                        self.cache_back_path(lo);
                     }
                     return Some((lo, hi, b));
                 }
@@ -856,6 +983,40 @@ mod tests {
                     .collect();
                 assert_eq!(got, want, "range {first}..={last}");
             }
+        }
+    }
+
+    /// Writes into what each end has just yielded (splitting that range, which replaces its
+    /// leaf, and now and then its parent): the end's leaf and path die under it, so its
+    /// crossings meet dead nodes and walk again from the root (counted as restarts). Nothing
+    /// the end has still to yield changed, so it yields exactly the original ranges.
+    #[test]
+    fn ends_restart_past_replaced_nodes() {
+        for backward in [false, true] {
+            let tree = MapleTree::<Value>::new();
+            let n = 3000u64;
+            for i in 0..n {
+                tree.store_range(10 * i..=10 * i + 5, Value::new(i))
+                    .unwrap();
+            }
+            let g = tree.pin();
+            let before = tree.stats().reader_restarts;
+            let mut it = tree.iter(&g);
+            let mut got = Vec::new();
+            loop {
+                let step = if backward { it.next_back() } else { it.next() };
+                let Some((a, b, v)) = step else { break };
+                got.push((a, b, v.get()));
+                tree.store_range(a + 1..=a + 2, Value::new(u64::MAX >> 2))
+                    .unwrap();
+            }
+            if backward {
+                got.reverse();
+            }
+            let want: Vec<_> = (0..n).map(|i| (10 * i, 10 * i + 5, i)).collect();
+            assert_eq!(got, want, "backward: {backward}");
+            let restarts = tree.stats().reader_restarts - before;
+            assert!(restarts > 0, "backward: {backward}: no restart");
         }
     }
 }
