@@ -38,8 +38,8 @@ pub struct Iter<'g, E> {
     /// (`RANGE_SLOTS`) or the next step crosses at once, so the two-slot step never looks past
     /// the leaf's end.
     leaf: Option<NodeRef<'g>>,
-    /// `min(max, back_pos)`: a pivot below it bounds a slot that is neither the leaf's last
-    /// nor reaches the back.
+    /// `min(max, back_pos)` while `leaf` is `Some` (stale otherwise): a pivot below it bounds a
+    /// slot that is neither the leaf's last nor reaches the back.
     lim: u64,
     /// The back's leaf while its fast path holds the position: slot `boff` of it, starting at
     /// `blo` (its end is not kept: the slot above starts after it, and a leaf's last slot ends
@@ -615,7 +615,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     ) -> (u64, u64, E::Borrowed<'g>) {
         (self.boff, self.blo) = (k, lo);
         self.back_pos = lo - 1;
-        self.lim = self.lim.min(lo - 1);
+        self.bound_front();
         (lo, hi, b)
     }
 
@@ -731,6 +731,15 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             self.finish();
         } else {
             self.back_pos = lo - 1;
+            self.bound_front();
+        }
+    }
+
+    /// Keeps the front's fast path below `back_pos` (`lim` is read only while the front has a
+    /// leaf, and recomputed when it enters one).
+    #[inline(always)]
+    fn bound_front(&mut self) {
+        if self.leaf.is_some() {
             self.lim = self.lim.min(self.back_pos);
         }
     }
