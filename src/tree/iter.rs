@@ -9,7 +9,7 @@ use core::marker::PhantomData;
 
 use crate::entry::Entry;
 
-use super::node::{Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS};
+use super::node::{Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
 use super::walk::{Level, Walker, MAX_DEPTH};
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
@@ -29,26 +29,25 @@ pub struct Iter<'g, E> {
     /// Something was yielded from that end (later ranges must not overlap it).
     front_yielded: bool,
     back_yielded: bool,
-    /// Next index the front may yield from (inclusive); while `leaf` is `Some` it is `hi + 1`
-    /// instead (see [`front_pos`](Self::front_pos)).
-    front_pos: u64,
     /// Last index the back may yield up to (inclusive).
     back_pos: u64,
     /// Ended (`leaf` is then `None`).
     done: bool,
     internal: Kind,
+    /// The front's leaf. While slot `next_off - 1` is its last, `next_off` is past the slots
+    /// (`RANGE_SLOTS`) or the next step crosses at once, so the two-slot step never looks past
+    /// the leaf's end.
     leaf: Option<NodeRef<'g>>,
-    /// `leaf` while slot `off` is not its last (the two-slot step may look past it).
-    fast: Option<NodeRef<'g>>,
-    /// `min(max, back_pos)`: a pivot below it bounds a slot that is neither the leaf's last
-    /// nor reaches the back.
+    /// `min(max, back_pos)` while `leaf` is `Some` (stale otherwise): a pivot below it bounds a
+    /// slot that is neither the leaf's last nor reaches the back.
     lim: u64,
-    /// The back's leaf while its fast path holds the position: slot `boff` of it, `[blo, bhi]`,
-    /// the leaf's min `bmin`; the back walker's record of that slot is stale meanwhile.
+    /// The back's leaf while its fast path holds the position: slot `boff` of it, starting at
+    /// `blo` (its end is not kept: the slot above starts after it, and a leaf's last slot ends
+    /// at `bmax`), the leaf's min `bmin`; the back walker's record of that slot is stale
+    /// meanwhile.
     bfast: Option<NodeRef<'g>>,
     boff: usize,
     blo: u64,
-    bhi: u64,
     bmin: u64,
     /// That leaf's max, its parent (`None`: the leaf is the root), the parent's min and the
     /// leaf's offset in it (current; the back walker's record is stale).
@@ -56,12 +55,19 @@ pub struct Iter<'g, E> {
     bparent: Option<NodeRef<'g>>,
     bpmin: u64,
     bpoff: usize,
+    /// The back's own path while `bfast` is `Some` (as `fpath` for the front): level
+    /// `bdepth - 1` is the leaf and `bdepth - 2` its parent, both stale there (the scalars
+    /// above are current). Once the back has climbed through it, the back walker's path is
+    /// stale; the walker then only walks from the root.
+    bpath: Levels<Level<'g>, MAX_DEPTH>,
+    bdepth: usize,
     /// The range `next_general` found.
     out: (u64, u64),
     /// The slot after the current one (the current is `next_off - 1`; 0 before slot 0).
     next_off: usize,
+    /// The end of what the front has passed: the next index it may yield from is `hi + 1`
+    /// (wrapping: `u64::MAX` before index 0; see [`front_pos`](Self::front_pos)).
     hi: u64,
-    min: u64,
     max: u64,
     /// The leaf's parent (`None`: the leaf is the root), its max, and the leaf's offset in it
     /// (current; `fpath`'s record of it is stale).
@@ -104,12 +110,22 @@ macro_rules! scan_leaf {
             };
             // The leaf's last slot, `[lo, max]`.
             if let Some(b) = w.entry::<E>() {
-                return $s.yield_end(i, lo, max, b);
+                return $s.yield_end(n, i, lo, max, b);
             }
             let ($ei, $ehi) = (i, max);
             break $end;
         }
     }};
+}
+
+/// `NodeRef::end` of leaf `n` (whose max is `max`): the same loads, in the same order, without
+/// the kind dispatch (so the scan unrolls).
+#[inline]
+fn leaf_end(n: NodeRef<'_>, max: u64) -> usize {
+    debug_assert!(n.is_leaf());
+    (0..RANGE_PIVOTS)
+        .find(|&i| n.range_pivot(i) >= max)
+        .unwrap_or(RANGE_PIVOTS)
 }
 
 impl<'g, E: Entry> Iter<'g, E> {
@@ -121,26 +137,24 @@ impl<'g, E: Entry> Iter<'g, E> {
             back_started: false,
             front_yielded: false,
             back_yielded: false,
-            front_pos: first,
             back_pos: last,
             done: first > last,
             internal: root.internal(),
             leaf: None,
-            fast: None,
             lim: 0,
             bfast: None,
             boff: 0,
             blo: 0,
-            bhi: 0,
             bmin: 0,
             bmax: 0,
             bparent: None,
             bpmin: 0,
             bpoff: 0,
+            bpath: Levels::new(),
+            bdepth: 0,
             out: (0, 0),
             next_off: 0,
-            hi: 0,
-            min: 0,
+            hi: first.wrapping_sub(1),
             max: 0,
             parent: None,
             pmax: 0,
@@ -154,11 +168,7 @@ impl<'g, E: Entry> Iter<'g, E> {
     /// Next index the front may yield from.
     #[inline]
     fn front_pos(&self) -> u64 {
-        if self.leaf.is_some() {
-            self.hi + 1
-        } else {
-            self.front_pos
-        }
+        self.hi.wrapping_add(1)
     }
 
     /// Ends the iteration.
@@ -166,7 +176,6 @@ impl<'g, E: Entry> Iter<'g, E> {
     fn finish(&mut self) {
         self.done = true;
         self.leaf = None;
-        self.fast = None;
         self.bfast = None;
     }
 
@@ -174,7 +183,6 @@ impl<'g, E: Entry> Iter<'g, E> {
     #[inline]
     fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64) {
         self.leaf = Some(n);
-        self.fast = Some(n);
         self.max = max;
         self.lim = max.min(self.back_pos);
     }
@@ -203,11 +211,12 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some((lo, hi, b))
     }
 
-    /// Yields the entry `b` of the last slot `off` of the front's leaf, `[lo, max]`, and moves
-    /// on to the next leaf at once (the next call starts there on the fast path).
+    /// Yields the entry `b` of the last slot `off` of the front's leaf `n`, `[lo, max]`, and
+    /// moves on to the next leaf at once (the next call starts there on the fast path).
     #[inline(always)]
     fn yield_end(
         &mut self,
+        n: NodeRef<'g>,
         off: usize,
         lo: u64,
         max: u64,
@@ -216,8 +225,9 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         if max >= self.back_pos {
             return self.yield_last(lo, max, b);
         }
-        (self.next_off, self.hi) = (off + 1, max);
-        if !self.cross() {
+        // A crossing sets the position itself (before the new leaf's slot 0, ending at `max`).
+        if !self.cross(n) {
+            (self.next_off, self.hi) = (off + 1, max);
             self.leave_front();
         }
         Some((lo, max, b))
@@ -225,9 +235,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
 
     /// Leaves the fast path at the current position: the next step walks from the root.
     fn leave_front(&mut self) {
-        self.front_pos = self.hi + 1;
         self.leaf = None;
-        self.fast = None;
     }
 
     /// The front's last range (it reaches `back_pos`), if it starts within the window.
@@ -246,7 +254,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some((lo, hi, b))
     }
 
-    /// From the last slot of the front's leaf (ending at `max`, below `u64::MAX`) to the
+    /// From the last slot of the front's leaf `leaf` (ending at `max`, below `u64::MAX`) to the
     /// leftmost leaf after it, as `Walker::next_leaf` moves: the leaf alive; up to the first
     /// ancestor, alive, with a child after the one taken; down that child's leftmost slots,
     /// each child slot non-empty. The front then stands before the new leaf's slot 0
@@ -254,16 +262,16 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// the walk that follows rewrites) when the walker must walk from the root instead: a dead
     /// node (counted as a restart) or a state only a race can produce.
     #[inline(always)]
-    fn cross(&mut self) -> bool {
-        let (Some(leaf), Some(p), target) = (self.leaf, self.parent, self.max + 1) else {
-            return self.climb();
+    fn cross(&mut self, leaf: NodeRef<'g>) -> bool {
+        let (Some(p), target) = (self.parent, self.max + 1) else {
+            return self.climb(leaf);
         };
         if leaf.is_dead() || p.is_dead() {
             self.root.restarted();
             return false;
         }
         if self.max >= self.pmax {
-            return self.climb();
+            return self.climb(leaf);
         }
         let i = self.poff + 1;
         let max = p.slot_max(i, self.pmax);
@@ -275,7 +283,6 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         }
         self.poff = i;
         self.enter_leaf(c, max);
-        self.min = target;
         self.next_off = 0;
         self.hi = target - 1;
         true
@@ -284,10 +291,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// [`cross`](Self::cross) when the leaf is its parent's last child: through `fpath`, as
     /// far up as needed (the parent's offset written back first).
     #[inline(never)]
-    fn climb(&mut self) -> bool {
-        let (Some(leaf), target) = (self.leaf, self.max + 1) else {
-            return false;
-        };
+    fn climb(&mut self, leaf: NodeRef<'g>) -> bool {
+        let target = self.max + 1;
         if leaf.is_dead() {
             self.root.restarted();
             return false;
@@ -360,7 +365,6 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         self.fdepth = d + 1;
         self.set_parent();
         self.enter_leaf(n, max);
-        self.min = min;
         self.next_off = 0;
         self.hi = min - 1;
         true
@@ -385,7 +389,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     #[inline(never)]
     fn next_slow(&mut self) -> Option<(u64, u64, Loaded<'g>)> {
         debug_assert!(self.leaf.is_none());
-        let step = self.front.walk(self.front_pos).and_then(|()| {
+        let pos = self.front_pos();
+        let step = self.front.walk(pos).and_then(|()| {
             if self.front.word.is_entry() {
                 Some(())
             } else {
@@ -396,7 +401,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             self.finish();
             return None;
         }
-        while self.front_yielded && self.front.lo < self.front_pos {
+        while self.front_yielded && self.front.lo < pos {
             if self.front.next_entry().is_none() {
                 self.finish();
                 return None;
@@ -411,7 +416,6 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         if hi >= self.back_pos {
             self.finish();
         } else {
-            self.front_pos = hi + 1;
             self.cache_path();
             self.hi = hi;
         }
@@ -428,11 +432,12 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         self.fdepth = path.len();
         self.set_parent();
         self.enter_leaf(leaf.node, leaf.max);
-        if self.front.hi >= leaf.max {
-            self.fast = None;
-        }
-        self.min = leaf.min;
-        self.next_off = leaf.offset + 1;
+        // On the leaf's last slot, the next step crosses (the two-slot step finds no slot).
+        self.next_off = if self.front.hi >= leaf.max {
+            RANGE_SLOTS
+        } else {
+            leaf.offset + 1
+        };
     }
 }
 
@@ -447,7 +452,7 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
         // `scan_leaf`; a bound at or above `lim` (the leaf's last slot, or the back reached)
         // goes the general way.
         let b = 'slow: {
-            if let Some(n) = self.fast {
+            if let Some(n) = self.leaf {
                 let (j, lim) = (self.next_off, self.lim);
                 if j < RANGE_PIVOTS - 1 {
                     let p1 = n.range_pivot(j);
@@ -462,7 +467,7 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                                     self.hi = p2;
                                     return Some((p1 + 1, p2, b));
                                 }
-                                break 'slow self.yield_bound(j + 1, p1 + 1, p2, b);
+                                break 'slow self.yield_bound(n, j + 1, p1 + 1, p2, b);
                             }
                         }
                     } else if let Some(b) = w1.entry::<E>() {
@@ -472,7 +477,7 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                             self.hi = p1;
                             return Some((lo, p1, b));
                         }
-                        break 'slow self.yield_bound(j, lo, p1, b);
+                        break 'slow self.yield_bound(n, j, lo, p1, b);
                     }
                 } else if j == RANGE_PIVOTS - 1 {
                     // Slot 14 and the leaf's last possible slot, 15 (no pivot).
@@ -480,7 +485,7 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                     let w1 = n.range_word(j);
                     if w1.raw() == 0 && p1 < lim {
                         if let Some(b) = n.range_word(j + 1).entry::<E>() {
-                            break 'slow self.yield_last_slot(j + 1, p1 + 1, b);
+                            return self.yield_end(n, j + 1, p1 + 1, self.max, b);
                         }
                     }
                 }
@@ -502,35 +507,23 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some(b)
     }
 
-    /// The fast path's entry `b` in slot `off` from `lo`, whose bound `p` (`u64::MAX` past the
-    /// pivots) is at or above `lim`: the leaf's last slot (then on to the next leaf) or the
+    /// The fast path's entry `b` in slot `off` of leaf `n` from `lo`, whose bound `p`
+    /// (`u64::MAX` past the pivots) is at or above `lim`: the leaf's last slot (then on to the next leaf) or the
     /// range reaching the back. Its range goes to `out`, as for `next_general`.
     #[inline(never)]
     fn yield_bound(
         &mut self,
+        n: NodeRef<'g>,
         off: usize,
         lo: u64,
         p: u64,
         b: E::Borrowed<'g>,
     ) -> Option<E::Borrowed<'g>> {
         let (lo, hi, b) = if p >= self.max {
-            self.yield_end(off, lo, self.max, b)
+            self.yield_end(n, off, lo, self.max, b)
         } else {
             self.yield_front(off, lo, p, b)
         }?;
-        self.out = (lo, hi);
-        Some(b)
-    }
-
-    /// [`yield_bound`](Self::yield_bound) for slot 15, past the pivots: the leaf's last slot.
-    #[inline(always)]
-    fn yield_last_slot(
-        &mut self,
-        off: usize,
-        lo: u64,
-        b: E::Borrowed<'g>,
-    ) -> Option<E::Borrowed<'g>> {
-        let (lo, hi, b) = self.yield_end(off, lo, self.max, b)?;
         self.out = (lo, hi);
         Some(b)
     }
@@ -548,7 +541,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 self.finish();
                 return None;
             }
-            if !self.cross() {
+            if !self.cross(n) {
                 self.leave_front();
             }
         }
@@ -562,6 +555,23 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     }
 }
 
+impl<'g, E: Entry + 'g> Iter<'g, E> {
+    /// Copies the back walker's path into `bpath` and enters its leaf on the back's fast path,
+    /// on the walker's slot (from `lo`).
+    fn cache_back_path(&mut self, lo: u64) {
+        let path = self.back.path();
+        for (d, l) in path.iter().enumerate() {
+            self.bpath.set(d, *l);
+        }
+        let leaf = path[path.len() - 1];
+        self.bdepth = path.len();
+        self.set_bparent();
+        self.bfast = Some(leaf.node);
+        (self.boff, self.blo) = (leaf.offset, lo);
+        (self.bmin, self.bmax) = (leaf.min, leaf.max);
+    }
+}
+
 impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
     #[inline(always)]
     fn next_back(&mut self) -> Option<Self::Item> {
@@ -571,7 +581,8 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
         // range that would reach the front goes the general way.
         if let Some(n) = self.bfast {
             let k = self.boff;
-            if k >= 3 {
+            // (`boff` is a slot, below `RANGE_SLOTS`: the bound lets the loads skip their checks.)
+            if (3..RANGE_SLOTS).contains(&k) {
                 let front = self.front_pos();
                 let p = n.range_pivot(k - 2);
                 let w1 = n.range_word(k - 1);
@@ -602,9 +613,9 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         hi: u64,
         b: E::Borrowed<'g>,
     ) -> (u64, u64, E::Borrowed<'g>) {
-        (self.boff, self.blo, self.bhi) = (k, lo, hi);
+        (self.boff, self.blo) = (k, lo);
         self.back_pos = lo - 1;
-        self.lim = self.lim.min(lo - 1);
+        self.bound_front();
         (lo, hi, b)
     }
 
@@ -617,21 +628,27 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 if let Some(r) = self.back_in_leaf(n) {
                     break r?;
                 }
-                // On slot 0 of the leaf, which holds no entry.
-                if let Some(w) = self.back_cross() {
-                    if self.bhi < self.front_pos() {
-                        self.finish();
-                        return None;
-                    }
-                    // Read under the guard of 'g that created this iterator.
-                    if let Some(b) = w.entry::<E>() {
-                        self.back_yield(self.blo);
-                        break (self.blo, self.bhi, b);
-                    }
-                    continue;
+                // On slot 0 of the leaf, which holds no entry: on to the leaf before it.
+                let w = if let Some(w) = self.back_cross() {
+                    w
+                } else if let Some(w) = self.back_prev_leaf(n) {
+                    w
+                } else {
+                    break self.next_back_slow(true)?;
+                };
+                // Now on the last slot of a leaf, `[blo, bmax]`.
+                if self.bmax < self.front_pos() {
+                    self.finish();
+                    return None;
                 }
+                // Read under the guard of 'g that created this iterator.
+                if let Some(b) = w.entry::<E>() {
+                    self.back_yield(self.blo);
+                    break (self.blo, self.bmax, b);
+                }
+                continue;
             }
-            break self.next_back_slow()?;
+            break self.next_back_slow(false)?;
         };
         self.out = (lo, hi);
         Some(b)
@@ -641,8 +658,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// parent, as `Walker::prev_slot` moves there: the leaf alive, not the parent's first
     /// child, the parent alive, the child slot non-empty and a leaf; then that leaf's end (its
     /// pivots read in order, as any reader derives it). Returns the slot's word, the back
-    /// standing on it; `None` (nothing changed) for everything else, left to the walker (which
-    /// restarts from the root past a dead node).
+    /// standing on it; `None` (nothing changed) for everything else, left to
+    /// [`back_prev_leaf`](Self::back_prev_leaf).
     fn back_cross(&mut self) -> Option<Loaded<'g>> {
         let (Some(n), Some(p)) = (self.bfast, self.bparent) else {
             return None;
@@ -651,7 +668,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             return None;
         }
         if n.is_dead() || p.is_dead() {
-            // The walker meets it too, and restarts (counted there).
+            // `back_prev_leaf` meets it too, and restarts.
             return None;
         }
         let (i, max) = (self.bpoff - 1, self.bmin - 1);
@@ -665,12 +682,12 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         let w = c.leaf_word(end);
         self.bfast = Some(c);
         (self.bpoff, self.bmin, self.bmax) = (i, min, max);
-        (self.boff, self.blo, self.bhi) = (end, lo, max);
+        (self.boff, self.blo) = (end, lo);
         Some(w)
     }
 
-    /// The back's fast path, the mirror of `next`'s within a leaf: from slot `boff` (`[blo,
-    /// bhi]`) of leaf `n` down to the previous entry, each slot's lower bound the pivot before
+    /// The back's fast path, the mirror of `next`'s within a leaf: from slot `boff` (from
+    /// `blo`) of leaf `n` down to the previous entry, each slot's lower bound the pivot before
     /// it (below the back's slot, so below the leaf's end: pivots that no writer changes in
     /// place). `None` when slot 0 holds no entry: the back's walker takes over from there.
     #[inline(always)]
@@ -694,13 +711,13 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             }
             // Read under the guard of 'g that created this iterator.
             if let Some(b) = n.range_word(j).entry::<E>() {
-                (self.boff, self.blo, self.bhi) = (j, lo, hi);
+                (self.boff, self.blo) = (j, lo);
                 self.back_yield(lo);
                 return Some(Some((lo, hi, b)));
             }
             if j == 0 {
                 // On slot 0, which holds no entry: the walker steps on from there.
-                (self.boff, self.blo, self.bhi) = (0, lo, hi);
+                (self.boff, self.blo) = (0, lo);
                 return None;
             }
         }
@@ -714,31 +731,136 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             self.finish();
         } else {
             self.back_pos = lo - 1;
+            self.bound_front();
+        }
+    }
+
+    /// Keeps the front's fast path below `back_pos` (`lim` is read only while the front has a
+    /// leaf, and recomputed when it enters one).
+    #[inline(always)]
+    fn bound_front(&mut self) {
+        if self.leaf.is_some() {
             self.lim = self.lim.min(self.back_pos);
         }
     }
 
-    /// Hands the back's fast-path position back to its walker.
-    fn sync_back(&mut self) {
-        if let Some(n) = self.bfast.take() {
-            if self.bparent.is_some() {
-                self.back
-                    .set_parent_leaf(self.bpoff, n, self.bmin, self.bmax);
+    /// `Walker::prev_slot` from slot 0 of the back's leaf `n` on the back's own path, as that
+    /// walker would move on its path: the leaf alive; up to the first ancestor, alive, with a
+    /// child before the one taken; down that child's last slots to a leaf (each node's end
+    /// derived from its pivots in order), the back standing on the last slot. Returns that
+    /// slot's word; `None` when the walker must walk from the root instead (past a dead node
+    /// or an empty child slot, counted as a restart, or above the root), or at index 0.
+    #[inline(never)]
+    fn back_prev_leaf(&mut self, n: NodeRef<'g>) -> Option<Loaded<'g>> {
+        if self.blo == 0 {
+            return None;
+        }
+        let r = self.back_climb(n, self.blo - 1);
+        if let Err(true) = r {
+            self.root.restarted();
+        }
+        r.ok()
+    }
+
+    /// [`back_prev_leaf`](Self::back_prev_leaf) below `target + 1`: `Err(restart)` when the
+    /// walker must walk from the root to `target` instead (`restart`: to be counted).
+    fn back_climb(&mut self, n: NodeRef<'g>, target: u64) -> Result<Loaded<'g>, bool> {
+        if n.is_dead() {
+            return Err(true);
+        }
+        // The leaf level and the parent's offset back into the path first.
+        let mut d = self.bdepth - 1;
+        let (min, max) = (self.bmin, self.bmax);
+        let leaf = Level {
+            node: n,
+            min,
+            max,
+            offset: 0,
+        };
+        self.bpath.set(d, leaf);
+        if d >= 1 {
+            self.bpath.get_mut(d - 1).offset = self.bpoff;
+        }
+        let mut cmin = min;
+        loop {
+            d = d.checked_sub(1).ok_or(false)?;
+            let lvl = *self.bpath.get(d);
+            if lvl.node.is_dead() {
+                return Err(true);
             }
-            let w = n.range_word(self.boff);
-            self.back.set_leaf_slot(self.boff, self.blo, self.bhi, w);
+            if cmin > lvl.min {
+                let i = lvl.offset - 1;
+                self.bpath.get_mut(d).offset = i;
+                let min = lvl.node.slot_min(i, lvl.min);
+                let c = lvl.node.try_child(i, self.internal).ok_or(true)?;
+                return self.back_descend(d + 1, c, min, target);
+            }
+            cmin = lvl.min;
         }
     }
 
-    /// The back's step through its walker (first step, leaf crossings, restarts); caches the
-    /// leaf for the fast path after a yield.
+    /// The descent of [`back_prev_leaf`](Self::back_prev_leaf) (`Walker`'s rightmost descent):
+    /// from `n` (level `d` of `bpath`, covering `[min, max]`) down its last slots to a leaf,
+    /// the back then on that leaf's last slot (ending at `max`); `Err(true)` at an empty child
+    /// slot.
+    fn back_descend(
+        &mut self,
+        mut d: usize,
+        mut n: NodeRef<'g>,
+        mut min: u64,
+        max: u64,
+    ) -> Result<Loaded<'g>, bool> {
+        loop {
+            let end = if n.is_leaf() {
+                leaf_end(n, max)
+            } else {
+                n.end(max)
+            };
+            let lo = n.slot_min(end, min);
+            let lvl = Level {
+                node: n,
+                min,
+                max,
+                offset: end,
+            };
+            self.bpath.set(d, lvl);
+            if n.is_leaf() {
+                let w = n.leaf_word(end);
+                self.bdepth = d + 1;
+                self.set_bparent();
+                self.bfast = Some(n);
+                (self.boff, self.blo) = (end, lo);
+                (self.bmin, self.bmax) = (min, max);
+                return Ok(w);
+            }
+            let c = n.try_child(end, self.internal).ok_or(true)?;
+            (n, min, d) = (c, lo, d + 1);
+        }
+    }
+
+    /// The back's parent scalars from `bpath`.
+    #[inline]
+    fn set_bparent(&mut self) {
+        self.bparent = None;
+        if self.bdepth >= 2 {
+            let p = *self.bpath.get(self.bdepth - 2);
+            (self.bparent, self.bpmin, self.bpoff) = (Some(p.node), p.min, p.offset);
+        }
+    }
+
+    /// The back's step through its walker: the first step, or (`from_fast`, the fast path's
+    /// fallback on slot 0 of its leaf, whose position is dropped) a walk from the root to the
+    /// index before that slot; caches the walker's path for the fast path after a yield.
     #[inline(never)]
-    fn next_back_slow(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        self.sync_back();
+    fn next_back_slow(&mut self, from_fast: bool) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        self.bfast = None;
         if self.done {
             return None;
         }
-        let step = if self.back_started {
+        let step = if from_fast {
+            self.blo.checked_sub(1).and_then(|t| self.back.walk(t))
+        } else if self.back_started {
+            // (The walker's own position: no leaf was cached since its last step.)
             self.back.prev_slot()
         } else {
             self.back_started = true;
@@ -761,17 +883,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                     let (lo, hi) = (self.back.lo, self.back.hi);
                     self.back_yield(lo);
                     if !self.done {
-                        let path = self.back.path();
-                        let leaf = path[path.len() - 1];
-                        self.bparent = None;
-                        if path.len() >= 2 {
-                            let p = path[path.len() - 2];
-                            (self.bparent, self.bpmin, self.bpoff) =
-                                (Some(p.node), p.min, p.offset);
-                        }
-                        self.bfast = Some(leaf.node);
-                        (self.boff, self.blo, self.bhi) = (leaf.offset, lo, hi);
-                        (self.bmin, self.bmax) = (leaf.min, leaf.max);
+                        self.cache_back_path(lo);
                     }
                     return Some((lo, hi, b));
                 }
@@ -880,6 +992,40 @@ mod tests {
                     .collect();
                 assert_eq!(got, want, "range {first}..={last}");
             }
+        }
+    }
+
+    /// Writes into what each end has just yielded (splitting that range, which replaces its
+    /// leaf, and now and then its parent): the end's leaf and path die under it, so its
+    /// crossings meet dead nodes and walk again from the root (counted as restarts). Nothing
+    /// the end has still to yield changed, so it yields exactly the original ranges.
+    #[test]
+    fn ends_restart_past_replaced_nodes() {
+        for backward in [false, true] {
+            let tree = MapleTree::<Value>::new();
+            let n = 3000u64;
+            for i in 0..n {
+                tree.store_range(10 * i..=10 * i + 5, Value::new(i))
+                    .unwrap();
+            }
+            let g = tree.pin();
+            let before = tree.stats().reader_restarts;
+            let mut it = tree.iter(&g);
+            let mut got = Vec::new();
+            loop {
+                let step = if backward { it.next_back() } else { it.next() };
+                let Some((a, b, v)) = step else { break };
+                got.push((a, b, v.get()));
+                tree.store_range(a + 1..=a + 2, Value::new(u64::MAX >> 2))
+                    .unwrap();
+            }
+            if backward {
+                got.reverse();
+            }
+            let want: Vec<_> = (0..n).map(|i| (10 * i, 10 * i + 5, i)).collect();
+            assert_eq!(got, want, "backward: {backward}");
+            let restarts = tree.stats().reader_restarts - before;
+            assert!(restarts > 0, "backward: {backward}: no restart");
         }
     }
 }
