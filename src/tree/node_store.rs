@@ -58,14 +58,14 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         if M::EXCLUSIVE {
             self.write_items(leaf.node, items, leaf.max);
             if self.is_alloc() && lw.depth > 1 {
-                let g = super::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max);
+                let g = self.items_gap(Kind::Leaf, items, leaf.min);
                 self.propagate_gap(&lw.path()[..lw.depth - 1], g);
             }
             return;
         }
         let n = self.alloc_node(Kind::Leaf);
         self.write_items(n.node(), items, leaf.max);
-        let g = self.node_max_gap(n.node(), leaf.min, leaf.max);
+        let g = self.items_gap(Kind::Leaf, items, leaf.min);
         // Retires the replaced leaf.
         self.replace_child(&lw.path()[..lw.depth - 1], n, g);
     }

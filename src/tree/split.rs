@@ -29,8 +29,9 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         for &(a, b) in &parts {
             let hi = rb.items.get(b - 1).hi;
             let n = self.alloc_node(rb.kind);
-            self.write_items(n.node(), &rb.items.as_slice()[a..b], hi);
-            let g = self.node_max_gap(n.node(), lo, hi);
+            let part = &rb.items.as_slice()[a..b];
+            self.write_items(n.node(), part, hi);
+            let g = self.items_gap(rb.kind, part, lo);
             new_items.push(Item::fresh(hi, n, g));
             lo = hi.wrapping_add(1);
         }

@@ -517,6 +517,17 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         }
     }
 
+    /// [`node_max_gap`](Self::node_max_gap) of a node of `kind` just written with `items`
+    /// (starting at `min`), computed from the items instead of read back from the node.
+    #[inline]
+    pub(crate) fn items_gap(&self, kind: Kind, items: &[Item<'_>], min: u64) -> u64 {
+        if self.is_alloc() {
+            super::big_node::items_max_gap(kind, items, min)
+        } else {
+            0
+        }
+    }
+
     /// Largest gap in `n`'s subtree (leaves: computed from NULL slots; allocation-tree internal
     /// nodes: the largest child gap; 0 for every node of a range tree, which keeps no gaps).
     pub(crate) fn node_max_gap(&self, n: Live<'_>, min: u64, max: u64) -> u64 {
