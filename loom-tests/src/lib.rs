@@ -511,6 +511,43 @@ pub fn adjacent(n: u64) -> Vec<Op> {
         .collect()
 }
 
+/// The leaf fill under a full parent (an allocation tree of height 2 whose root holds 10 leaves,
+/// the rightmost with one free slot; the three-way append goes through the generic rebuild,
+/// which packs the leaf, splits the root and grows a new root): `sequences::append_fill_full_parent`
+/// and its broken twin.
+pub fn append_fill_full_parent() -> Sequence {
+    Sequence::new(spaced(79), 2)
+        .alloc_tree()
+        .then(
+            Op::Store(790, 794, 100),
+            3,
+            &[
+                ("split", 1),
+                ("append_split", 1),
+                ("append_fill", 1),
+                ("grow", 1),
+            ],
+        )
+        .probes(&[784, 789, 790, 795])
+        .span(775, u64::MAX)
+}
+
+/// The append split's climb over a full parent (an allocation tree of height 2 of adjacent
+/// ranges whose root holds 10 full leaves; the append truncates the leaf, the root keeps its
+/// children and shrinks, a new root grows): `sequences::append_split_climb_full_parent` and its
+/// broken twin.
+pub fn append_split_climb_full_parent() -> Sequence {
+    Sequence::new(adjacent(150), 2)
+        .alloc_tree()
+        .then(
+            Op::Store(1500, 1509, 200),
+            3,
+            &[("split", 1), ("append_split", 1), ("grow", 1)],
+        )
+        .probes(&[1489, 1499, 1500, 1510])
+        .span(1480, u64::MAX)
+}
+
 /// A range-tree scenario: `prefill`, then the write `op` against one reader probing `probes`;
 /// `heights` before and after, and the write paths `op` must take.
 pub fn scenario(

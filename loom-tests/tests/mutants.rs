@@ -5,7 +5,7 @@
 #![cfg(loom)]
 
 use maple_tree::loom_knobs;
-use maple_tree_loom_tests::{adjacent, executions, scenario, spaced, Op, Reads, Sequence};
+use maple_tree_loom_tests::{executions, scenario, spaced, Op, Reads, Sequence};
 
 /// Turns one knob on; turns every knob off when dropped, also when the model panics (as it must).
 /// The knobs are process-wide and the test harness runs tests on parallel threads, so a knob
@@ -353,21 +353,7 @@ fn zz_knobs_reset() {
 #[should_panic]
 fn append_fill_full_parent_free_at_once() {
     let _k = Knob::on(loom_knobs::set_free_at_once);
-    Sequence::new(spaced(79), 2)
-        .alloc_tree()
-        .then(
-            Op::Store(790, 794, 100),
-            3,
-            &[
-                ("split", 1),
-                ("append_split", 1),
-                ("append_fill", 1),
-                ("grow", 1),
-            ],
-        )
-        .probes(&[784, 789, 790, 795])
-        .span(775, u64::MAX)
-        .check_all();
+    maple_tree_loom_tests::append_fill_full_parent().check_all();
 }
 
 /// The climb over a full parent (`append_split_climb_full_parent`) with the new root published
@@ -377,16 +363,7 @@ fn append_fill_full_parent_free_at_once() {
 #[should_panic(expected = "Causality violation")]
 fn append_split_climb_full_parent_relaxed_root() {
     let _k = Knob::on(loom_knobs::set_relaxed_root_publish);
-    Sequence::new(adjacent(150), 2)
-        .alloc_tree()
-        .then(
-            Op::Store(1500, 1509, 200),
-            3,
-            &[("split", 1), ("append_split", 1), ("grow", 1)],
-        )
-        .probes(&[1489, 1499, 1500, 1510])
-        .span(1480, u64::MAX)
-        .check_all();
+    maple_tree_loom_tests::append_split_climb_full_parent().check_all();
 }
 
 // ---- seals (tree::seal): the broken twins of the write-sequence models ------------------------

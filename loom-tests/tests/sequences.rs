@@ -23,7 +23,7 @@
 
 #![cfg(loom)]
 
-use maple_tree_loom_tests::{adjacent, spaced, Op, Sequence};
+use maple_tree_loom_tests::{spaced, Op, Sequence};
 
 const MAX: u64 = u64::MAX;
 
@@ -54,12 +54,6 @@ fn with(mut ops: Vec<Op>, more: &[Op]) -> Vec<Op> {
 const SEALED: &[(&str, u64)] = &[("node_store", 1), ("sealed_extend", 1)];
 
 const APPEND_SPLIT_GROW: &[(&str, u64)] = &[("split", 1), ("append_split", 1), ("grow", 1)];
-const APPEND_FILL_GROW: &[(&str, u64)] = &[
-    ("split", 1),
-    ("append_split", 1),
-    ("append_fill", 1),
-    ("grow", 1),
-];
 
 // ---- across two and three writes ---------------------------------------------------------------
 
@@ -269,12 +263,7 @@ fn cursor_rewrite_cached_walker() {
 /// pointer.
 #[test]
 fn append_fill_full_parent() {
-    Sequence::new(spaced(79), 2)
-        .alloc_tree()
-        .then(Op::Store(790, 794, 100), 3, APPEND_FILL_GROW)
-        .probes(&[784, 789, 790, 795])
-        .span(775, MAX)
-        .check_all();
+    maple_tree_loom_tests::append_fill_full_parent().check_all();
 }
 
 /// The append split's climb when the parent is full: an allocation tree of height 2 built of
@@ -283,12 +272,7 @@ fn append_fill_full_parent() {
 /// max), the new leaf goes into a new node, and a new root grows above both (height 3).
 #[test]
 fn append_split_climb_full_parent() {
-    Sequence::new(adjacent(150), 2)
-        .alloc_tree()
-        .then(Op::Store(1500, 1509, 200), 3, APPEND_SPLIT_GROW)
-        .probes(&[1489, 1499, 1500, 1510])
-        .span(1480, MAX)
-        .check_all();
+    maple_tree_loom_tests::append_split_climb_full_parent().check_all();
 }
 
 /// The copy-on-write leaf fill at depth 3: an allocation tree of height 3, rightmost leaf with
