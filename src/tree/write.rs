@@ -22,8 +22,8 @@ use super::pending::Pending;
 use super::big_node::Item;
 use super::iter::Iter;
 use super::node::{
-    Exclusive, Fresh, Kind, Live, Mode, Rcu, Retiring, RootRef, Slot, Unlinked, WriterRoot,
-    RANGE_SLOTS,
+    Exclusive, Fresh, Kind, Live, Mode, Rcu, Retiring, RootRef, Slot, Unlinked, WriterLock,
+    WriterRoot, RANGE_SLOTS,
 };
 use super::path::Retired;
 use super::state::{StateRef, WriterState};
@@ -88,17 +88,26 @@ impl<E> Drop for WriteGuard<'_, E> {
         // RCU mode: hand the last writer's retired nodes to the collector while the lock and
         // the pinned guard are still held (exclusive mode frees them as its root drops).
         if let (StateRef::Locked(l), Some(cell)) = (&mut self.lock, &self.guard) {
-            if !l.has_retired() {
-                return;
-            }
-            let g = cell.get_or_init(|| l.pin());
-            let pending = self.pending;
-            l.flush_retired(g, || {
-                let pending = Arc::clone(pending);
-                move || pending.sub_node()
-            });
+            flush_retired(l, cell, self.pending);
         }
     }
+}
+
+/// RCU mode: hands the nodes the writes before retired to the collector, on `cell`'s guard
+/// (pinned now if this is its first need); nothing if there are none.
+fn flush_retired<E>(
+    l: &mut WriterLock<'_, WriterState<E>>,
+    cell: &OnceCell<Guard>,
+    pending: &Arc<Pending>,
+) {
+    if !l.has_retired() {
+        return;
+    }
+    let g = cell.get_or_init(|| l.pin());
+    l.flush_retired(g, || {
+        let pending = Arc::clone(pending);
+        move || pending.sub_node()
+    });
 }
 
 /// A [`Writer`] in the mode of the guard that made it ([`WriteGuard::any_writer`]).
@@ -157,14 +166,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             (self.internal, self.guard.as_ref(), self.len, self.pending);
         match &mut self.lock {
             StateRef::Locked(l) => {
-                if l.has_retired() {
-                    let cell = guard.expect("RCU mode holds a guard cell");
-                    let g = cell.get_or_init(|| l.pin());
-                    l.flush_retired(g, || {
-                        let pending = Arc::clone(pending);
-                        move || pending.sub_node()
-                    });
-                }
+                flush_retired(l, guard.expect("RCU mode holds a guard cell"), pending);
                 let (root, st, retiring) = l.writer();
                 AnyWriter::Rcu(Writer {
                     root,
