@@ -153,10 +153,10 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         items.push(Item::slot(first - 1, ls.content));
         items.push(Item::slot(last, entry.raw()));
         let filled = self.alloc_node(Kind::Leaf);
-        self.write_items(filled.node(), &items, last);
+        self.write_items(&filled, &items, last);
         let rest = self.alloc_node(Kind::Leaf);
         let rest_items = [Item::slot(u64::MAX, ls.content)];
-        self.write_items(rest.node(), &rest_items, u64::MAX);
+        self.write_items(&rest, &rest_items, u64::MAX);
         self.share_entry(Word::leaf(ls.content));
         let filled_gap = self.node_max_gap(filled.node(), leaf.min, last);
         let rest_gap = self.node_max_gap(rest.node(), last + 1, u64::MAX);
@@ -197,7 +197,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             .collect();
         pitems.extend(pair);
         let parent = self.alloc_node(p.node.kind());
-        self.write_items(parent.node(), &pitems, p.max);
+        self.write_items(&parent, &pitems, p.max);
         let g = self.node_max_gap(parent.node(), p.min, p.max);
         // Retires `p`.
         self.replace_child(&path[..d], parent, g);
@@ -208,7 +208,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     fn append_climb(&mut self, lw: &Walker<'t, Write>, kept_max: u64, items: &[Item<'t>]) {
         let leaf = *lw.leaf();
         let new_leaf = self.alloc_node(Kind::Leaf);
-        self.write_items(new_leaf.node(), items, u64::MAX);
+        self.write_items(&new_leaf, items, u64::MAX);
         let new_gap = self.node_max_gap(new_leaf.node(), kept_max + 1, u64::MAX);
         let mut kept_gap = if self.is_alloc() {
             super::gap::leaf_max_gap(leaf.node.view(), leaf.min, kept_max)
@@ -251,7 +251,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             // stay as they were); one that reads the lowered pivot sees both at their new max.
             let s = self.alloc_node(kind);
             let items = [Item::fresh(u64::MAX, new_node, new_gap)];
-            self.write_items(s.node(), &items, u64::MAX);
+            self.write_items(&s, &items, u64::MAX);
             if kind == Kind::ARange {
                 pn.set_gap(o, kept_gap);
                 kept_gap = (0..=o).map(|i| pn.gap(i)).max().unwrap_or(0);

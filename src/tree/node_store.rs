@@ -56,7 +56,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         let leaf = *lw.leaf();
         self.st.stats.node_store += 1;
         if M::EXCLUSIVE {
-            self.write_items(leaf.node, items, leaf.max);
+            self.rewrite_items(leaf.node, items, leaf.max);
             if self.is_alloc() && lw.depth > 1 {
                 let g = self.items_gap(Kind::Leaf, items, leaf.min);
                 self.propagate_gap(&lw.path()[..lw.depth - 1], g);
@@ -64,7 +64,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             return;
         }
         let n = self.alloc_node(Kind::Leaf);
-        self.write_items(n.node(), items, leaf.max);
+        self.write_items(&n, items, leaf.max);
         let g = self.items_gap(Kind::Leaf, items, leaf.min);
         // Retires the replaced leaf.
         self.replace_child(&lw.path()[..lw.depth - 1], n, g);

@@ -214,7 +214,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         if M::EXCLUSIVE {
             // Rewritten in place: still linked where it was.
             let new = x.node;
-            self.write_items(new, rb.items.as_slice(), x.max);
+            self.rewrite_items(new, rb.items.as_slice(), x.max);
             let g = self.items_gap(rb.kind, rb.items.as_slice(), x.min);
             if let Some(parent) = ancestors.last() {
                 new.set_parent(Some(parent.node), parent.offset);
@@ -224,7 +224,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             self.propagate_gap(&ancestors, g);
         } else {
             let n = self.alloc_node(rb.kind);
-            self.write_items(n.node(), rb.items.as_slice(), x.max);
+            self.write_items(&n, rb.items.as_slice(), x.max);
             let g = self.items_gap(rb.kind, rb.items.as_slice(), x.min);
             // One Release store of the parent's slot (or a copy of a sealed parent).
             self.replace_child(&ancestors, n, g);

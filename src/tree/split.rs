@@ -30,7 +30,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             let hi = rb.items.get(b - 1).hi;
             let n = self.alloc_node(rb.kind);
             let part = &rb.items.as_slice()[a..b];
-            self.write_items(n.node(), part, hi);
+            self.write_items(&n, part, hi);
             let g = self.items_gap(rb.kind, part, lo);
             new_items.push(Item::fresh(hi, n, g));
             lo = hi.wrapping_add(1);

@@ -165,7 +165,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             items.push(Item::slot(u64::MAX, 0));
         }
         let n = self.alloc_node(Kind::Leaf);
-        self.write_items(n.node(), items.as_slice(), u64::MAX);
+        self.write_items(&n, items.as_slice(), u64::MAX);
         self.publish_root(n);
         self.st.height = 1;
         self.st.stats.new_root += 1;

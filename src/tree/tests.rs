@@ -576,7 +576,7 @@ fn unlinked_check_tells_linked_from_replaced() {
             gap: 0,
         })
         .collect();
-    w.write_items(fresh.node(), &items, root.slot_max(0, u64::MAX));
+    w.write_items(&fresh, &items, root.slot_max(0, u64::MAX));
     let new = fresh.node();
     let old = root
         .publish_child(0, fresh)

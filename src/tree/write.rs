@@ -285,7 +285,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// level, `u64::MAX` last), published by one store of the root word.
     pub(crate) fn grow_root(&mut self, items: &[Item<'t>]) {
         let root = self.alloc_node(self.internal);
-        self.write_items(root.node(), items, u64::MAX);
+        self.write_items(&root, items, u64::MAX);
         self.publish_root(root);
         self.st.height += 1;
         self.st.stats.grow += 1;
@@ -369,7 +369,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
                 "maple tree: the replaced child's slot is past the end"
             );
             let copy = self.alloc_node(p.node.kind());
-            self.write_items(copy.node(), &items, p.max);
+            self.write_items(&copy, &items, p.max);
             new_gap = self.node_max_gap(copy.node(), p.min, p.max);
             self.st.stats.sealed_copy += 1;
             copied.push(p.node);
@@ -482,10 +482,38 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         self.st.ledger.share(w);
     }
 
-    /// Writes `items` into node `n` covering `[min, max]`: slots, pivots (with `pivot[end] =
-    /// max` when there is room), zeroes beyond, gaps, and re-parents children.
+    /// Writes `items` into the fresh node `n` covering `[.., max]`: slots, pivots (with
+    /// `pivot[end] = max` when there is room), gaps, and re-parents children. Nothing beyond the
+    /// items is written: a node from [`alloc_node`](Self::alloc_node) is zero there, and words
+    /// beyond a node's end are unspecified anyway (node.rs, "Layout").
+    pub(crate) fn write_items(&self, n: &Fresh<'_>, items: &[Item<'_>], max: u64) {
+        let n = n.node();
+        let kind = n.kind();
+        let len = items.len();
+        assert!(
+            len >= 1 && len <= kind.slots(),
+            "maple tree: {len} items for one node"
+        );
+        debug_assert_eq!(items[len - 1].hi, max);
+        let p = kind.pivots();
+        for (j, it) in items.iter().enumerate() {
+            match it.slot {
+                Slot::Entry(w) => n.init_entry(j, Word::<E>::leaf(w)),
+                Slot::Child(c) => n.init_child(j, c),
+            }
+            if j < p {
+                n.init_pivot(j, it.hi);
+            }
+            if kind == Kind::ARange {
+                n.set_gap(j, it.gap);
+            }
+        }
+    }
+
+    /// [`write_items`](Self::write_items) into a live node rewritten in place (exclusive mode,
+    /// no reader): the words beyond the items are zeroed too, as in a fresh node.
     #[allow(clippy::needless_range_loop)] // `j` indexes the node's slots, past `items` too
-    pub(crate) fn write_items(&self, n: Live<'_>, items: &[Item<'_>], max: u64) {
+    pub(crate) fn rewrite_items(&self, n: Live<'_>, items: &[Item<'_>], max: u64) {
         let kind = n.kind();
         let p = kind.pivots();
         let len = items.len();
