@@ -36,8 +36,11 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             return false;
         }
         self.after_append(lw, r_min, content, first, last, entry);
-        // Same nodes, same limits: the next in-order append can start from this leaf.
-        lw.save(self.root, &mut self.st.saved);
+        // Same nodes, same limits: the next in-order append can start from this leaf (the
+        // saved path as it was, if this write started from it).
+        if !self.st.saved.resume(self.root, lw.leaf().offset) {
+            lw.save(self.root, &mut self.st.saved);
+        }
         true
     }
     /// The stores of the appends into the last slot `leaf.offset` of `leaf` (see the module

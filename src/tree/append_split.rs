@@ -29,8 +29,7 @@ use crate::entry::{Entry, Word};
 use super::big_node::Item;
 use super::node::Mode;
 use super::node::Write;
-use super::node::{Fresh, Kind, RANGE_SLOTS};
-use super::path::Path;
+use super::node::{Fresh, Kind, Live, RANGE_SLOTS};
 use super::walk::{Level, Walker};
 use super::write::Writer;
 
@@ -82,17 +81,8 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             return self.append_climb(lw, last, &items);
         }
         if !M::EXCLUSIVE && fill {
-            if !self.append_fill_cow(lw, first, last, entry, &ls) {
-                // The parent is full: the generic rebuild fills the leaf the same way (its
-                // partition packs a right-edge append full from the left) and splits the
-                // parent, copying up to the first ancestor with room, published by one store
-                // there (the kernel's rightmost split). Truncating instead would leave one
-                // leaf in every parent's worth one slot short.
-                self.rebuild(Path::from_walker(lw), None, first, last, entry);
-                self.st.stats.append_split += 1;
-                self.st.stats.append_fill += 1;
-            }
-            return;
+            // Truncating instead would leave one leaf in every parent's worth one slot short.
+            return self.append_fill_cow(lw, first, last, entry, &ls);
         }
         // The leaf keeps slots 0..k; it must not end in NULL.
         let (k, kept_max) = if ls.prev_word == 0 {
@@ -119,12 +109,11 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         self.append_climb(lw, kept_max, &items);
     }
 
-    /// The same 16-slot fill under readers, by copy-on-write: a new leaf with the old one's
-    /// slots plus the entry as its last slot, a new leaf for the rest of the old last range, and
-    /// a new parent holding both in place of the old leaf (or a new root above both), published by
-    /// one Release store of the parent's slot in the grandparent (or of the root). Readers see the
-    /// old parent and leaf, untouched, or the new ones, complete. `false` (nothing done) when the
-    /// parent has no free slot: then the generic rebuild splits the parent.
+    /// The same 16-slot fill under readers, by copy-on-write: a copy of the leaf whose last slot
+    /// is cut before the entry and the entry after it, a new leaf for the rest of the old last
+    /// range, both in place of the old leaf in a copy of its parent ([`fill_climb`](Self::fill_climb)),
+    /// published by one Release store. Readers see the old nodes, untouched, or the new ones,
+    /// complete.
     fn append_fill_cow(
         &mut self,
         lw: &Walker<'t, Write>,
@@ -132,75 +121,76 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         last: u64,
         entry: Word<E>,
         ls: &LastSlot,
-    ) -> bool {
+    ) {
         let leaf = *lw.leaf();
-        let path = lw.path();
-        let d = path.len() - 1;
-        if d > 0 && path[d - 1].offset + 1 >= path[d - 1].node.kind().slots() {
-            return false;
-        }
-        if d > 1 && !self.may_repoint(path[d - 2].node, path[d - 2].offset, true) {
-            // Unreachable in practice (the parent is the grandparent's last child, whose slot is
-            // never sealed), kept so that the publication below never needs the argument.
-            return false;
-        }
-        let mut items: SmallVec<[Item<'t>; RANGE_SLOTS]> = leaf
-            .node
-            .slots(leaf.min, leaf.max, self.internal)
-            .take(ls.end)
-            .map(|(_, hi, s)| Item::slot(hi, s.entry()))
-            .collect();
-        items.push(Item::slot(first - 1, ls.content));
-        items.push(Item::slot(last, entry.raw()));
-        let filled = self.alloc_node(Kind::Leaf);
-        self.write_items(&filled, &items, last);
+        let end = ls.end;
+        // Slots 0..=end as they are (slot `end` keeps `content`, now up to `first - 1`).
+        let filled = self.copy_node(leaf.node, 0);
+        self.write_items_at(
+            &filled,
+            end,
+            &[
+                Item::slot(first - 1, ls.content),
+                Item::slot(last, entry.raw()),
+            ],
+        );
         let rest = self.alloc_node(Kind::Leaf);
-        let rest_items = [Item::slot(u64::MAX, ls.content)];
-        self.write_items(&rest, &rest_items, u64::MAX);
+        self.write_items(&rest, &[Item::slot(u64::MAX, ls.content)], u64::MAX);
         self.share_entry(Word::leaf(ls.content));
         let filled_gap = self.node_max_gap(filled.node(), leaf.min, last);
         let rest_gap = self.node_max_gap(rest.node(), last + 1, u64::MAX);
-        let pair = [
-            Item::fresh(last, filled, filled_gap),
-            Item::fresh(u64::MAX, rest, rest_gap),
-        ];
         self.st.stats.split += 1;
         self.st.stats.append_split += 1;
         self.st.stats.append_fill += 1;
-        if d == 0 {
-            // The leaf was the root: a new root above both.
-            self.grow_root(&pair);
-        } else {
-            self.replace_parent_with_pair(&path[..d], pair);
-        }
+        self.fill_climb(
+            lw.path(),
+            Item::fresh(last, filled, filled_gap),
+            Item::fresh(u64::MAX, rest, rest_gap),
+        );
         self.retire_node(leaf.node);
-        true
     }
 
-    /// A copy of the last node of `path` (on the right edge) whose last child is replaced by the
-    /// two children of `pair`, published in its place (one store of the grandparent's slot, or
-    /// of the root); the old node is retired.
-    fn replace_parent_with_pair(&mut self, path: &[Level<'t, Write>], pair: [Item<'t>; 2]) {
-        let d = path.len() - 1;
-        let p = path[d];
-        debug_assert_eq!(p.max, u64::MAX);
-        let mut pitems: SmallVec<[Item<'t>; RANGE_SLOTS]> = p
-            .node
-            .slots(p.min, p.max, self.internal)
-            .enumerate()
-            .take(p.offset)
-            .map(|(i, (_, hi, slot))| Item {
-                hi,
-                slot,
-                gap: if self.is_alloc() { p.node.gap(i) } else { 0 },
-            })
-            .collect();
-        pitems.extend(pair);
-        let parent = self.alloc_node(p.node.kind());
-        self.write_items(&parent, &pitems, p.max);
-        let g = self.node_max_gap(parent.node(), p.min, p.max);
-        // Retires `p`.
-        self.replace_child(&path[..d], parent, g);
+    /// Puts the pair `a`, `b` (fresh, `b` ending at `u64::MAX`) in place of the last node of
+    /// `path` (on the right edge): in a copy of its parent, with the pair in place of its last
+    /// child, published in the parent's place (one store of the grandparent's slot, or of the
+    /// root). A full parent is copied with `a` as its last child instead, and `b` climbs alone in
+    /// a new node, as the exclusive climb's full parents keep all their children; a full root
+    /// grows a new root above the pair. The nodes copied are retired.
+    fn fill_climb(&mut self, path: &[Level<'t, Write>], mut a: Item<'t>, mut b: Item<'t>) {
+        let mut full: SmallVec<[Live<'t>; 4]> = SmallVec::new();
+        let mut j = path.len() - 1;
+        loop {
+            let Some(up) = j.checked_sub(1) else {
+                self.grow_root(&[a, b]);
+                break;
+            };
+            let p = path[up];
+            let (kind, o) = (p.node.kind(), p.offset);
+            debug_assert_eq!(p.max, u64::MAX);
+            let copy = self.copy_node(p.node, o);
+            if o + 1 < kind.slots() {
+                self.write_items_at(&copy, o, &[a, b]);
+                let g = self.node_max_gap(copy.node(), p.min, p.max);
+                // Retires `p`.
+                self.replace_child(&path[..up], copy, g);
+                break;
+            }
+            let a_hi = a.hi;
+            self.write_items_at(&copy, o, &[a]);
+            let a_gap = self.node_max_gap(copy.node(), p.min, a_hi);
+            let s = self.alloc_node(kind);
+            self.write_items(&s, &[b], u64::MAX);
+            let b_gap = b.gap;
+            full.push(p.node);
+            (a, b) = (
+                Item::fresh(a_hi, copy, a_gap),
+                Item::fresh(u64::MAX, s, b_gap),
+            );
+            j = up;
+        }
+        for n in full {
+            self.retire_node(n);
+        }
     }
 
     /// The leaf of `lw` now ends at `kept_max`; `items` (up to `u64::MAX`) go into a new leaf

@@ -787,6 +787,22 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
         Fresh(n)
     }
 
+    /// A fresh, unpublished copy of the live node `src`: every word as it is (one `memcpy`,
+    /// rows P2/P4/P7/P12 as for any fresh node), parent word zero; for an internal node, children
+    /// `0..keep` are re-parented to the copy. The writer then rewrites the copy from slot `keep`
+    /// on and publishes it in `src`'s place (the RCU fill of `append_split`). A leaf's entry words
+    /// are taken over, not cloned: once the copy is published, `src` is retired, never dropped.
+    #[inline]
+    pub(crate) fn alloc_copy(self, src: Live<'t>, keep: usize) -> Fresh<'t> {
+        let n = Live::leak(src.kind, src.copy_box());
+        if !n.is_leaf() {
+            for i in 0..keep {
+                n.child(i, self.root.internal).set_parent(Some(n), i);
+            }
+        }
+        Fresh(n)
+    }
+
     /// Retires the unlinked node `u`: marks it dead (readers that meet it restart) and queues
     /// it on `retiring` (this tree's queue, checked). The queue is handed on when the writer's
     /// borrow of the lock or of `&mut` has ended, so that no handle of this write outlives the
@@ -985,6 +1001,8 @@ pub(crate) struct SavedNodes<const N: usize> {
     root: usize,
     retired: u64,
     len: usize,
+    /// `len` as saved, kept while suspended (see [`suspend`](Self::suspend)).
+    kept: usize,
     words: [usize; N],
 }
 
@@ -994,6 +1012,7 @@ impl<const N: usize> Default for SavedNodes<N> {
             root: 0,
             retired: 0,
             len: 0,
+            kept: 0,
             words: [0; N],
         }
     }
@@ -1003,6 +1022,16 @@ impl<const N: usize> SavedNodes<N> {
     /// Forgets the nodes.
     #[inline]
     pub(crate) fn clear(&mut self) {
+        self.len = 0;
+        self.kept = 0;
+    }
+
+    /// Hands out nothing until [`WriterRoot::resume_nodes`] (or a new save), keeping the nodes.
+    #[inline]
+    pub(crate) fn suspend(&mut self) {
+        if self.len > 0 {
+            self.kept = self.len;
+        }
         self.len = 0;
     }
 
@@ -1038,6 +1067,24 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
         // ORDERING: writer-private counter (see `Root::retired`).
         to.retired = self.root.retired.load(Ordering::Relaxed);
         to.len = len;
+    }
+
+    /// Makes the suspended nodes of `s` usable again, if they were saved from this tree and no
+    /// node has been retired since (the check of [`saved_nodes`](Self::saved_nodes), made now so
+    /// that a `false` tells the caller to save afresh); `false` (and `s` cleared) otherwise.
+    #[inline]
+    pub(crate) fn resume_nodes<const N: usize>(self, s: &mut SavedNodes<N>) -> bool {
+        // ORDERING: writer-private counter (see `Root::retired`).
+        if s.kept > 0
+            && s.root == core::ptr::from_ref(self.root).addr()
+            && s.retired == self.root.retired.load(Ordering::Relaxed)
+        {
+            s.len = s.kept;
+            true
+        } else {
+            s.clear();
+            false
+        }
     }
 
     /// The nodes of `s`, if it was saved from this tree and no node has been retired since:
@@ -1152,6 +1199,20 @@ impl<T: Copy, const N: usize> Levels<T, N> {
             self.init = d + 1;
         }
         self.items[d] = MaybeUninit::new(v);
+    }
+
+    /// Writes levels `0..k` from `levels` (`k` the number it yields, at most `N`); returns `k`.
+    #[inline]
+    pub(crate) fn set_prefix(&mut self, levels: impl Iterator<Item = T>) -> usize {
+        let mut k = 0;
+        for (slot, v) in self.items.iter_mut().zip(levels) {
+            *slot = MaybeUninit::new(v);
+            k += 1;
+        }
+        if k > self.init {
+            self.init = k;
+        }
+        k
     }
 
     /// Level `d` (`d < init`).

@@ -41,11 +41,11 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// store reports the widened NULL range). `first <= last` is the caller's job.
     pub(crate) fn write(&mut self, first: u64, last: u64, entry: Word<E>) -> (u64, u64) {
         let mut w = self.walker();
-        // The saved path is emptied at the start of every write (`write_from`, `clear`) and
-        // saved again only at the end of an in-place append, which changes no node's place or
-        // limits; so a non-empty one still describes the live tree (`restore` checks every node
-        // of it against the tree's own words anyway).
-        let walked = w.restore(self.root, &self.st.saved, first);
+        // The saved path is suspended at the start of every write (`store_from`) and made
+        // usable again only at the end of an in-place append, which changes no node's place or
+        // limits (resumed as it was when this write started from it, else saved afresh); so a
+        // usable one still describes the live tree.
+        let walked = w.restore(self.root, &mut self.st.saved, first);
         self.write_from(&mut w, walked, first, last, entry)
     }
 
@@ -78,7 +78,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         entry: Word<E>,
     ) -> (u64, u64) {
         debug_assert!(first <= last);
-        self.st.saved.clear();
+        self.st.saved.suspend();
         self.schedule_seals();
         let Some(old) = self.root.node() else {
             if entry.is_null() {

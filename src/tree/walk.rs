@@ -70,12 +70,43 @@ pub(crate) struct SavedPath {
     nodes: SavedNodes<SAVED_DEPTH>,
     /// `(min, max, offset)` per level, root first.
     levels: [(u64, u64, usize); SAVED_DEPTH],
+    /// The write in progress was positioned by [`Walker::restore`] from this path.
+    restored: bool,
+    /// Set by [`suspend`](Self::suspend) from `restored`: the write in progress may hand the
+    /// path back by [`resume`](Self::resume).
+    resumable: bool,
 }
 
 impl SavedPath {
     /// Forgets the path.
     pub(crate) fn clear(&mut self) {
         self.nodes.clear();
+        self.restored = false;
+        self.resumable = false;
+    }
+
+    /// At the start of every write: the path is unusable until [`resume`](Self::resume)d or
+    /// saved again; only a write that [`restore`](Walker::restore)d its position from it may
+    /// resume it.
+    pub(crate) fn suspend(&mut self) {
+        self.resumable = core::mem::take(&mut self.restored);
+        self.nodes.suspend();
+    }
+
+    /// At the end of an in-place append positioned by `restore` from this path (it changed no
+    /// node's place or limits): the path is usable again as it was, with the leaf's slot offset
+    /// moved to `leaf_offset`. `false` when the write was not restored from it or a node has
+    /// been retired since it was saved: then the caller saves afresh.
+    pub(crate) fn resume<M: Mode>(
+        &mut self,
+        writer: WriterRoot<'_, M>,
+        leaf_offset: usize,
+    ) -> bool {
+        if !core::mem::take(&mut self.resumable) || !writer.resume_nodes(&mut self.nodes) {
+            return false;
+        }
+        self.levels[self.nodes.len() - 1].2 = leaf_offset;
+        true
     }
 }
 
@@ -504,7 +535,7 @@ impl<'g> Walker<'g, Write> {
     pub(crate) fn restore<M: Mode>(
         &mut self,
         writer: WriterRoot<'g, M>,
-        p: &SavedPath,
+        p: &mut SavedPath,
         index: u64,
     ) -> bool {
         let len = p.nodes.len();
@@ -518,17 +549,16 @@ impl<'g> Walker<'g, Write> {
         let Some(nodes) = writer.saved_nodes(&p.nodes) else {
             return false;
         };
-        for (d, (node, &(lmin, lmax, loff))) in nodes.zip(&p.levels[..len]).enumerate() {
-            self.set(
-                d,
-                Level {
+        self.levels.set_prefix(
+            nodes
+                .zip(&p.levels[..len])
+                .map(|(node, &(min, max, offset))| Level {
                     node,
-                    min: lmin,
-                    max: lmax,
-                    offset: loff,
-                },
-            );
-        }
+                    min,
+                    max,
+                    offset,
+                }),
+        );
         let leaf = self.at(len - 1).node;
         if !leaf.is_leaf() {
             return false;
@@ -548,6 +578,7 @@ impl<'g> Walker<'g, Write> {
                 self.lo = lo;
                 self.hi = hi;
                 self.word = leaf.leaf_word(i);
+                p.restored = true;
                 return true;
             }
             lo = hi + 1;

@@ -275,6 +275,13 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         self.root.alloc(kind)
     }
 
+    /// A fresh copy of the live node `src` (see [`WriterRoot::alloc_copy`]), children `0..keep`
+    /// re-parented to it.
+    pub(crate) fn copy_node(&mut self, src: Live<'t>, keep: usize) -> Fresh<'t> {
+        self.st.stats.nodes_allocated += 1;
+        self.root.alloc_copy(src, keep)
+    }
+
     /// Publishes `n` (fresh, fully written) as the new root (row P1).
     pub(crate) fn publish_root(&mut self, n: Fresh<'t>) {
         let old = self.root.publish(n);
@@ -487,16 +494,22 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// items is written: a node from [`alloc_node`](Self::alloc_node) is zero there, and words
     /// beyond a node's end are unspecified anyway (node.rs, "Layout").
     pub(crate) fn write_items(&self, n: &Fresh<'_>, items: &[Item<'_>], max: u64) {
-        let n = n.node();
-        let kind = n.kind();
         let len = items.len();
         assert!(
-            len >= 1 && len <= kind.slots(),
+            len >= 1 && len <= n.node().kind().slots(),
             "maple tree: {len} items for one node"
         );
         debug_assert_eq!(items[len - 1].hi, max);
+        self.write_items_at(n, 0, items);
+    }
+
+    /// Writes `items` into the fresh node `n` from slot `from` on (slots, pivots, gaps), the
+    /// slots before left as they are.
+    pub(crate) fn write_items_at(&self, n: &Fresh<'_>, from: usize, items: &[Item<'_>]) {
+        let n = n.node();
+        let kind = n.kind();
         let p = kind.pivots();
-        for (j, it) in items.iter().enumerate() {
+        for (j, it) in (from..).zip(items) {
             match it.slot {
                 Slot::Entry(w) => n.init_entry(j, Word::<E>::leaf(w)),
                 Slot::Child(c) => n.init_child(j, c),
