@@ -97,10 +97,6 @@ impl<'g> Items<'g> {
     pub(crate) fn get(&self, i: usize) -> Item<'g> {
         self.0[i]
     }
-    #[inline]
-    pub(crate) fn set(&mut self, i: usize, it: Item<'g>) {
-        self.0[i] = it;
-    }
     pub(crate) fn last(&self) -> Item<'g> {
         self.0[self.0.len() - 1]
     }
@@ -109,6 +105,10 @@ impl<'g> Items<'g> {
     }
     pub(crate) fn as_slice(&self) -> &[Item<'g>] {
         &self.0
+    }
+    #[inline]
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [Item<'g>] {
+        &mut self.0
     }
 }
 

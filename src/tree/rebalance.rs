@@ -50,14 +50,18 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 }
 
 /// Merges adjacent NULL items (keeping the later bound), tracking where the entry item went.
+/// Usually there are none (the leaf store widened the write over its NULL neighbours): one scan.
 fn coalesce_nulls(items: &mut Items<'_>, entry_pos: &mut usize) {
-    let mut out = 0usize;
-    let n = items.len();
-    let mut i = 0;
-    while i < n {
-        let it = items.get(i);
-        if out > 0 && it.is_null() && items.get(out - 1).is_null() {
-            items.set(out - 1, it);
+    let s = items.as_mut_slice();
+    let Some(first) = s.windows(2).position(|w| w[0].is_null() && w[1].is_null()) else {
+        return;
+    };
+    // Items `0..=first` stay where they are; `s[out - 1]` is the last item kept.
+    let mut out = first + 1;
+    for i in first + 1..s.len() {
+        let it = s[i];
+        if it.is_null() && s[out - 1].is_null() {
+            s[out - 1] = it;
             if i == *entry_pos {
                 *entry_pos = out - 1;
             }
@@ -65,10 +69,9 @@ fn coalesce_nulls(items: &mut Items<'_>, entry_pos: &mut usize) {
             if i == *entry_pos {
                 *entry_pos = out;
             }
-            items.set(out, it);
+            s[out] = it;
             out += 1;
         }
-        i += 1;
     }
     items.truncate(out);
 }

@@ -524,38 +524,37 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 
     /// [`write_items`](Self::write_items) into a live node rewritten in place (exclusive mode,
-    /// no reader): the words beyond the items are zeroed too, as in a fresh node.
-    #[allow(clippy::needless_range_loop)] // `j` indexes the node's slots, past `items` too
+    /// no reader): the slots the node used beyond the new items are zeroed too, so that no
+    /// stale child or entry word stays behind them.
     pub(crate) fn rewrite_items(&self, n: Live<'_>, items: &[Item<'_>], max: u64) {
         let kind = n.kind();
-        let p = kind.pivots();
         let len = items.len();
         assert!(
             len >= 1 && len <= kind.slots(),
             "maple tree: {len} items for one node"
         );
         debug_assert_eq!(items[len - 1].hi, max);
-        for j in 0..kind.slots() {
-            if j < len {
-                let it = items[j];
-                match it.slot {
-                    Slot::Entry(w) => n.init_entry(j, Word::<E>::leaf(w)),
-                    Slot::Child(c) => n.init_child(j, c),
-                }
-                if j < p {
-                    n.init_pivot(j, it.hi);
-                }
-                if kind == Kind::ARange {
-                    n.set_gap(j, it.gap);
-                }
-            } else {
-                n.clear_slot(j);
-                if j < p {
-                    n.init_pivot(j, 0);
-                }
-                if kind == Kind::ARange {
-                    n.set_gap(j, 0);
-                }
+        let old_end = n.end(max);
+        let p = kind.pivots();
+        for (j, it) in items.iter().enumerate() {
+            match it.slot {
+                Slot::Entry(w) => n.init_entry(j, Word::<E>::leaf(w)),
+                Slot::Child(c) => n.init_child(j, c),
+            }
+            if j < p {
+                n.init_pivot(j, it.hi);
+            }
+            if kind == Kind::ARange {
+                n.set_gap(j, it.gap);
+            }
+        }
+        for j in len..=old_end {
+            n.clear_slot(j);
+            if j < p {
+                n.init_pivot(j, 0);
+            }
+            if kind == Kind::ARange {
+                n.set_gap(j, 0);
             }
         }
     }
