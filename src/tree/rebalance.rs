@@ -13,9 +13,9 @@ use super::write::Writer;
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The leaf level: coalesces NULLs and pulls in right neighbours while the last leaf would
     /// end in NULL or be underfull (in a tree of `height` levels).
-    pub(crate) fn fix_leaf_level(&mut self, rb: &mut Rebuild<'t>, height: usize) {
+    pub(crate) fn fix_leaf_level(&mut self, rb: &mut Rebuild<'t, '_>, height: usize) {
         loop {
-            coalesce_nulls(&mut rb.items, &mut rb.entry_pos);
+            coalesce_nulls(rb.items, &mut rb.entry_pos);
             let not_last = rb.run_max != u64::MAX;
             let needs_null_fix = rb.items.last().is_null() && not_last;
             let underfull = rb.items.len() < Kind::Leaf.min_end() + 1 && not_last && height > 1;
@@ -27,15 +27,15 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 
     /// An internal level: pulls in right neighbours while it is underfull (not at the root).
-    pub(crate) fn fix_internal_level(&mut self, rb: &mut Rebuild<'t>) {
+    pub(crate) fn fix_internal_level(&mut self, rb: &mut Rebuild<'t, '_>) {
         while rb.items.len() < rb.kind.min_end() + 1 && rb.run_max != u64::MAX && rb.level > 0 {
             self.pull_right(rb);
         }
     }
 
     /// Appends the slots of the right neighbour of the level's run to its items.
-    fn pull_right(&mut self, rb: &mut Rebuild<'t>) {
-        let nb = rightmost_path(&rb.paths, rb.level)
+    fn pull_right(&mut self, rb: &mut Rebuild<'t, '_>) {
+        let nb = rightmost_path(rb.paths, rb.level)
             .right_neighbour(self.internal)
             .expect("run_max < MAX implies a right neighbour");
         let lvl = *nb.levels.last().unwrap();

@@ -36,15 +36,15 @@ use super::write::Writer;
 
 /// A rebuild in progress: the paths whose nodes it consumes, the items of the level it is at
 /// (the big node), and what it has done so far.
-pub(crate) struct Rebuild<'t> {
-    pub(crate) paths: SmallVec<[Path<'t>; 4]>,
+pub(crate) struct Rebuild<'t, 'b> {
+    pub(crate) paths: &'b mut SmallVec<[Path<'t>; 4]>,
     pub(crate) retired: Retired<'t>,
     /// The level being built (0 = root) and the kind of its nodes.
     pub(crate) level: usize,
     pub(crate) kind: Kind,
     pub(crate) leaf_level: usize,
     /// The level's items and where the written entry (or the new nodes below) went in them.
-    pub(crate) items: Items<'t>,
+    pub(crate) items: &'b mut Items<'t>,
     pub(crate) entry_pos: usize,
     /// The range the consumed nodes of the level cover.
     pub(crate) run_min: u64,
@@ -76,18 +76,20 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     ) -> Rebuilt {
         let height = lpath.levels.len();
         let leaf_level = height - 1;
-        // Built in place, the paths pushed into it: a rebuild is over 4 KiB, and each move of
-        // it (or of a path) is a `memcpy`.
+        // The two big buffers (the paths, the items: over 4 KiB) are locals the rebuild borrows:
+        // built in place, never moved (each move would be a `memcpy`).
+        let mut paths = SmallVec::new();
+        let mut items = Items::new();
         let mut rb = Rebuild {
             spanning: rpath
                 .as_ref()
                 .is_some_and(|r| lpath.levels[leaf_level].node != r.levels[leaf_level].node),
-            paths: SmallVec::new(),
+            paths: &mut paths,
             retired: Retired::new(),
             level: leaf_level,
             kind: Kind::Leaf,
             leaf_level,
-            items: Items::new(),
+            items: &mut items,
             entry_pos: 0,
             run_min: 0,
             run_max: 0,
@@ -99,8 +101,8 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         rb.paths.push(lpath);
         rb.paths.extend(rpath);
         self.leaf_items(&mut rb, entry);
-        rb.run_min = paths_min(&rb.paths, leaf_level);
-        rb.run_max = paths_max(&rb.paths, leaf_level);
+        rb.run_min = paths_min(rb.paths, leaf_level);
+        rb.run_max = paths_max(rb.paths, leaf_level);
         self.fix_leaf_level(&mut rb, height);
         // The written range, widened by any NULL merge.
         let result = Rebuilt {
@@ -125,9 +127,9 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The items of the leaf level: the slots of the consumed leaves with `[first, last]` cut
     /// out and `entry` in its place; the entries cut out are released, a range split around the
     /// entry shares its word.
-    fn leaf_items(&mut self, rb: &mut Rebuild<'t>, entry: Word<E>) {
+    fn leaf_items(&mut self, rb: &mut Rebuild<'t, '_>, entry: Word<E>) {
         let (first, last) = (rb.first, rb.last);
-        let consumed = consumed_at(&rb.paths, rb.leaf_level);
+        let consumed = consumed_at(rb.paths, rb.leaf_level);
         let mut placed = false;
         for lvl in &consumed {
             for (lo, hi, s) in lvl.node.slots(lvl.min, lvl.max, self.internal) {
@@ -161,8 +163,8 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 
     /// One level of the climb: ends the rebuild at this level (`true`: a collapse of the root,
     /// a single node replaced, or a new root grown), or moves it to the parent level.
-    fn climb(&mut self, rb: &mut Rebuild<'t>) -> bool {
-        let consumed = consumed_at(&rb.paths, rb.level);
+    fn climb(&mut self, rb: &mut Rebuild<'t, '_>) -> bool {
+        let consumed = consumed_at(rb.paths, rb.level);
         // An internal root with a single child collapses.
         if rb.level == 0 && rb.kind != Kind::Leaf && rb.items.len() == 1 {
             self.collapse_root(rb, &consumed);
@@ -188,7 +190,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 
     /// The root level holds a single child: it becomes the root (and so on down while the new
     /// root has a single child), shrinking the height.
-    fn collapse_root(&mut self, rb: &mut Rebuild<'t>, consumed: &[Level<'t, Write>]) {
+    fn collapse_root(&mut self, rb: &mut Rebuild<'t, '_>, consumed: &[Level<'t, Write>]) {
         rb.retired.extend(consumed.iter().map(|l| l.node));
         let mut top = rb.items.get(0).slot.child();
         let mut shrink = rb.level + 1;
@@ -205,11 +207,11 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 
     /// The level's items fit the one consumed node `x`: it is replaced by a fresh node with
     /// one store of its parent's slot (RCU), or rewritten in place (exclusive).
-    fn replace_single(&mut self, rb: &mut Rebuild<'t>, x: Level<'t, Write>) {
+    fn replace_single(&mut self, rb: &mut Rebuild<'t, '_>, x: Level<'t, Write>) {
         let ancestors: Levels<'t> = if rb.level == 0 {
             Levels::new()
         } else {
-            path_to(&rb.paths, rb.level - 1)
+            path_to(rb.paths, rb.level - 1)
         };
         if M::EXCLUSIVE {
             // Rewritten in place: still linked where it was.
@@ -239,15 +241,15 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// inside the run that were not consumed lie inside the write and are removed.
     fn parent_items(
         &mut self,
-        rb: &mut Rebuild<'t>,
+        rb: &mut Rebuild<'t, '_>,
         consumed: &[Level<'t, Write>],
         new_items: &Items<'t>,
     ) {
         let parent_level = rb.level - 1;
-        let pconsumed = consumed_at(&rb.paths, parent_level);
+        let pconsumed = consumed_at(rb.paths, parent_level);
         // The level's items went into `new_items`: the buffer takes the parent's, in place.
         rb.items.truncate(0);
-        let pitems = &mut rb.items;
+        let pitems = &mut *rb.items;
         let mut placed = false;
         for pl in &pconsumed {
             for (i, (clo, chi, s)) in pl.node.slots(pl.min, pl.max, self.internal).enumerate() {
@@ -279,8 +281,8 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         debug_assert!(placed);
         rb.level = parent_level;
         rb.kind = self.internal;
-        rb.run_min = paths_min(&rb.paths, rb.level);
-        rb.run_max = paths_max(&rb.paths, rb.level);
+        rb.run_min = paths_min(rb.paths, rb.level);
+        rb.run_max = paths_max(rb.paths, rb.level);
     }
 
     pub(crate) fn child_gap(&self, n: Live<'_>, i: usize) -> u64 {

@@ -14,9 +14,9 @@ use super::write::Writer;
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Partitions the level's items into fresh nodes (a split if more than one); pushes them
     /// onto `new_items` (empty), the items of the parent level's run.
-    pub(crate) fn split_level(&mut self, rb: &mut Rebuild<'t>, new_items: &mut Items<'t>) {
+    pub(crate) fn split_level(&mut self, rb: &mut Rebuild<'t, '_>, new_items: &mut Items<'t>) {
         let parts = partition(
-            &rb.items,
+            rb.items,
             rb.kind,
             rb.run_max == u64::MAX,
             rb.entry_pos,

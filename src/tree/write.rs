@@ -505,13 +505,31 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 
     /// Writes `items` into the fresh node `n` from slot `from` on (slots, pivots, gaps), the
     /// slots before left as they are.
+    #[inline]
     pub(crate) fn write_items_at(&self, n: &Fresh<'_>, from: usize, items: &[Item<'_>]) {
-        let n = n.node();
+        self.put_items(n.node(), from, items);
+    }
+
+    /// The stores of [`write_items_at`](Self::write_items_at), one loop per node kind.
+    #[inline]
+    fn put_items(&self, n: Live<'_>, from: usize, items: &[Item<'_>]) {
         let kind = n.kind();
         let p = kind.pivots();
+        if kind == Kind::Leaf {
+            for (j, it) in (from..).zip(items) {
+                let Slot::Entry(w) = it.slot else {
+                    panic!("maple tree: a child stored into a leaf");
+                };
+                n.init_entry(j, Word::<E>::leaf(w));
+                if j < p {
+                    n.init_pivot(j, it.hi);
+                }
+            }
+            return;
+        }
         for (j, it) in (from..).zip(items) {
             match it.slot {
-                Slot::Entry(w) => n.init_entry(j, Word::<E>::leaf(w)),
+                Slot::Entry(_) => panic!("maple tree: an entry stored into an internal node"),
                 Slot::Child(c) => n.init_child(j, c),
             }
             if j < p {
@@ -535,19 +553,8 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         );
         debug_assert_eq!(items[len - 1].hi, max);
         let old_end = n.end(max);
+        self.put_items(n, 0, items);
         let p = kind.pivots();
-        for (j, it) in items.iter().enumerate() {
-            match it.slot {
-                Slot::Entry(w) => n.init_entry(j, Word::<E>::leaf(w)),
-                Slot::Child(c) => n.init_child(j, c),
-            }
-            if j < p {
-                n.init_pivot(j, it.hi);
-            }
-            if kind == Kind::ARange {
-                n.set_gap(j, it.gap);
-            }
-        }
         for j in len..=old_end {
             n.clear_slot(j);
             if j < p {
