@@ -792,9 +792,10 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     /// `0..keep` are re-parented to the copy. The writer then rewrites the copy from slot `keep`
     /// on and publishes it in `src`'s place (the RCU fill of `append_split`). A leaf's entry words
     /// are taken over, not cloned: once the copy is published, `src` is retired, never dropped.
+    /// A leaf copy is made in fresh memory (see [`NodeRef::copy_box_fresh`]).
     #[inline]
     pub(crate) fn alloc_copy(self, src: Live<'t>, keep: usize) -> Fresh<'t> {
-        let n = Live::leak(src.kind, src.copy_box());
+        let n = Live::leak(src.kind, src.copy_box_fresh());
         if !n.is_leaf() {
             for i in 0..keep {
                 n.child(i, self.root.internal).set_parent(Some(n), i);
@@ -1735,6 +1736,35 @@ impl<'g, A: Access> NodeRef<'g, A> {
         };
         *b.parent.get_mut() = 0;
         b
+    }
+
+    /// As [`copy_box`](Self::copy_box), a leaf in memory fresh from the allocator rather than
+    /// from this thread's node cache: the RCU fill's leaf copies are the leaves an in-order
+    /// build under readers ends with, and the cache hands back nodes freed a grace period ago
+    /// in no particular order, which scattered them (iteration of an RCU-built tree was 4-5x
+    /// slower than of an exclusive-built one, whose leaves are allocated in order).
+    #[cfg(not(loom))]
+    #[inline]
+    fn copy_box_fresh(&self) -> Box<Node> {
+        let mut b = if self.is_leaf() {
+            Box::new_uninit()
+        } else {
+            node_box()
+        };
+        // SAFETY: as in `copy_box`: `b` is a fresh allocation for one `Node` (no overlap with
+        // the live source), every byte is then a valid atomic, and our caller is the writer.
+        let mut b = unsafe {
+            core::ptr::copy_nonoverlapping(self.ptr.as_ptr().cast_const(), b.as_mut_ptr(), 1);
+            b.assume_init()
+        };
+        *b.parent.get_mut() = 0;
+        b
+    }
+
+    /// Under loom: [`copy_box`](Self::copy_box) (plain boxes anyway).
+    #[cfg(loom)]
+    fn copy_box_fresh(&self) -> Box<Node> {
+        self.copy_box()
     }
 
     /// Under loom (whose atomics are not plain memory): word by word.
