@@ -13,7 +13,7 @@
 //!
 //! Usage: `profile WORKLOAD MAP [N]`; WORKLOAD is one of build, lookup_hit, lookup_miss,
 //! random_store, erase_half, iterate, iterate_rev (`iterate` backwards), gap (`gap_rev`
-//! forwards, maple only), gap_rev, fork_old, fork_new, dup, slot_store, node_store, rewrite; MAP
+//! forwards, maple only), gap_rev, fork_old, fork_new, dup, dup_drop, slot_store, node_store, rewrite; MAP
 //! is maple (allocation tree, exclusive writer), maple-rcu (writes through the lock) or
 //! btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new, the
 //! source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped outside
@@ -244,6 +244,18 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             }
             *ops = count;
         }
+        "dup_drop" => {
+            // `dup` and the copy's drop, as the C tree's `fork134_mt_dup` (`__mt_dup` and
+            // `mtree_destroy`).
+            let count = (270_000 / n).max(2);
+            let Map::Maple(src, _) = m else {
+                panic!("dup is for the maple tree")
+            };
+            for _ in 0..count {
+                drop(black_box(src.dup()));
+            }
+            *ops = count;
+        }
         "slot_store" => {
             let count = 200_000;
             let Map::Maple(t, rcu) = m else { panic!() };
@@ -310,7 +322,7 @@ fn main() {
     let mut n = given.unwrap_or(1_000_000);
     let mut m = match work {
         "build" | "random_store" => Map::new(map),
-        "fork_old" | "fork_new" | "dup" => {
+        "fork_old" | "fork_new" | "dup" | "dup_drop" => {
             // The source's entry count: bench_forking's 135 unless given.
             n = given.unwrap_or(135);
             Map::built(map, n)

@@ -40,7 +40,9 @@ pub const fn is_reserved_word(word: usize) -> bool {
 ///   duplicable, as [`Value`] and `&'static T` are;
 /// - [`Entry::borrow`] of such a word is valid for as long as the word has not been passed to
 ///   `from_word`, and may be called from any thread holding a shared reference to the tree
-///   (hence the `Sync` requirement on the tree's entries for sharing across threads).
+///   (hence the `Sync` requirement on the tree's entries for sharing across threads);
+/// - if [`Entry::CLONE_IS_COPY`] is `true`, the type has no drop glue and, where it is `Clone`,
+///   a clone of the entry behind a word is that same word again, with no other effect.
 pub unsafe trait Entry: Sized {
     /// What a reader gets while the entry stays in the tree: `&T` for boxes and `Arc`s, the
     /// value itself for [`Value`].
@@ -51,6 +53,12 @@ pub unsafe trait Entry: Sized {
     /// Heap bytes one entry owns, as far as the tree can tell (0 by default); used only to
     /// report memory held back by readers ([`MapleTree::pending_frees`](crate::MapleTree::pending_frees)).
     const HEAP_SIZE: usize = 0;
+
+    /// Whether cloning an entry just copies its word (`true` for [`Value`] and `&'static T`;
+    /// `false` by default): [`MapleTree::dup`](crate::MapleTree::dup) then copies leaves word
+    /// for word, as the kernel's `__mt_dup` copies its slots, instead of cloning entry by entry.
+    /// A promise of the implementor (see the trait's `# Safety`).
+    const CLONE_IS_COPY: bool = false;
 
     /// Gives up ownership, returning the word to store.
     fn into_word(self) -> usize;
@@ -431,6 +439,8 @@ impl fmt::Debug for Value {
 // encoding exactly; a `Value` owns nothing, so borrowing is copying.
 unsafe impl Entry for Value {
     type Borrowed<'a> = Value;
+    // A `Value` is its word: no drop glue, and its clone is a copy.
+    const CLONE_IS_COPY: bool = true;
 
     #[inline]
     fn into_word(self) -> usize {
@@ -587,6 +597,8 @@ impl std::error::Error for ValueTooLarge {}
 // referent alive for every borrow.
 unsafe impl<T: 'static> Entry for &'static T {
     type Borrowed<'a> = &'static T;
+    // A shared reference: no drop glue, and its clone is the same address.
+    const CLONE_IS_COPY: bool = true;
 
     #[inline]
     fn into_word(self) -> usize {

@@ -750,7 +750,8 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     }
 
     /// A fresh, unpublished copy of the leaf `src` (implied max `max`) with every entry within
-    /// its end cloned (`dup`'s node copy, see [`NodeRef::copy_leaf_with`]). `src` is a leaf of
+    /// its end cloned (`dup`'s node copy, see [`NodeRef::copy_leaf_with`]), or copied word for
+    /// word when `E` says a clone is a copy ([`Entry::CLONE_IS_COPY`]). `src` is a leaf of
     /// a tree of `E` whose writer the caller is.
     #[inline]
     pub(crate) fn alloc_cloned_leaf<E: Entry + Clone>(
@@ -758,6 +759,12 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
         src: NodeRef<'_>,
         max: u64,
     ) -> Fresh<'t> {
+        if E::CLONE_IS_COPY && !core::mem::needs_drop::<E>() {
+            // Each clone would be its word again (`Entry::CLONE_IS_COPY`): the leaf is copied
+            // as it is, as `__mt_dup` copies slots. Without drop glue the ledger tracks no
+            // shared words, so the copy's shared words need no bookkeeping either.
+            return Fresh(Live::leak(Kind::Leaf, src.copy_box()));
+        }
         Fresh(src.copy_leaf_with(max, |w| {
             if w == 0 || w == ZERO_WORD {
                 w
