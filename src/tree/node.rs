@@ -956,6 +956,14 @@ impl<'t> Fresh<'t> {
 #[must_use = "an unlinked node is leaked unless it is retired"]
 pub(crate) struct Unlinked<'w>(Live<'w>);
 
+impl Unlinked<'_> {
+    /// The node's address (what the writer's seals are keyed by).
+    #[inline]
+    pub(crate) fn addr(&self) -> usize {
+        self.0.addr()
+    }
+}
+
 /// Nodes the writer retired, unlinked and marked dead, handed on once the writer's borrow ends
 /// — to the collector in RCU mode ([`WriterLock::flush_retired`]), to the allocator in
 /// exclusive mode ([`ExclusiveRoot::writer`] or its drop) — so that no node handle of the

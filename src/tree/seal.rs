@@ -167,7 +167,15 @@ impl Seals {
         if self.shrunk_gen <= self.lifted_seen {
             return true;
         }
-        let ok = self.live(n).is_none_or(|s| !s.shrunk);
+        // `live`, without building its `Option<Seal>`: this runs on every append while a
+        // shrink waits for its lift.
+        let sealed = |s: &Seal| s.shrunk && s.gen > self.lifted_seen;
+        let key = n.addr();
+        let ok = match &self.last {
+            Some((k, s)) if *k == key => !sealed(s),
+            _ if self.by_node.is_empty() => true,
+            _ => !self.by_node.get(&key).is_some_and(sealed),
+        };
         self.want_unless(ok)
     }
 
@@ -192,6 +200,18 @@ impl Seals {
                 s.gen = self.gen;
             }
             _ => self.seal(key, |s| s.lowered |= 1 << offset),
+        }
+    }
+
+    /// The node at `addr` was retired: the writer never writes it again, so its seal, if it is
+    /// the cached one, is dropped instead of moving into the map with the next seal (the RCU
+    /// fill retires the leaf its appends sealed, every eighth append of an in-order build). A
+    /// seal of a retired node left in the map would be harmless: it can only make a node that
+    /// later reuses the address copy-on-write for a while.
+    #[inline]
+    pub(crate) fn forget(&mut self, addr: usize) {
+        if matches!(self.last, Some((k, _)) if k == addr) {
+            self.last = None;
         }
     }
 

@@ -399,6 +399,9 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// exclusive mode at once), once the guard's borrow that made this writer ends. Nothing if
     /// it was retired already.
     pub(crate) fn retire(&mut self, u: Unlinked<'t>) {
+        if !M::EXCLUSIVE {
+            self.st.seals.forget(u.addr());
+        }
         if self.root.retire(u, self.retiring) {
             if !M::EXCLUSIVE {
                 self.pending.add_node();
