@@ -9,12 +9,12 @@ use core::marker::PhantomData;
 
 use crate::entry::Entry;
 
-use super::node::{Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::{FrontLeaf, Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
 use super::walk::{Level, Walker, MAX_DEPTH};
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
 pub struct Iter<'g, E> {
-    // The front keeps its own path (the fast path): while `leaf` is `Some`, the front's current
+    // The front keeps its own path (the fast path): while `leaf` holds a leaf, the front's current
     // slot is `off` of that leaf, ending at `hi` (the last range yielded ends there); the leaf
     // covers `[min, max]` and is level `fdepth - 1` of `fpath`, whose other levels are its
     // ancestors with the offsets taken (the leaf level there is stale: `off`, `min`, `max` are
@@ -31,14 +31,14 @@ pub struct Iter<'g, E> {
     back_yielded: bool,
     /// Last index the back may yield up to (inclusive).
     back_pos: u64,
-    /// Ended (`leaf` is then `None`).
+    /// Ended (`leaf` is then `FrontLeaf::NONE`).
     done: bool,
     internal: Kind,
-    /// The front's leaf. While slot `next_off - 1` is its last, `next_off` is past the slots
-    /// (`RANGE_SLOTS`) or the next step crosses at once, so the two-slot step never looks past
-    /// the leaf's end.
-    leaf: Option<NodeRef<'g>>,
-    /// `min(max, back_pos)` while `leaf` is `Some` (stale otherwise): a pivot below it bounds a
+    /// The front's leaf, if the fast path holds the position. While slot `next_off - 1` is its
+    /// last, `next_off` is past the slots (`RANGE_SLOTS`) or the next step crosses at once, so
+    /// the two-slot step never looks past the leaf's end.
+    leaf: FrontLeaf<'g>,
+    /// `min(max, back_pos)` while `leaf` holds one (stale otherwise): a pivot below it bounds a
     /// slot that is neither the leaf's last nor reaches the back.
     lim: u64,
     /// The back's leaf while its fast path holds the position: slot `boff` of it, starting at
@@ -140,7 +140,7 @@ impl<'g, E: Entry> Iter<'g, E> {
             back_pos: last,
             done: first > last,
             internal: root.internal(),
-            leaf: None,
+            leaf: FrontLeaf::NONE,
             lim: 0,
             bfast: None,
             boff: 0,
@@ -175,14 +175,14 @@ impl<'g, E: Entry> Iter<'g, E> {
     #[inline]
     fn finish(&mut self) {
         self.done = true;
-        self.leaf = None;
+        self.leaf = FrontLeaf::NONE;
         self.bfast = None;
     }
 
     /// Enters leaf `n` (covering up to `max`) on the fast path.
     #[inline]
     fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64) {
-        self.leaf = Some(n);
+        self.leaf = FrontLeaf::new(n);
         self.max = max;
         self.lim = max.min(self.back_pos);
     }
@@ -235,7 +235,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
 
     /// Leaves the fast path at the current position: the next step walks from the root.
     fn leave_front(&mut self) {
-        self.leaf = None;
+        self.leaf = FrontLeaf::NONE;
     }
 
     /// The front's last range (it reaches `back_pos`), if it starts within the window.
@@ -274,8 +274,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             return self.climb(leaf);
         }
         let i = self.poff + 1;
-        let max = p.slot_max(i, self.pmax);
-        let Some(c) = p.try_child(i, self.internal) else {
+        let Some((c, max)) = p.child_and_max(i, self.pmax) else {
             return false;
         };
         if !c.is_leaf() || max < target {
@@ -304,8 +303,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             return false;
         };
         let lvl = *self.fpath.get(d);
-        let (i, max) = (lvl.offset, lvl.node.slot_max(lvl.offset, lvl.max));
-        let Some(n) = lvl.node.try_child(i, self.internal) else {
+        let Some((n, max)) = lvl.node.child_and_max(lvl.offset, lvl.max) else {
             return false;
         };
         if max < target {
@@ -356,8 +354,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             if n.is_leaf() {
                 break;
             }
-            let hi = n.slot_max(0, max);
-            let Some(c) = n.try_child(0, self.internal) else {
+            let Some((c, hi)) = n.child_and_max(0, max) else {
                 return false;
             };
             (n, max, d) = (c, hi, d + 1);
@@ -388,7 +385,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// yielded); applies the end checks and caches the walker's path for the fast path.
     #[inline(never)]
     fn next_slow(&mut self) -> Option<(u64, u64, Loaded<'g>)> {
-        debug_assert!(self.leaf.is_none());
+        debug_assert!(self.leaf.get().is_none());
         let pos = self.front_pos();
         let step = self.front.walk(pos).and_then(|()| {
             if self.front.word.is_entry() {
@@ -447,39 +444,37 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         // Fastest path: slot `next_off` is within the leaf's end (the current slot is not the
-        // last); with room for two pivots, the next two slots without a loop (a range and the
-        // gap after it is the common shape). Each pivot is loaded before its slot, as in
-        // `scan_leaf`; a bound at or above `lim` (the leaf's last slot, or the back reached)
-        // goes the general way.
+        // last); with a leaf and room for two pivots (one check, `FrontLeaf::pair`), the next
+        // two slots without a loop (a gap and the range after it is the common shape). Each
+        // pivot is loaded before its slot, as in `scan_leaf`; a bound at or above `lim` (the
+        // leaf's last slot, or the back reached) goes the general way, and so does slot
+        // `next_off` itself then, entry or not.
         let b = 'slow: {
-            if let Some(n) = self.leaf {
-                let (j, lim) = (self.next_off, self.lim);
-                if j < RANGE_PIVOTS - 1 {
-                    let p1 = n.range_pivot(j);
-                    let w1 = n.range_word(j);
-                    if w1.raw() == 0 {
-                        if p1 < lim {
-                            let p2 = n.range_pivot(j + 1);
-                            // Read under the guard of 'g that created this iterator.
-                            if let Some(b) = n.range_word(j + 1).entry::<E>() {
-                                if p2 < lim {
-                                    self.next_off = j + 2;
-                                    self.hi = p2;
-                                    return Some((p1 + 1, p2, b));
-                                }
-                                break 'slow self.yield_bound(n, j + 1, p1 + 1, p2, b);
-                            }
-                        }
-                    } else if let Some(b) = w1.entry::<E>() {
+            let (j, lim) = (self.next_off, self.lim);
+            if let Some(n) = self.leaf.pair(j) {
+                let p1 = n.range_pivot(j);
+                let w1 = n.range_word(j);
+                if p1 < lim {
+                    // Read under the guard of 'g that created this iterator.
+                    if let Some(b) = w1.entry::<E>() {
                         let lo = self.hi + 1;
-                        if p1 < lim {
-                            self.next_off = j + 1;
-                            self.hi = p1;
-                            return Some((lo, p1, b));
-                        }
-                        break 'slow self.yield_bound(n, j, lo, p1, b);
+                        self.next_off += 1;
+                        self.hi = p1;
+                        return Some((lo, p1, b));
                     }
-                } else if j == RANGE_PIVOTS - 1 {
+                    // Slot `j` holds no entry (nothing, or the zero entry): on to slot `j + 1`.
+                    let p2 = n.range_pivot(j + 1);
+                    if let Some(b) = n.range_word(j + 1).entry::<E>() {
+                        if p2 < lim {
+                            self.next_off = j + 2;
+                            self.hi = p2;
+                            return Some((p1 + 1, p2, b));
+                        }
+                        break 'slow self.yield_bound(n, j + 1, p1 + 1, p2, b);
+                    }
+                }
+            } else if j == RANGE_PIVOTS - 1 {
+                if let Some(n) = self.leaf.get() {
                     // Slot 14 and the leaf's last possible slot, 15 (no pivot).
                     let p1 = n.range_pivot(j);
                     let w1 = n.range_word(j);
@@ -531,7 +526,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// The next entry from slot `next_off` of the front's leaf, across leaves, or from the root.
     #[inline(always)]
     fn next_scan(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        while let Some(n) = self.leaf {
+        while let Some(n) = self.leaf.get() {
             let (max, i, hi) = (self.max, self.next_off.wrapping_sub(1), self.hi);
             if hi < max {
                 scan_leaf!(self, n, max, i, hi, |i, hi| (self.next_off, self.hi) =
@@ -739,7 +734,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// leaf, and recomputed when it enters one).
     #[inline(always)]
     fn bound_front(&mut self) {
-        if self.leaf.is_some() {
+        if self.leaf.get().is_some() {
             self.lim = self.lim.min(self.back_pos);
         }
     }

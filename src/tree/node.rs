@@ -1578,6 +1578,66 @@ impl<A: Access> core::fmt::Debug for NodeRef<'_, A> {
     }
 }
 
+/// The forward iterator's leaf, or none, with the room its two-slot step may use: offsets
+/// `j < room` have two pivots (`j + 1 < RANGE_PIVOTS`), and `room` is 0 without a leaf, so one
+/// offset check stands for both "a leaf" and "room for two pivots".
+#[derive(Clone, Copy)]
+pub(crate) struct FrontLeaf<'g> {
+    /// The leaf (dangling while `room` is 0).
+    ptr: NonNull<Node>,
+    /// `RANGE_PIVOTS - 1` with a leaf, 0 without.
+    room: usize,
+    _guard: PhantomData<&'g Node>,
+}
+
+impl<'g> FrontLeaf<'g> {
+    /// No leaf.
+    pub(crate) const NONE: Self = FrontLeaf {
+        ptr: NonNull::dangling(),
+        room: 0,
+        _guard: PhantomData,
+    };
+
+    /// Leaf `n`.
+    #[inline]
+    pub(crate) fn new(n: NodeRef<'g>) -> Self {
+        debug_assert!(n.is_leaf());
+        FrontLeaf {
+            ptr: n.ptr,
+            room: RANGE_PIVOTS - 1,
+            _guard: PhantomData,
+        }
+    }
+
+    /// The leaf, if any.
+    #[inline]
+    pub(crate) fn get(self) -> Option<NodeRef<'g>> {
+        (self.room != 0).then_some(NodeRef {
+            ptr: self.ptr,
+            kind: Kind::Leaf,
+            _guard: PhantomData,
+        })
+    }
+
+    /// The leaf, if there is one and offset `j` leaves room for two pivots (`j + 1 <
+    /// RANGE_PIVOTS`, which the loads that follow then need not check).
+    #[inline(always)]
+    pub(crate) fn pair(self, j: usize) -> Option<NodeRef<'g>> {
+        if j < self.room {
+            // SAFETY: `room` is `RANGE_PIVOTS - 1` or 0 (`NONE` and `new` are its only writers),
+            // so `j < room` implies it.
+            unsafe { core::hint::assert_unchecked(j + 1 < RANGE_PIVOTS) };
+            Some(NodeRef {
+                ptr: self.ptr,
+                kind: Kind::Leaf,
+                _guard: PhantomData,
+            })
+        } else {
+            None
+        }
+    }
+}
+
 /// Encodes a node as a child (or root) word.
 #[inline]
 pub(crate) fn node_word<A: Access>(n: NodeRef<'_, A>) -> usize {
@@ -2037,6 +2097,47 @@ impl<'g, A: Access> NodeRef<'g, A> {
         // SAFETY: the word is non-zero and is a node word (internal slots hold nothing else);
         // the child stays allocated for 'g (see `child`).
         Some(unsafe { NodeRef::from_word(w, internal) })
+    }
+
+    /// Child `i` of an internal node covering up to `max`, and that child's max: the loads of
+    /// [`slot_max`](Self::slot_max) then [`try_child`](Self::try_child), in that order (the
+    /// pivot before the slot it exposes), with one dispatch on the node's kind for both (the
+    /// children of an internal node are leaves or of its own kind). `None` where `try_child`
+    /// gives `None`, or past the node's slots.
+    #[inline(always)]
+    pub(crate) fn child_and_max(&self, i: usize, max: u64) -> Option<(NodeRef<'g, A>, u64)> {
+        debug_assert!(!self.is_leaf());
+        if self.kind == Kind::ARange {
+            self.child_and_max_in::<ARANGE_PIVOTS>(i, max, Kind::ARange)
+        } else {
+            self.child_and_max_in::<RANGE_PIVOTS>(i, max, Kind::Range)
+        }
+    }
+
+    /// [`child_and_max`](Self::child_and_max) of a node of kind `kind`, which has `P` pivots.
+    #[inline(always)]
+    fn child_and_max_in<const P: usize>(
+        &self,
+        i: usize,
+        max: u64,
+        kind: Kind,
+    ) -> Option<(NodeRef<'g, A>, u64)> {
+        debug_assert!(kind == self.kind && P == kind.pivots());
+        let hi = if i < P {
+            self.pivot(i).min(max)
+        } else if i == P {
+            max
+        } else {
+            return None;
+        };
+        // ORDERING: P3/P5 (as `slot`).
+        let w = self.node().words[P + i].load(Ordering::Acquire) as usize;
+        if w == 0 {
+            return None;
+        }
+        // SAFETY: as in `try_child`: a non-zero internal slot word is a node word of this tree,
+        // whose internal kind is this node's own, `kind`; the child stays allocated for 'g.
+        Some((unsafe { NodeRef::from_word(w, kind) }, hi))
     }
 
     /// Child `i` of an internal node (the writer's view, where an empty slot is corruption).
