@@ -9,8 +9,14 @@ use core::marker::PhantomData;
 
 use crate::entry::Entry;
 
-use super::node::{FrontLeaf, Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::{FastLeaf, Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
 use super::walk::{Level, Walker, MAX_DEPTH};
+
+/// The offsets of the front's two-slot step (`FastLeaf`): pivots `j` and `j + 1`.
+const FRONT_ROOM: usize = RANGE_PIVOTS - 1;
+/// The back's two-slot step (`FastLeaf`) from slot `i + 3`: pivots `i` and `i + 1`, slots up
+/// to `i + 2`.
+const BACK_ROOM: usize = RANGE_SLOTS - 3;
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
 pub struct Iter<'g, E> {
@@ -31,13 +37,13 @@ pub struct Iter<'g, E> {
     back_yielded: bool,
     /// Last index the back may yield up to (inclusive).
     back_pos: u64,
-    /// Ended (`leaf` is then `FrontLeaf::NONE`).
+    /// Ended (`leaf` is then `FastLeaf::NONE`).
     done: bool,
     internal: Kind,
     /// The front's leaf, if the fast path holds the position. While slot `next_off - 1` is its
     /// last, `next_off` is past the slots (`RANGE_SLOTS`) or the next step crosses at once, so
     /// the two-slot step never looks past the leaf's end.
-    leaf: FrontLeaf<'g>,
+    leaf: FastLeaf<'g, FRONT_ROOM>,
     /// `min(max, back_pos)` while `leaf` holds one (stale otherwise): a pivot below it bounds a
     /// slot that is neither the leaf's last nor reaches the back.
     lim: u64,
@@ -45,7 +51,7 @@ pub struct Iter<'g, E> {
     /// `blo` (its end is not kept: the slot above starts after it, and a leaf's last slot ends
     /// at `bmax`), the leaf's min `bmin`; the back walker's record of that slot is stale
     /// meanwhile.
-    bfast: Option<NodeRef<'g>>,
+    bfast: FastLeaf<'g, BACK_ROOM>,
     boff: usize,
     blo: u64,
     bmin: u64,
@@ -55,7 +61,7 @@ pub struct Iter<'g, E> {
     bparent: Option<NodeRef<'g>>,
     bpmin: u64,
     bpoff: usize,
-    /// The back's own path while `bfast` is `Some` (as `fpath` for the front): level
+    /// The back's own path while `bfast` holds a leaf (as `fpath` for the front): level
     /// `bdepth - 1` is the leaf and `bdepth - 2` its parent, both stale there (the scalars
     /// above are current). Once the back has climbed through it, the back walker's path is
     /// stale; the walker then only walks from the root.
@@ -140,9 +146,9 @@ impl<'g, E: Entry> Iter<'g, E> {
             back_pos: last,
             done: first > last,
             internal: root.internal(),
-            leaf: FrontLeaf::NONE,
+            leaf: FastLeaf::NONE,
             lim: 0,
-            bfast: None,
+            bfast: FastLeaf::NONE,
             boff: 0,
             blo: 0,
             bmin: 0,
@@ -175,14 +181,14 @@ impl<'g, E: Entry> Iter<'g, E> {
     #[inline]
     fn finish(&mut self) {
         self.done = true;
-        self.leaf = FrontLeaf::NONE;
-        self.bfast = None;
+        self.leaf = FastLeaf::NONE;
+        self.bfast = FastLeaf::NONE;
     }
 
     /// Enters leaf `n` (covering up to `max`) on the fast path.
     #[inline]
     fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64) {
-        self.leaf = FrontLeaf::new(n);
+        self.leaf = FastLeaf::new(n);
         self.max = max;
         self.lim = max.min(self.back_pos);
     }
@@ -235,7 +241,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
 
     /// Leaves the fast path at the current position: the next step walks from the root.
     fn leave_front(&mut self) {
-        self.leaf = FrontLeaf::NONE;
+        self.leaf = FastLeaf::NONE;
     }
 
     /// The front's last range (it reaches `back_pos`), if it starts within the window.
@@ -444,25 +450,28 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         // Fastest path: slot `next_off` is within the leaf's end (the current slot is not the
-        // last); with a leaf and room for two pivots (one check, `FrontLeaf::pair`), the next
+        // last); with a leaf and room for two pivots (one check, `FastLeaf::at`), the next
         // two slots without a loop (a gap and the range after it is the common shape). Each
         // pivot is loaded before its slot, as in `scan_leaf`; a bound at or above `lim` (the
         // leaf's last slot, or the back reached) goes the general way, and so does slot
         // `next_off` itself then, entry or not.
         let b = 'slow: {
             let (j, lim) = (self.next_off, self.lim);
-            if let Some(n) = self.leaf.pair(j) {
+            if let Some(n) = self.leaf.at(j) {
                 let p1 = n.range_pivot(j);
                 let w1 = n.range_word(j);
                 if p1 < lim {
-                    // Read under the guard of 'g that created this iterator.
-                    if let Some(b) = w1.entry::<E>() {
+                    if w1.raw() != 0 {
+                        // Read under the guard of 'g that created this iterator.
+                        let Some(b) = w1.entry::<E>() else {
+                            break 'slow self.next_past_zero();
+                        };
                         let lo = self.hi + 1;
                         self.next_off += 1;
                         self.hi = p1;
                         return Some((lo, p1, b));
                     }
-                    // Slot `j` holds no entry (nothing, or the zero entry): on to slot `j + 1`.
+                    // Slot `j` holds nothing: on to slot `j + 1`.
                     let p2 = n.range_pivot(j + 1);
                     if let Some(b) = n.range_word(j + 1).entry::<E>() {
                         if p2 < lim {
@@ -500,6 +509,15 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         let (lo, hi, b) = self.next_scan()?;
         self.out = (lo, hi);
         Some(b)
+    }
+
+    /// [`next_general`](Self::next_general) from a slot of the two-slot step that holds the
+    /// zero entry (read as empty; rare, and kept apart so that the step tests for nothing
+    /// first).
+    #[cold]
+    #[inline(never)]
+    fn next_past_zero(&mut self) -> Option<E::Borrowed<'g>> {
+        self.next_general()
     }
 
     /// The fast path's entry `b` in slot `off` of leaf `n` from `lo`, whose bound `p`
@@ -561,7 +579,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         let leaf = path[path.len() - 1];
         self.bdepth = path.len();
         self.set_bparent();
-        self.bfast = Some(leaf.node);
+        self.bfast = FastLeaf::new(leaf.node);
         (self.boff, self.blo) = (leaf.offset, lo);
         (self.bmin, self.bmax) = (leaf.min, leaf.max);
     }
@@ -574,23 +592,22 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
         // from `blo`) without a loop, each slot's lower bound the pivot before it (below the
         // back's slot, so below the leaf's end: pivots that no writer changes in place). A
         // range that would reach the front goes the general way.
-        if let Some(n) = self.bfast {
-            let k = self.boff;
-            // (`boff` is a slot, below `RANGE_SLOTS`: the bound lets the loads skip their checks.)
-            if (3..RANGE_SLOTS).contains(&k) {
-                let front = self.front_pos();
-                let p = n.range_pivot(k - 2);
-                let w1 = n.range_word(k - 1);
-                // Read under the guard of 'g that created this iterator.
-                if w1.raw() == 0 {
-                    let q = n.range_pivot(k - 3);
-                    if let (true, Some(b)) = (q >= front, n.range_word(k - 2).entry::<E>()) {
-                        return Some(self.back_fast_yield(k - 2, q + 1, p, b));
-                    }
-                } else if let (true, Some(b)) = (p >= front, w1.entry::<E>()) {
-                    let hi = self.blo - 1;
-                    return Some(self.back_fast_yield(k - 1, p + 1, hi, b));
+        let k = self.boff;
+        // (Slots `k - 3..k`: the offsets `FastLeaf::at` bounds, so the loads skip their checks.)
+        let i = k.wrapping_sub(3);
+        if let Some(n) = self.bfast.at(i) {
+            let front = self.front_pos();
+            let p = n.range_pivot(i + 1);
+            let w1 = n.range_word(i + 2);
+            // Read under the guard of 'g that created this iterator.
+            if w1.raw() == 0 {
+                let q = n.range_pivot(i);
+                if let (true, Some(b)) = (q >= front, n.range_word(i + 1).entry::<E>()) {
+                    return Some(self.back_fast_yield(i + 1, q + 1, p, b));
                 }
+            } else if let (true, Some(b)) = (p >= front, w1.entry::<E>()) {
+                let hi = self.blo - 1;
+                return Some(self.back_fast_yield(i + 2, p + 1, hi, b));
             }
         }
         let b = self.next_back_general()?;
@@ -619,7 +636,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     #[inline(never)]
     fn next_back_general(&mut self) -> Option<E::Borrowed<'g>> {
         let (lo, hi, b) = loop {
-            if let Some(n) = self.bfast {
+            if let Some(n) = self.bfast.get() {
                 if let Some(r) = self.back_in_leaf(n) {
                     break r?;
                 }
@@ -656,7 +673,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// standing on it; `None` (nothing changed) for everything else, left to
     /// [`back_prev_leaf`](Self::back_prev_leaf).
     fn back_cross(&mut self) -> Option<Loaded<'g>> {
-        let (Some(n), Some(p)) = (self.bfast, self.bparent) else {
+        let (Some(n), Some(p)) = (self.bfast.get(), self.bparent) else {
             return None;
         };
         if self.bmin <= self.bpmin {
@@ -675,7 +692,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         let end = c.end(max);
         let lo = c.slot_min(end, min);
         let w = c.leaf_word(end);
-        self.bfast = Some(c);
+        self.bfast = FastLeaf::new(c);
         (self.bpoff, self.bmin, self.bmax) = (i, min, max);
         (self.boff, self.blo) = (end, lo);
         Some(w)
@@ -823,7 +840,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 let w = n.leaf_word(end);
                 self.bdepth = d + 1;
                 self.set_bparent();
-                self.bfast = Some(n);
+                self.bfast = FastLeaf::new(n);
                 (self.boff, self.blo) = (end, lo);
                 (self.bmin, self.bmax) = (min, max);
                 return Ok(w);
@@ -848,7 +865,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// index before that slot; caches the walker's path for the fast path after a yield.
     #[inline(never)]
     fn next_back_slow(&mut self, from_fast: bool) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        self.bfast = None;
+        self.bfast = FastLeaf::NONE;
         if self.done {
             return None;
         }

@@ -1578,21 +1578,23 @@ impl<A: Access> core::fmt::Debug for NodeRef<'_, A> {
     }
 }
 
-/// The forward iterator's leaf, or none, with the room its two-slot step may use: offsets
-/// `j < room` have two pivots (`j + 1 < RANGE_PIVOTS`), and `room` is 0 without a leaf, so one
-/// offset check stands for both "a leaf" and "room for two pivots".
+/// An iterator end's leaf, or none, with the offsets its fast step may use: offsets `i < ROOM`
+/// (`room` is `ROOM` with a leaf, 0 without), so one check stands for both "a leaf" and "an
+/// offset the step's loads need not check". The front's two-slot step reads pivots `i` and
+/// `i + 1` (`ROOM` is `RANGE_PIVOTS - 1`); the back's, below slot `i + 3`, pivots `i` and
+/// `i + 1` and slots up to `i + 2` (`ROOM` is `RANGE_SLOTS - 3`).
 #[derive(Clone, Copy)]
-pub(crate) struct FrontLeaf<'g> {
+pub(crate) struct FastLeaf<'g, const ROOM: usize> {
     /// The leaf (dangling while `room` is 0).
     ptr: NonNull<Node>,
-    /// `RANGE_PIVOTS - 1` with a leaf, 0 without.
+    /// `ROOM` with a leaf, 0 without.
     room: usize,
     _guard: PhantomData<&'g Node>,
 }
 
-impl<'g> FrontLeaf<'g> {
+impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
     /// No leaf.
-    pub(crate) const NONE: Self = FrontLeaf {
+    pub(crate) const NONE: Self = FastLeaf {
         ptr: NonNull::dangling(),
         room: 0,
         _guard: PhantomData,
@@ -1601,10 +1603,10 @@ impl<'g> FrontLeaf<'g> {
     /// Leaf `n`.
     #[inline]
     pub(crate) fn new(n: NodeRef<'g>) -> Self {
-        debug_assert!(n.is_leaf());
-        FrontLeaf {
+        debug_assert!(n.is_leaf() && ROOM < RANGE_SLOTS);
+        FastLeaf {
             ptr: n.ptr,
-            room: RANGE_PIVOTS - 1,
+            room: ROOM,
             _guard: PhantomData,
         }
     }
@@ -1619,14 +1621,14 @@ impl<'g> FrontLeaf<'g> {
         })
     }
 
-    /// The leaf, if there is one and offset `j` leaves room for two pivots (`j + 1 <
-    /// RANGE_PIVOTS`, which the loads that follow then need not check).
+    /// The leaf, if there is one and `i < ROOM` (which the loads that follow then need not
+    /// check).
     #[inline(always)]
-    pub(crate) fn pair(self, j: usize) -> Option<NodeRef<'g>> {
-        if j < self.room {
-            // SAFETY: `room` is `RANGE_PIVOTS - 1` or 0 (`NONE` and `new` are its only writers),
-            // so `j < room` implies it.
-            unsafe { core::hint::assert_unchecked(j + 1 < RANGE_PIVOTS) };
+    pub(crate) fn at(self, i: usize) -> Option<NodeRef<'g>> {
+        if i < self.room {
+            // SAFETY: `room` is `ROOM` or 0 (`NONE` and `new` are its only writers), so
+            // `i < room` implies it.
+            unsafe { core::hint::assert_unchecked(i < ROOM) };
             Some(NodeRef {
                 ptr: self.ptr,
                 kind: Kind::Leaf,
