@@ -9,7 +9,9 @@ use core::marker::PhantomData;
 
 use crate::entry::Entry;
 
-use super::node::{FastLeaf, Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::{
+    FastLeaf, FrontParent, Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS,
+};
 use super::walk::{Level, Walker, MAX_DEPTH};
 
 /// The offsets of the front's two-slot step (`FastLeaf`): pivots `j` and `j + 1`.
@@ -24,7 +26,7 @@ pub struct Iter<'g, E> {
     // slot is `off` of that leaf, ending at `hi` (the last range yielded ends there); the leaf
     // covers `[min, max]` and is level `fdepth - 1` of `fpath`, whose other levels are its
     // ancestors with the offsets taken (the leaf level there is stale: `off`, `min`, `max` are
-    // current, and so are `parent`, `pmax` and `poff` for the level above). `next` reads each
+    // current, and so are `parent` and `poff` for the level above). `next` reads each
     // slot's pivot and word once and crosses leaves itself, with the checks of
     // `Walker::next_leaf` (`cross`, `climb`); the first step and restarts walk from the root
     // with the walker (`next_slow`), whose path is then copied.
@@ -75,10 +77,9 @@ pub struct Iter<'g, E> {
     /// (wrapping: `u64::MAX` before index 0; see [`front_pos`](Self::front_pos)).
     hi: u64,
     max: u64,
-    /// The leaf's parent (`None`: the leaf is the root), its max, and the leaf's offset in it
-    /// (current; `fpath`'s record of it is stale).
-    parent: Option<NodeRef<'g>>,
-    pmax: u64,
+    /// The leaf's parent with its max (`NONE`: the leaf is the root), and the leaf's offset in
+    /// it (current; `fpath`'s record of it is stale).
+    parent: FrontParent<'g>,
     poff: usize,
     fpath: Levels<Level<'g>, MAX_DEPTH>,
     fdepth: usize,
@@ -162,8 +163,7 @@ impl<'g, E: Entry> Iter<'g, E> {
             next_off: 0,
             hi: first.wrapping_sub(1),
             max: 0,
-            parent: None,
-            pmax: 0,
+            parent: FrontParent::NONE,
             poff: 0,
             fpath: Levels::new(),
             fdepth: 0,
@@ -189,6 +189,12 @@ impl<'g, E: Entry> Iter<'g, E> {
     #[inline]
     fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64) {
         self.leaf = FastLeaf::new(n);
+        self.set_max(max);
+    }
+
+    /// The max of the leaf the front enters, and its `lim`.
+    #[inline]
+    fn set_max(&mut self, max: u64) {
         self.max = max;
         self.lim = max.min(self.back_pos);
     }
@@ -269,25 +275,24 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// node (counted as a restart) or a state only a race can produce.
     #[inline(always)]
     fn cross(&mut self, leaf: NodeRef<'g>) -> bool {
-        let (Some(p), target) = (self.parent, self.max + 1) else {
+        let target = self.max + 1;
+        let Some(p) = self.parent.below(self.max) else {
             return self.climb(leaf);
         };
         if leaf.is_dead() || p.is_dead() {
             self.root.restarted();
             return false;
         }
-        if self.max >= self.pmax {
-            return self.climb(leaf);
-        }
         let i = self.poff + 1;
-        let Some((c, max)) = p.child_and_max(i, self.pmax) else {
+        let Some((c, max)) = p.child_and_max(i, self.parent.max()) else {
             return false;
         };
         if !c.is_leaf() || max < target {
             return false;
         }
         self.poff = i;
-        self.enter_leaf(c, max);
+        self.leaf.move_to(c);
+        self.set_max(max);
         self.next_off = 0;
         self.hi = target - 1;
         true
@@ -378,9 +383,9 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     fn set_parent(&mut self) {
         if self.fdepth >= 2 {
             let p = *self.fpath.get(self.fdepth - 2);
-            (self.parent, self.pmax, self.poff) = (Some(p.node), p.max, p.offset);
+            (self.parent, self.poff) = (FrontParent::new(p.node, p.max), p.offset);
         } else {
-            self.parent = None;
+            self.parent = FrontParent::NONE;
         }
     }
 

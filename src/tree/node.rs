@@ -1611,6 +1611,14 @@ impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
         }
     }
 
+    /// Moves on to leaf `n` if there is a leaf (the handle stays empty otherwise): only the
+    /// address changes.
+    #[inline]
+    pub(crate) fn move_to(&mut self, n: NodeRef<'g>) {
+        debug_assert!(n.is_leaf() && self.room != 0);
+        self.ptr = n.ptr;
+    }
+
     /// The leaf, if any.
     #[inline]
     pub(crate) fn get(self) -> Option<NodeRef<'g>> {
@@ -1637,6 +1645,57 @@ impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
         } else {
             None
         }
+    }
+}
+
+/// The parent of the forward iterator's leaf, or none, with the parent's max: the parent is
+/// given out only for a leaf that ends below that max (one that has a sibling after it), so
+/// one comparison stands for both "a parent" and "a child after the leaf".
+#[derive(Clone, Copy)]
+pub(crate) struct FrontParent<'g> {
+    /// The parent (dangling while `max` is 0 for want of one).
+    ptr: NonNull<Node>,
+    kind: Kind,
+    /// The parent's max; 0 without a parent (no leaf ends below it).
+    max: u64,
+    _guard: PhantomData<&'g Node>,
+}
+
+impl<'g> FrontParent<'g> {
+    /// No parent (the leaf is the root).
+    pub(crate) const NONE: Self = FrontParent {
+        ptr: NonNull::dangling(),
+        kind: Kind::Range,
+        max: 0,
+        _guard: PhantomData,
+    };
+
+    /// Parent `n`, covering up to `max`.
+    #[inline]
+    pub(crate) fn new(n: NodeRef<'g>, max: u64) -> Self {
+        FrontParent {
+            ptr: n.ptr,
+            kind: n.kind,
+            max,
+            _guard: PhantomData,
+        }
+    }
+
+    /// The parent's max (0 without a parent).
+    #[inline]
+    pub(crate) fn max(self) -> u64 {
+        self.max
+    }
+
+    /// The parent, if there is one and a child ending at `leaf_max` is not its last.
+    #[inline(always)]
+    pub(crate) fn below(self, leaf_max: u64) -> Option<NodeRef<'g>> {
+        // `max` is 0 only for `NONE` or a parent of nothing but index 0: no child ends below.
+        (leaf_max < self.max).then_some(NodeRef {
+            ptr: self.ptr,
+            kind: self.kind,
+            _guard: PhantomData,
+        })
     }
 }
 
@@ -2125,13 +2184,11 @@ impl<'g, A: Access> NodeRef<'g, A> {
         kind: Kind,
     ) -> Option<(NodeRef<'g, A>, u64)> {
         debug_assert!(kind == self.kind && P == kind.pivots());
-        let hi = if i < P {
-            self.pivot(i).min(max)
-        } else if i == P {
-            max
-        } else {
+        if i > P {
             return None;
-        };
+        }
+        // (Slot `P`, the last, has no pivot.)
+        let hi = if i < P { self.pivot(i).min(max) } else { max };
         // ORDERING: P3/P5 (as `slot`).
         let w = self.node().words[P + i].load(Ordering::Acquire) as usize;
         if w == 0 {
