@@ -126,13 +126,25 @@ macro_rules! scan_leaf {
 }
 
 /// `NodeRef::end` of leaf `n` (whose max is `max`): the same loads, in the same order, without
-/// the kind dispatch (so the scan unrolls).
+/// the kind dispatch, two pivots per test (the larger of the two at or above `max` means one
+/// of them is: the first of them then ends the leaf). The pivot after the end is loaded with
+/// it at times: a word beyond the end, read and then ignored.
 #[inline]
 fn leaf_end(n: NodeRef<'_>, max: u64) -> usize {
     debug_assert!(n.is_leaf());
-    (0..RANGE_PIVOTS)
-        .find(|&i| n.range_pivot(i) >= max)
-        .unwrap_or(RANGE_PIVOTS)
+    let mut i = 0;
+    while i + 1 < RANGE_PIVOTS {
+        let (a, b) = (n.range_pivot(i), n.range_pivot(i + 1));
+        if a.max(b) >= max {
+            return if a >= max { i } else { i + 1 };
+        }
+        i += 2;
+    }
+    if n.range_pivot(RANGE_PIVOTS - 1) >= max {
+        RANGE_PIVOTS - 1
+    } else {
+        RANGE_PIVOTS
+    }
 }
 
 impl<'g, E: Entry> Iter<'g, E> {
@@ -694,7 +706,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         if !c.is_leaf() || min > max {
             return None;
         }
-        let end = c.end(max);
+        let end = leaf_end(c, max);
         let lo = c.slot_min(end, min);
         let w = c.leaf_word(end);
         self.bfast = FastLeaf::new(c);
