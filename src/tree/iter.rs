@@ -23,7 +23,7 @@ const BACK_ROOM: usize = RANGE_SLOTS - 3;
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
 pub struct Iter<'g, E> {
     // The front keeps its own path (the fast path): while `leaf` holds a leaf, the front's current
-    // slot is `off` of that leaf, ending at `hi` (the last range yielded ends there); the leaf
+    // slot is `off` of that leaf, ending at `front_hi` (the last range yielded ends there); the leaf
     // covers `[min, max]` and is level `fdepth - 1` of `fpath`, whose other levels are its
     // ancestors with the offsets taken (the leaf level there is stale: `off`, `min`, `max` are
     // current, and so are `parent` and `poff` for the level above). `next` reads each
@@ -74,8 +74,16 @@ pub struct Iter<'g, E> {
     /// The slot after the current one (the current is `next_off - 1`; 0 before slot 0).
     next_off: usize,
     /// The end of what the front has passed: the next index it may yield from is `hi + 1`
-    /// (wrapping: `u64::MAX` before index 0; see [`front_pos`](Self::front_pos)).
+    /// (wrapping: `u64::MAX` before index 0; see [`front_pos`](Self::front_pos)). Stale while
+    /// the front holds a leaf and `next_off` is in `1..=RANGE_PIVOTS`: the current slot,
+    /// `next_off - 1`, is then not the leaf's last (a state on the last slot sets `next_off` to
+    /// `RANGE_SLOTS`, or leaves the leaf at once), so its pivot is the end (see
+    /// [`front_hi`](Self::front_hi)), and the fast path's steps do not store it.
     hi: u64,
+    /// For the back's fast path, a range starting past `fbound` is free (it starts at or above
+    /// [`front_pos`](Self::front_pos)): the max of the front's leaf while it holds one (a
+    /// range of another leaf starts past it), `front_pos` otherwise.
+    fbound: u64,
     max: u64,
     /// The leaf's parent with its max (`NONE`: the leaf is the root), and the leaf's offset in
     /// it (current; `fpath`'s record of it is stale).
@@ -117,7 +125,7 @@ macro_rules! scan_leaf {
             };
             // The leaf's last slot, `[lo, max]`.
             if let Some(b) = w.entry::<E>() {
-                return $s.yield_end(n, i, lo, max, b);
+                return $s.yield_end(n, lo, max, b);
             }
             let ($ei, $ehi) = (i, max);
             break $end;
@@ -174,6 +182,7 @@ impl<'g, E: Entry> Iter<'g, E> {
             out: (0, 0),
             next_off: 0,
             hi: first.wrapping_sub(1),
+            fbound: first,
             max: 0,
             parent: FrontParent::NONE,
             poff: 0,
@@ -183,15 +192,35 @@ impl<'g, E: Entry> Iter<'g, E> {
         }
     }
 
+    /// The end of what the front has passed (see `hi`).
+    #[inline]
+    fn front_hi(&self) -> u64 {
+        match self.leaf.get() {
+            Some(n) if (1..=RANGE_PIVOTS).contains(&self.next_off) => {
+                n.range_pivot(self.next_off - 1)
+            }
+            _ => self.hi,
+        }
+    }
+
     /// Next index the front may yield from.
     #[inline]
     fn front_pos(&self) -> u64 {
-        self.hi.wrapping_add(1)
+        self.front_hi().wrapping_add(1)
+    }
+
+    /// Whether index `x` is below [`front_pos`](Self::front_pos) (`fbound` first: only an `x`
+    /// at or below it may be).
+    #[inline]
+    fn before_front(&self, x: u64) -> bool {
+        x <= self.fbound && x < self.front_pos()
     }
 
     /// Ends the iteration.
     #[inline]
     fn finish(&mut self) {
+        self.hi = self.front_hi();
+        self.fbound = self.hi.wrapping_add(1);
         self.done = true;
         self.leaf = FastLeaf::NONE;
         self.bfast = FastLeaf::NONE;
@@ -204,10 +233,11 @@ impl<'g, E: Entry> Iter<'g, E> {
         self.set_max(max);
     }
 
-    /// The max of the leaf the front enters, and its `lim`.
+    /// The max of the leaf the front enters, its `lim` and `fbound`.
     #[inline]
     fn set_max(&mut self, max: u64) {
         self.max = max;
+        self.fbound = max;
         self.lim = max.min(self.back_pos);
     }
 
@@ -235,13 +265,12 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some((lo, hi, b))
     }
 
-    /// Yields the entry `b` of the last slot `off` of the front's leaf `n`, `[lo, max]`, and
-    /// moves on to the next leaf at once (the next call starts there on the fast path).
+    /// Yields the entry `b` of the last slot of the front's leaf `n`, `[lo, max]`, and moves
+    /// on to the next leaf at once (the next call starts there on the fast path).
     #[inline(always)]
     fn yield_end(
         &mut self,
         n: NodeRef<'g>,
-        off: usize,
         lo: u64,
         max: u64,
         b: E::Borrowed<'g>,
@@ -251,14 +280,16 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         }
         // A crossing sets the position itself (before the new leaf's slot 0, ending at `max`).
         if !self.cross(n) {
-            (self.next_off, self.hi) = (off + 1, max);
+            self.hi = max;
             self.leave_front();
         }
         Some((lo, max, b))
     }
 
-    /// Leaves the fast path at the current position: the next step walks from the root.
+    /// Leaves the fast path at the current position (in `hi`, current): the next step walks
+    /// from the root.
     fn leave_front(&mut self) {
+        self.fbound = self.hi.wrapping_add(1);
         self.leaf = FastLeaf::NONE;
     }
 
@@ -483,9 +514,13 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                         let Some(b) = w1.entry::<E>() else {
                             break 'slow self.next_past_zero();
                         };
-                        let lo = self.hi + 1;
+                        // After slot `j - 1`, not the last, or (slot 0) after `hi`.
+                        let lo = if j == 0 {
+                            self.hi
+                        } else {
+                            n.range_pivot(j - 1)
+                        } + 1;
                         self.next_off += 1;
-                        self.hi = p1;
                         return Some((lo, p1, b));
                     }
                     // Slot `j` holds nothing: on to slot `j + 1`.
@@ -493,7 +528,6 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                     if let Some(b) = n.range_word(j + 1).entry::<E>() {
                         if p2 < lim {
                             self.next_off = j + 2;
-                            self.hi = p2;
                             return Some((p1 + 1, p2, b));
                         }
                         break 'slow self.yield_bound(n, j + 1, p1 + 1, p2, b);
@@ -506,7 +540,7 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                     let w1 = n.range_word(j);
                     if w1.raw() == 0 && p1 < lim {
                         if let Some(b) = n.range_word(j + 1).entry::<E>() {
-                            return self.yield_end(n, j + 1, p1 + 1, self.max, b);
+                            return self.yield_end(n, p1 + 1, self.max, b);
                         }
                     }
                 }
@@ -550,7 +584,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         b: E::Borrowed<'g>,
     ) -> Option<E::Borrowed<'g>> {
         let (lo, hi, b) = if p >= self.max {
-            self.yield_end(n, off, lo, self.max, b)
+            self.yield_end(n, lo, self.max, b)
         } else {
             self.yield_front(off, lo, p, b)
         }?;
@@ -562,10 +596,11 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     #[inline(always)]
     fn next_scan(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
         while let Some(n) = self.leaf.get() {
-            let (max, i, hi) = (self.max, self.next_off.wrapping_sub(1), self.hi);
+            let (max, i, hi) = (self.max, self.next_off.wrapping_sub(1), self.front_hi());
             if hi < max {
-                scan_leaf!(self, n, max, i, hi, |i, hi| (self.next_off, self.hi) =
-                    (i + 1, hi));
+                // On the leaf's last slot: `next_off` past the slots (see `hi`).
+                scan_leaf!(self, n, max, i, hi, |_i, hi| (self.next_off, self.hi) =
+                    (RANGE_SLOTS, hi));
             }
             if self.hi == u64::MAX {
                 self.finish();
@@ -613,7 +648,7 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
         // (Slots `k - 3..k`: the offsets `FastLeaf::at` bounds, so the loads skip their checks.)
         let i = k.wrapping_sub(3);
         if let Some(n) = self.bfast.at(i) {
-            let front = self.front_pos();
+            let front = self.fbound;
             let p = n.range_pivot(i + 1);
             let w1 = n.range_word(i + 2);
             // Read under the guard of 'g that created this iterator.
@@ -666,7 +701,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                     break self.next_back_slow(true)?;
                 };
                 // Now on the last slot of a leaf, `[blo, bmax]`.
-                if self.bmax < self.front_pos() {
+                if self.before_front(self.bmax) {
                     self.finish();
                     return None;
                 }
@@ -721,7 +756,6 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// place). `None` when slot 0 holds no entry: the back's walker takes over from there.
     #[inline(always)]
     fn back_in_leaf(&mut self, n: NodeRef<'g>) -> Option<Option<(u64, u64, E::Borrowed<'g>)>> {
-        let front = self.front_pos();
         let (mut j, mut lo) = (self.boff, self.blo);
         if j == 0 {
             return None;
@@ -734,7 +768,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             } else {
                 n.range_pivot(j - 1) + 1
             };
-            if hi < front {
+            if self.before_front(hi) {
                 self.finish();
                 return Some(None);
             }
@@ -756,7 +790,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     #[inline(always)]
     fn back_yield(&mut self, lo: u64) {
         self.back_yielded = true;
-        if lo <= self.front_pos() || lo == 0 {
+        if lo == 0 || self.before_front(lo - 1) {
             self.finish();
         } else {
             self.back_pos = lo - 1;
@@ -900,7 +934,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             return None;
         }
         loop {
-            if self.back.hi < self.front_pos() {
+            if self.before_front(self.back.hi) {
                 self.finish();
                 return None;
             }
@@ -1021,6 +1055,28 @@ mod tests {
                     .collect();
                 assert_eq!(got, want, "range {first}..={last}");
             }
+        }
+    }
+
+    /// The front takes the first `s` ranges (holding its leaf), then the back takes all it
+    /// can, for every `s`: the back stops where the front is, in the front's leaf or another,
+    /// without yielding a range twice, and yields every range the front has not.
+    #[test]
+    fn back_stops_at_the_front() {
+        let tree = MapleTree::<Value>::new();
+        let n = 100u64;
+        for i in 0..n {
+            tree.store_range(10 * i..=10 * i + 1, Value::new(i))
+                .unwrap();
+        }
+        let g = tree.pin();
+        for s in 0..=n as usize {
+            let mut it = tree.iter(&g);
+            let mut got: Vec<u64> = (&mut it).take(s).map(|(_, _, v)| v.get()).collect();
+            let mut back: Vec<u64> = it.rev().map(|(_, _, v)| v.get()).collect();
+            back.reverse();
+            got.extend(back);
+            assert_eq!(got, (0..n).collect::<Vec<_>>(), "front took {s}");
         }
     }
 
