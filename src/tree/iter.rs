@@ -22,12 +22,12 @@ const BACK_ROOM: usize = RANGE_SLOTS - 3;
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
 pub struct Iter<'g, E> {
-    // The front keeps its own path (the fast path): while `leaf` holds a leaf, the front's current
-    // slot is `off` of that leaf, ending at `front_hi` (the last range yielded ends there); the leaf
-    // covers `[min, max]` and is level `fdepth - 1` of `fpath`, whose other levels are its
-    // ancestors with the offsets taken (the leaf level there is stale: `off`, `min`, `max` are
-    // current, and so are `parent` and `poff` for the level above). `next` reads each
-    // slot's pivot and word once and crosses leaves itself, with the checks of
+    // The front keeps its own path (the fast path): while `leaf` holds a leaf, the front's
+    // current slot is `off` of that leaf, ending at `front_hi` (the last range yielded ends
+    // there); the leaf covers `[min, max]` and is level `fdepth - 1` of `fpath`, whose other
+    // levels are its ancestors with the offsets taken (the leaf level there is stale: `off`,
+    // `min`, `max` are current, and so are `parent` and `poff` for the level above). `next`
+    // reads each slot's pivot and word once and crosses leaves itself, with the checks of
     // `Walker::next_leaf` (`cross`, `climb`); the first step and restarts walk from the root
     // with the walker (`next_slow`), whose path is then copied.
     root: RootRef<'g>,

@@ -90,7 +90,8 @@
 //!
 //! Words beyond the end are unspecified: zero in fresh nodes, stale after an append split has
 //! truncated the node (see `append`), and copied as they are into `dup`'s node copies
-//! ([`WriterRoot::alloc_cloned_leaf`]). Nobody reads them.
+//! ([`WriterRoot::alloc_cloned_leaf`]). Nobody relies on them (the iterator's scan for a leaf's
+//! end may load the pivot after the end with it, and ignores it).
 //!
 //! The kind of a node is not stored in it either: a child word carries a leaf tag in bit 0, and
 //! internal nodes are `Range` or `ARange` according to the tree. The parent word holds the parent's
