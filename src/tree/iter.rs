@@ -9,17 +9,25 @@ use core::marker::PhantomData;
 
 use crate::entry::Entry;
 
-use super::node::{Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::{
+    FastLeaf, FrontParent, Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS,
+};
 use super::walk::{Level, Walker, MAX_DEPTH};
+
+/// The offsets of the front's two-slot step (`FastLeaf`): pivots `j` and `j + 1`.
+const FRONT_ROOM: usize = RANGE_PIVOTS - 1;
+/// The back's two-slot step (`FastLeaf`) from slot `i + 3`: pivots `i` and `i + 1`, slots up
+/// to `i + 2`.
+const BACK_ROOM: usize = RANGE_SLOTS - 3;
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
 pub struct Iter<'g, E> {
-    // The front keeps its own path (the fast path): while `leaf` is `Some`, the front's current
-    // slot is `off` of that leaf, ending at `hi` (the last range yielded ends there); the leaf
-    // covers `[min, max]` and is level `fdepth - 1` of `fpath`, whose other levels are its
-    // ancestors with the offsets taken (the leaf level there is stale: `off`, `min`, `max` are
-    // current, and so are `parent`, `pmax` and `poff` for the level above). `next` reads each
-    // slot's pivot and word once and crosses leaves itself, with the checks of
+    // The front keeps its own path (the fast path): while `leaf` holds a leaf, the front's
+    // current slot is `off` of that leaf, ending at `front_hi` (the last range yielded ends
+    // there); the leaf covers `[min, max]` and is level `fdepth - 1` of `fpath`, whose other
+    // levels are its ancestors with the offsets taken (the leaf level there is stale: `off`,
+    // `min`, `max` are current, and so are `parent` and `poff` for the level above). `next`
+    // reads each slot's pivot and word once and crosses leaves itself, with the checks of
     // `Walker::next_leaf` (`cross`, `climb`); the first step and restarts walk from the root
     // with the walker (`next_slow`), whose path is then copied.
     root: RootRef<'g>,
@@ -31,21 +39,21 @@ pub struct Iter<'g, E> {
     back_yielded: bool,
     /// Last index the back may yield up to (inclusive).
     back_pos: u64,
-    /// Ended (`leaf` is then `None`).
+    /// Ended (`leaf` is then `FastLeaf::NONE`).
     done: bool,
     internal: Kind,
-    /// The front's leaf. While slot `next_off - 1` is its last, `next_off` is past the slots
-    /// (`RANGE_SLOTS`) or the next step crosses at once, so the two-slot step never looks past
-    /// the leaf's end.
-    leaf: Option<NodeRef<'g>>,
-    /// `min(max, back_pos)` while `leaf` is `Some` (stale otherwise): a pivot below it bounds a
+    /// The front's leaf, if the fast path holds the position. While slot `next_off - 1` is its
+    /// last, `next_off` is past the slots (`RANGE_SLOTS`) or the next step crosses at once, so
+    /// the two-slot step never looks past the leaf's end.
+    leaf: FastLeaf<'g, FRONT_ROOM>,
+    /// `min(max, back_pos)` while `leaf` holds one (stale otherwise): a pivot below it bounds a
     /// slot that is neither the leaf's last nor reaches the back.
     lim: u64,
     /// The back's leaf while its fast path holds the position: slot `boff` of it, starting at
     /// `blo` (its end is not kept: the slot above starts after it, and a leaf's last slot ends
     /// at `bmax`), the leaf's min `bmin`; the back walker's record of that slot is stale
     /// meanwhile.
-    bfast: Option<NodeRef<'g>>,
+    bfast: FastLeaf<'g, BACK_ROOM>,
     boff: usize,
     blo: u64,
     bmin: u64,
@@ -55,7 +63,7 @@ pub struct Iter<'g, E> {
     bparent: Option<NodeRef<'g>>,
     bpmin: u64,
     bpoff: usize,
-    /// The back's own path while `bfast` is `Some` (as `fpath` for the front): level
+    /// The back's own path while `bfast` holds a leaf (as `fpath` for the front): level
     /// `bdepth - 1` is the leaf and `bdepth - 2` its parent, both stale there (the scalars
     /// above are current). Once the back has climbed through it, the back walker's path is
     /// stale; the walker then only walks from the root.
@@ -66,13 +74,20 @@ pub struct Iter<'g, E> {
     /// The slot after the current one (the current is `next_off - 1`; 0 before slot 0).
     next_off: usize,
     /// The end of what the front has passed: the next index it may yield from is `hi + 1`
-    /// (wrapping: `u64::MAX` before index 0; see [`front_pos`](Self::front_pos)).
+    /// (wrapping: `u64::MAX` before index 0; see [`front_pos`](Self::front_pos)). Stale while
+    /// the front holds a leaf and `next_off` is in `1..=RANGE_PIVOTS`: the current slot,
+    /// `next_off - 1`, is then not the leaf's last (a state on the last slot sets `next_off` to
+    /// `RANGE_SLOTS`, or leaves the leaf at once), so its pivot is the end (see
+    /// [`front_hi`](Self::front_hi)), and the fast path's steps do not store it.
     hi: u64,
+    /// For the back's fast path, a range starting past `fbound` is free (it starts at or above
+    /// [`front_pos`](Self::front_pos)): the max of the front's leaf while it holds one (a
+    /// range of another leaf starts past it), `front_pos` otherwise.
+    fbound: u64,
     max: u64,
-    /// The leaf's parent (`None`: the leaf is the root), its max, and the leaf's offset in it
-    /// (current; `fpath`'s record of it is stale).
-    parent: Option<NodeRef<'g>>,
-    pmax: u64,
+    /// The leaf's parent with its max (`NONE`: the leaf is the root), and the leaf's offset in
+    /// it (current; `fpath`'s record of it is stale).
+    parent: FrontParent<'g>,
     poff: usize,
     fpath: Levels<Level<'g>, MAX_DEPTH>,
     fdepth: usize,
@@ -110,7 +125,7 @@ macro_rules! scan_leaf {
             };
             // The leaf's last slot, `[lo, max]`.
             if let Some(b) = w.entry::<E>() {
-                return $s.yield_end(n, i, lo, max, b);
+                return $s.yield_end(n, lo, max, b);
             }
             let ($ei, $ehi) = (i, max);
             break $end;
@@ -119,13 +134,25 @@ macro_rules! scan_leaf {
 }
 
 /// `NodeRef::end` of leaf `n` (whose max is `max`): the same loads, in the same order, without
-/// the kind dispatch (so the scan unrolls).
+/// the kind dispatch, two pivots per test (the larger of the two at or above `max` means one
+/// of them is: the first of them then ends the leaf). The pivot after the end is loaded with
+/// it at times: a word beyond the end, read and then ignored.
 #[inline]
 fn leaf_end(n: NodeRef<'_>, max: u64) -> usize {
     debug_assert!(n.is_leaf());
-    (0..RANGE_PIVOTS)
-        .find(|&i| n.range_pivot(i) >= max)
-        .unwrap_or(RANGE_PIVOTS)
+    let mut i = 0;
+    while i + 1 < RANGE_PIVOTS {
+        let (a, b) = (n.range_pivot(i), n.range_pivot(i + 1));
+        if a.max(b) >= max {
+            return if a >= max { i } else { i + 1 };
+        }
+        i += 2;
+    }
+    if n.range_pivot(RANGE_PIVOTS - 1) >= max {
+        RANGE_PIVOTS - 1
+    } else {
+        RANGE_PIVOTS
+    }
 }
 
 impl<'g, E: Entry> Iter<'g, E> {
@@ -140,9 +167,9 @@ impl<'g, E: Entry> Iter<'g, E> {
             back_pos: last,
             done: first > last,
             internal: root.internal(),
-            leaf: None,
+            leaf: FastLeaf::NONE,
             lim: 0,
-            bfast: None,
+            bfast: FastLeaf::NONE,
             boff: 0,
             blo: 0,
             bmin: 0,
@@ -155,9 +182,9 @@ impl<'g, E: Entry> Iter<'g, E> {
             out: (0, 0),
             next_off: 0,
             hi: first.wrapping_sub(1),
+            fbound: first,
             max: 0,
-            parent: None,
-            pmax: 0,
+            parent: FrontParent::NONE,
             poff: 0,
             fpath: Levels::new(),
             fdepth: 0,
@@ -165,25 +192,52 @@ impl<'g, E: Entry> Iter<'g, E> {
         }
     }
 
+    /// The end of what the front has passed (see `hi`).
+    #[inline]
+    fn front_hi(&self) -> u64 {
+        match self.leaf.get() {
+            Some(n) if (1..=RANGE_PIVOTS).contains(&self.next_off) => {
+                n.range_pivot(self.next_off - 1)
+            }
+            _ => self.hi,
+        }
+    }
+
     /// Next index the front may yield from.
     #[inline]
     fn front_pos(&self) -> u64 {
-        self.hi.wrapping_add(1)
+        self.front_hi().wrapping_add(1)
+    }
+
+    /// Whether index `x` is below [`front_pos`](Self::front_pos) (`fbound` first: only an `x`
+    /// at or below it may be).
+    #[inline]
+    fn before_front(&self, x: u64) -> bool {
+        x <= self.fbound && x < self.front_pos()
     }
 
     /// Ends the iteration.
     #[inline]
     fn finish(&mut self) {
+        self.hi = self.front_hi();
+        self.fbound = self.hi.wrapping_add(1);
         self.done = true;
-        self.leaf = None;
-        self.bfast = None;
+        self.leaf = FastLeaf::NONE;
+        self.bfast = FastLeaf::NONE;
     }
 
     /// Enters leaf `n` (covering up to `max`) on the fast path.
     #[inline]
     fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64) {
-        self.leaf = Some(n);
+        self.leaf = FastLeaf::new(n);
+        self.set_max(max);
+    }
+
+    /// The max of the leaf the front enters, its `lim` and `fbound`.
+    #[inline]
+    fn set_max(&mut self, max: u64) {
         self.max = max;
+        self.fbound = max;
         self.lim = max.min(self.back_pos);
     }
 
@@ -211,13 +265,12 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some((lo, hi, b))
     }
 
-    /// Yields the entry `b` of the last slot `off` of the front's leaf `n`, `[lo, max]`, and
-    /// moves on to the next leaf at once (the next call starts there on the fast path).
+    /// Yields the entry `b` of the last slot of the front's leaf `n`, `[lo, max]`, and moves
+    /// on to the next leaf at once (the next call starts there on the fast path).
     #[inline(always)]
     fn yield_end(
         &mut self,
         n: NodeRef<'g>,
-        off: usize,
         lo: u64,
         max: u64,
         b: E::Borrowed<'g>,
@@ -227,15 +280,17 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         }
         // A crossing sets the position itself (before the new leaf's slot 0, ending at `max`).
         if !self.cross(n) {
-            (self.next_off, self.hi) = (off + 1, max);
+            self.hi = max;
             self.leave_front();
         }
         Some((lo, max, b))
     }
 
-    /// Leaves the fast path at the current position: the next step walks from the root.
+    /// Leaves the fast path at the current position (in `hi`, current): the next step walks
+    /// from the root.
     fn leave_front(&mut self) {
-        self.leaf = None;
+        self.fbound = self.hi.wrapping_add(1);
+        self.leaf = FastLeaf::NONE;
     }
 
     /// The front's last range (it reaches `back_pos`), if it starts within the window.
@@ -263,26 +318,24 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// node (counted as a restart) or a state only a race can produce.
     #[inline(always)]
     fn cross(&mut self, leaf: NodeRef<'g>) -> bool {
-        let (Some(p), target) = (self.parent, self.max + 1) else {
+        let target = self.max + 1;
+        let Some(p) = self.parent.below(self.max) else {
             return self.climb(leaf);
         };
         if leaf.is_dead() || p.is_dead() {
             self.root.restarted();
             return false;
         }
-        if self.max >= self.pmax {
-            return self.climb(leaf);
-        }
         let i = self.poff + 1;
-        let max = p.slot_max(i, self.pmax);
-        let Some(c) = p.try_child(i, self.internal) else {
+        let Some((c, max)) = p.child_and_max(i, self.parent.max()) else {
             return false;
         };
         if !c.is_leaf() || max < target {
             return false;
         }
         self.poff = i;
-        self.enter_leaf(c, max);
+        self.leaf.move_to(c);
+        self.set_max(max);
         self.next_off = 0;
         self.hi = target - 1;
         true
@@ -304,8 +357,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             return false;
         };
         let lvl = *self.fpath.get(d);
-        let (i, max) = (lvl.offset, lvl.node.slot_max(lvl.offset, lvl.max));
-        let Some(n) = lvl.node.try_child(i, self.internal) else {
+        let Some((n, max)) = lvl.node.child_and_max(lvl.offset, lvl.max) else {
             return false;
         };
         if max < target {
@@ -356,8 +408,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             if n.is_leaf() {
                 break;
             }
-            let hi = n.slot_max(0, max);
-            let Some(c) = n.try_child(0, self.internal) else {
+            let Some((c, hi)) = n.child_and_max(0, max) else {
                 return false;
             };
             (n, max, d) = (c, hi, d + 1);
@@ -375,9 +426,9 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     fn set_parent(&mut self) {
         if self.fdepth >= 2 {
             let p = *self.fpath.get(self.fdepth - 2);
-            (self.parent, self.pmax, self.poff) = (Some(p.node), p.max, p.offset);
+            (self.parent, self.poff) = (FrontParent::new(p.node, p.max), p.offset);
         } else {
-            self.parent = None;
+            self.parent = FrontParent::NONE;
         }
     }
 
@@ -388,7 +439,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// yielded); applies the end checks and caches the walker's path for the fast path.
     #[inline(never)]
     fn next_slow(&mut self) -> Option<(u64, u64, Loaded<'g>)> {
-        debug_assert!(self.leaf.is_none());
+        debug_assert!(self.leaf.get().is_none());
         let pos = self.front_pos();
         let step = self.front.walk(pos).and_then(|()| {
             if self.front.word.is_entry() {
@@ -447,45 +498,49 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         // Fastest path: slot `next_off` is within the leaf's end (the current slot is not the
-        // last); with room for two pivots, the next two slots without a loop (a range and the
-        // gap after it is the common shape). Each pivot is loaded before its slot, as in
-        // `scan_leaf`; a bound at or above `lim` (the leaf's last slot, or the back reached)
-        // goes the general way.
+        // last); with a leaf and room for two pivots (one check, `FastLeaf::at`), the next
+        // two slots without a loop (a gap and the range after it is the common shape). Each
+        // pivot is loaded before its slot, as in `scan_leaf`; a bound at or above `lim` (the
+        // leaf's last slot, or the back reached) goes the general way, and so does slot
+        // `next_off` itself then, entry or not.
         let b = 'slow: {
-            if let Some(n) = self.leaf {
-                let (j, lim) = (self.next_off, self.lim);
-                if j < RANGE_PIVOTS - 1 {
-                    let p1 = n.range_pivot(j);
-                    let w1 = n.range_word(j);
-                    if w1.raw() == 0 {
-                        if p1 < lim {
-                            let p2 = n.range_pivot(j + 1);
-                            // Read under the guard of 'g that created this iterator.
-                            if let Some(b) = n.range_word(j + 1).entry::<E>() {
-                                if p2 < lim {
-                                    self.next_off = j + 2;
-                                    self.hi = p2;
-                                    return Some((p1 + 1, p2, b));
-                                }
-                                break 'slow self.yield_bound(n, j + 1, p1 + 1, p2, b);
-                            }
-                        }
-                    } else if let Some(b) = w1.entry::<E>() {
-                        let lo = self.hi + 1;
-                        if p1 < lim {
-                            self.next_off = j + 1;
-                            self.hi = p1;
-                            return Some((lo, p1, b));
-                        }
-                        break 'slow self.yield_bound(n, j, lo, p1, b);
+            let (j, lim) = (self.next_off, self.lim);
+            if let Some(n) = self.leaf.at(j) {
+                let p1 = n.range_pivot(j);
+                let w1 = n.range_word(j);
+                if p1 < lim {
+                    if w1.raw() != 0 {
+                        // Read under the guard of 'g that created this iterator.
+                        let Some(b) = w1.entry::<E>() else {
+                            break 'slow self.next_past_zero();
+                        };
+                        // After slot `j - 1`, not the last, or (slot 0) after `hi`.
+                        let lo = if j == 0 {
+                            self.hi
+                        } else {
+                            n.range_pivot(j - 1)
+                        } + 1;
+                        self.next_off += 1;
+                        return Some((lo, p1, b));
                     }
-                } else if j == RANGE_PIVOTS - 1 {
+                    // Slot `j` holds nothing: on to slot `j + 1`.
+                    let p2 = n.range_pivot(j + 1);
+                    if let Some(b) = n.range_word(j + 1).entry::<E>() {
+                        if p2 < lim {
+                            self.next_off = j + 2;
+                            return Some((p1 + 1, p2, b));
+                        }
+                        break 'slow self.yield_bound(n, j + 1, p1 + 1, p2, b);
+                    }
+                }
+            } else if j == RANGE_PIVOTS - 1 {
+                if let Some(n) = self.leaf.get() {
                     // Slot 14 and the leaf's last possible slot, 15 (no pivot).
                     let p1 = n.range_pivot(j);
                     let w1 = n.range_word(j);
                     if w1.raw() == 0 && p1 < lim {
                         if let Some(b) = n.range_word(j + 1).entry::<E>() {
-                            return self.yield_end(n, j + 1, p1 + 1, self.max, b);
+                            return self.yield_end(n, p1 + 1, self.max, b);
                         }
                     }
                 }
@@ -507,6 +562,15 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some(b)
     }
 
+    /// [`next_general`](Self::next_general) from a slot of the two-slot step that holds the
+    /// zero entry (read as empty; rare, and kept apart so that the step tests for nothing
+    /// first).
+    #[cold]
+    #[inline(never)]
+    fn next_past_zero(&mut self) -> Option<E::Borrowed<'g>> {
+        self.next_general()
+    }
+
     /// The fast path's entry `b` in slot `off` of leaf `n` from `lo`, whose bound `p`
     /// (`u64::MAX` past the pivots) is at or above `lim`: the leaf's last slot (then on to the next leaf) or the
     /// range reaching the back. Its range goes to `out`, as for `next_general`.
@@ -520,7 +584,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         b: E::Borrowed<'g>,
     ) -> Option<E::Borrowed<'g>> {
         let (lo, hi, b) = if p >= self.max {
-            self.yield_end(n, off, lo, self.max, b)
+            self.yield_end(n, lo, self.max, b)
         } else {
             self.yield_front(off, lo, p, b)
         }?;
@@ -531,11 +595,12 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// The next entry from slot `next_off` of the front's leaf, across leaves, or from the root.
     #[inline(always)]
     fn next_scan(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        while let Some(n) = self.leaf {
-            let (max, i, hi) = (self.max, self.next_off.wrapping_sub(1), self.hi);
+        while let Some(n) = self.leaf.get() {
+            let (max, i, hi) = (self.max, self.next_off.wrapping_sub(1), self.front_hi());
             if hi < max {
-                scan_leaf!(self, n, max, i, hi, |i, hi| (self.next_off, self.hi) =
-                    (i + 1, hi));
+                // On the leaf's last slot: `next_off` past the slots (see `hi`).
+                scan_leaf!(self, n, max, i, hi, |_i, hi| (self.next_off, self.hi) =
+                    (RANGE_SLOTS, hi));
             }
             if self.hi == u64::MAX {
                 self.finish();
@@ -566,7 +631,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         let leaf = path[path.len() - 1];
         self.bdepth = path.len();
         self.set_bparent();
-        self.bfast = Some(leaf.node);
+        self.bfast = FastLeaf::new(leaf.node);
         (self.boff, self.blo) = (leaf.offset, lo);
         (self.bmin, self.bmax) = (leaf.min, leaf.max);
     }
@@ -579,23 +644,22 @@ impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
         // from `blo`) without a loop, each slot's lower bound the pivot before it (below the
         // back's slot, so below the leaf's end: pivots that no writer changes in place). A
         // range that would reach the front goes the general way.
-        if let Some(n) = self.bfast {
-            let k = self.boff;
-            // (`boff` is a slot, below `RANGE_SLOTS`: the bound lets the loads skip their checks.)
-            if (3..RANGE_SLOTS).contains(&k) {
-                let front = self.front_pos();
-                let p = n.range_pivot(k - 2);
-                let w1 = n.range_word(k - 1);
-                // Read under the guard of 'g that created this iterator.
-                if w1.raw() == 0 {
-                    let q = n.range_pivot(k - 3);
-                    if let (true, Some(b)) = (q >= front, n.range_word(k - 2).entry::<E>()) {
-                        return Some(self.back_fast_yield(k - 2, q + 1, p, b));
-                    }
-                } else if let (true, Some(b)) = (p >= front, w1.entry::<E>()) {
-                    let hi = self.blo - 1;
-                    return Some(self.back_fast_yield(k - 1, p + 1, hi, b));
+        let k = self.boff;
+        // (Slots `k - 3..k`: the offsets `FastLeaf::at` bounds, so the loads skip their checks.)
+        let i = k.wrapping_sub(3);
+        if let Some(n) = self.bfast.at(i) {
+            let front = self.fbound;
+            let p = n.range_pivot(i + 1);
+            let w1 = n.range_word(i + 2);
+            // Read under the guard of 'g that created this iterator.
+            if w1.raw() == 0 {
+                let q = n.range_pivot(i);
+                if let (true, Some(b)) = (q >= front, n.range_word(i + 1).entry::<E>()) {
+                    return Some(self.back_fast_yield(i + 1, q + 1, p, b));
                 }
+            } else if let (true, Some(b)) = (p >= front, w1.entry::<E>()) {
+                let hi = self.blo - 1;
+                return Some(self.back_fast_yield(i + 2, p + 1, hi, b));
             }
         }
         let b = self.next_back_general()?;
@@ -624,7 +688,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     #[inline(never)]
     fn next_back_general(&mut self) -> Option<E::Borrowed<'g>> {
         let (lo, hi, b) = loop {
-            if let Some(n) = self.bfast {
+            if let Some(n) = self.bfast.get() {
                 if let Some(r) = self.back_in_leaf(n) {
                     break r?;
                 }
@@ -637,7 +701,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                     break self.next_back_slow(true)?;
                 };
                 // Now on the last slot of a leaf, `[blo, bmax]`.
-                if self.bmax < self.front_pos() {
+                if self.before_front(self.bmax) {
                     self.finish();
                     return None;
                 }
@@ -661,7 +725,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// standing on it; `None` (nothing changed) for everything else, left to
     /// [`back_prev_leaf`](Self::back_prev_leaf).
     fn back_cross(&mut self) -> Option<Loaded<'g>> {
-        let (Some(n), Some(p)) = (self.bfast, self.bparent) else {
+        let (Some(n), Some(p)) = (self.bfast.get(), self.bparent) else {
             return None;
         };
         if self.bmin <= self.bpmin {
@@ -677,10 +741,10 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         if !c.is_leaf() || min > max {
             return None;
         }
-        let end = c.end(max);
+        let end = leaf_end(c, max);
         let lo = c.slot_min(end, min);
         let w = c.leaf_word(end);
-        self.bfast = Some(c);
+        self.bfast = FastLeaf::new(c);
         (self.bpoff, self.bmin, self.bmax) = (i, min, max);
         (self.boff, self.blo) = (end, lo);
         Some(w)
@@ -692,7 +756,6 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// place). `None` when slot 0 holds no entry: the back's walker takes over from there.
     #[inline(always)]
     fn back_in_leaf(&mut self, n: NodeRef<'g>) -> Option<Option<(u64, u64, E::Borrowed<'g>)>> {
-        let front = self.front_pos();
         let (mut j, mut lo) = (self.boff, self.blo);
         if j == 0 {
             return None;
@@ -705,7 +768,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             } else {
                 n.range_pivot(j - 1) + 1
             };
-            if hi < front {
+            if self.before_front(hi) {
                 self.finish();
                 return Some(None);
             }
@@ -727,7 +790,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     #[inline(always)]
     fn back_yield(&mut self, lo: u64) {
         self.back_yielded = true;
-        if lo <= self.front_pos() || lo == 0 {
+        if lo == 0 || self.before_front(lo - 1) {
             self.finish();
         } else {
             self.back_pos = lo - 1;
@@ -739,7 +802,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// leaf, and recomputed when it enters one).
     #[inline(always)]
     fn bound_front(&mut self) {
-        if self.leaf.is_some() {
+        if self.leaf.get().is_some() {
             self.lim = self.lim.min(self.back_pos);
         }
     }
@@ -828,7 +891,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 let w = n.leaf_word(end);
                 self.bdepth = d + 1;
                 self.set_bparent();
-                self.bfast = Some(n);
+                self.bfast = FastLeaf::new(n);
                 (self.boff, self.blo) = (end, lo);
                 (self.bmin, self.bmax) = (min, max);
                 return Ok(w);
@@ -853,7 +916,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// index before that slot; caches the walker's path for the fast path after a yield.
     #[inline(never)]
     fn next_back_slow(&mut self, from_fast: bool) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        self.bfast = None;
+        self.bfast = FastLeaf::NONE;
         if self.done {
             return None;
         }
@@ -871,7 +934,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             return None;
         }
         loop {
-            if self.back.hi < self.front_pos() {
+            if self.before_front(self.back.hi) {
                 self.finish();
                 return None;
             }
@@ -992,6 +1055,28 @@ mod tests {
                     .collect();
                 assert_eq!(got, want, "range {first}..={last}");
             }
+        }
+    }
+
+    /// The front takes the first `s` ranges (holding its leaf), then the back takes all it
+    /// can, for every `s`: the back stops where the front is, in the front's leaf or another,
+    /// without yielding a range twice, and yields every range the front has not.
+    #[test]
+    fn back_stops_at_the_front() {
+        let tree = MapleTree::<Value>::new();
+        let n = 100u64;
+        for i in 0..n {
+            tree.store_range(10 * i..=10 * i + 1, Value::new(i))
+                .unwrap();
+        }
+        let g = tree.pin();
+        for s in 0..=n as usize {
+            let mut it = tree.iter(&g);
+            let mut got: Vec<u64> = (&mut it).take(s).map(|(_, _, v)| v.get()).collect();
+            let mut back: Vec<u64> = it.rev().map(|(_, _, v)| v.get()).collect();
+            back.reverse();
+            got.extend(back);
+            assert_eq!(got, (0..n).collect::<Vec<_>>(), "front took {s}");
         }
     }
 

@@ -90,7 +90,8 @@
 //!
 //! Words beyond the end are unspecified: zero in fresh nodes, stale after an append split has
 //! truncated the node (see `append`), and copied as they are into `dup`'s node copies
-//! ([`WriterRoot::alloc_cloned_leaf`]). Nobody reads them.
+//! ([`WriterRoot::alloc_cloned_leaf`]). Nobody relies on them (the iterator's scan for a leaf's
+//! end may load the pivot after the end with it, and ignores it).
 //!
 //! The kind of a node is not stored in it either: a child word carries a leaf tag in bit 0, and
 //! internal nodes are `Range` or `ARange` according to the tree. The parent word holds the parent's
@@ -1655,6 +1656,127 @@ impl<A: Access> core::fmt::Debug for NodeRef<'_, A> {
     }
 }
 
+/// An iterator end's leaf, or none, with the offsets its fast step may use: offsets `i < ROOM`
+/// (`room` is `ROOM` with a leaf, 0 without), so one check stands for both "a leaf" and "an
+/// offset the step's loads need not check". The front's two-slot step reads pivots `i` and
+/// `i + 1` (`ROOM` is `RANGE_PIVOTS - 1`); the back's, below slot `i + 3`, pivots `i` and
+/// `i + 1` and slots up to `i + 2` (`ROOM` is `RANGE_SLOTS - 3`).
+#[derive(Clone, Copy)]
+pub(crate) struct FastLeaf<'g, const ROOM: usize> {
+    /// The leaf (dangling while `room` is 0).
+    ptr: NonNull<Node>,
+    /// `ROOM` with a leaf, 0 without.
+    room: usize,
+    _guard: PhantomData<&'g Node>,
+}
+
+impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
+    /// No leaf.
+    pub(crate) const NONE: Self = FastLeaf {
+        ptr: NonNull::dangling(),
+        room: 0,
+        _guard: PhantomData,
+    };
+
+    /// Leaf `n`.
+    #[inline]
+    pub(crate) fn new(n: NodeRef<'g>) -> Self {
+        debug_assert!(n.is_leaf() && ROOM < RANGE_SLOTS);
+        FastLeaf {
+            ptr: n.ptr,
+            room: ROOM,
+            _guard: PhantomData,
+        }
+    }
+
+    /// Moves on to leaf `n` if there is a leaf (the handle stays empty otherwise): only the
+    /// address changes.
+    #[inline]
+    pub(crate) fn move_to(&mut self, n: NodeRef<'g>) {
+        debug_assert!(n.is_leaf() && self.room != 0);
+        self.ptr = n.ptr;
+    }
+
+    /// The leaf, if any.
+    #[inline]
+    pub(crate) fn get(self) -> Option<NodeRef<'g>> {
+        (self.room != 0).then_some(NodeRef {
+            ptr: self.ptr,
+            kind: Kind::Leaf,
+            _guard: PhantomData,
+        })
+    }
+
+    /// The leaf, if there is one and `i < ROOM` (which the loads that follow then need not
+    /// check).
+    #[inline(always)]
+    pub(crate) fn at(self, i: usize) -> Option<NodeRef<'g>> {
+        if i < self.room {
+            // SAFETY: `room` is `ROOM` or 0 (`NONE` and `new` are its only writers), so
+            // `i < room` implies it.
+            unsafe { core::hint::assert_unchecked(i < ROOM) };
+            Some(NodeRef {
+                ptr: self.ptr,
+                kind: Kind::Leaf,
+                _guard: PhantomData,
+            })
+        } else {
+            None
+        }
+    }
+}
+
+/// The parent of the forward iterator's leaf, or none, with the parent's max: the parent is
+/// given out only for a leaf that ends below that max (one that has a sibling after it), so
+/// one comparison stands for both "a parent" and "a child after the leaf".
+#[derive(Clone, Copy)]
+pub(crate) struct FrontParent<'g> {
+    /// The parent (dangling while `max` is 0 for want of one).
+    ptr: NonNull<Node>,
+    kind: Kind,
+    /// The parent's max; 0 without a parent (no leaf ends below it).
+    max: u64,
+    _guard: PhantomData<&'g Node>,
+}
+
+impl<'g> FrontParent<'g> {
+    /// No parent (the leaf is the root).
+    pub(crate) const NONE: Self = FrontParent {
+        ptr: NonNull::dangling(),
+        kind: Kind::Range,
+        max: 0,
+        _guard: PhantomData,
+    };
+
+    /// Parent `n`, covering up to `max`.
+    #[inline]
+    pub(crate) fn new(n: NodeRef<'g>, max: u64) -> Self {
+        FrontParent {
+            ptr: n.ptr,
+            kind: n.kind,
+            max,
+            _guard: PhantomData,
+        }
+    }
+
+    /// The parent's max (0 without a parent).
+    #[inline]
+    pub(crate) fn max(self) -> u64 {
+        self.max
+    }
+
+    /// The parent, if there is one and a child ending at `leaf_max` is not its last.
+    #[inline(always)]
+    pub(crate) fn below(self, leaf_max: u64) -> Option<NodeRef<'g>> {
+        // `max` is 0 only for `NONE` or a parent of nothing but index 0: no child ends below.
+        (leaf_max < self.max).then_some(NodeRef {
+            ptr: self.ptr,
+            kind: self.kind,
+            _guard: PhantomData,
+        })
+    }
+}
+
 /// Encodes a node as a child (or root) word.
 #[inline]
 pub(crate) fn node_word<A: Access>(n: NodeRef<'_, A>) -> usize {
@@ -2143,6 +2265,45 @@ impl<'g, A: Access> NodeRef<'g, A> {
         // SAFETY: the word is non-zero and is a node word (internal slots hold nothing else);
         // the child stays allocated for 'g (see `child`).
         Some(unsafe { NodeRef::from_word(w, internal) })
+    }
+
+    /// Child `i` of an internal node covering up to `max`, and that child's max: the loads of
+    /// [`slot_max`](Self::slot_max) then [`try_child`](Self::try_child), in that order (the
+    /// pivot before the slot it exposes), with one dispatch on the node's kind for both (the
+    /// children of an internal node are leaves or of its own kind). `None` where `try_child`
+    /// gives `None`, or past the node's slots.
+    #[inline(always)]
+    pub(crate) fn child_and_max(&self, i: usize, max: u64) -> Option<(NodeRef<'g, A>, u64)> {
+        debug_assert!(!self.is_leaf());
+        if self.kind == Kind::ARange {
+            self.child_and_max_in::<ARANGE_PIVOTS>(i, max, Kind::ARange)
+        } else {
+            self.child_and_max_in::<RANGE_PIVOTS>(i, max, Kind::Range)
+        }
+    }
+
+    /// [`child_and_max`](Self::child_and_max) of a node of kind `kind`, which has `P` pivots.
+    #[inline(always)]
+    fn child_and_max_in<const P: usize>(
+        &self,
+        i: usize,
+        max: u64,
+        kind: Kind,
+    ) -> Option<(NodeRef<'g, A>, u64)> {
+        debug_assert!(kind == self.kind && P == kind.pivots());
+        if i > P {
+            return None;
+        }
+        // (Slot `P`, the last, has no pivot.)
+        let hi = if i < P { self.pivot(i).min(max) } else { max };
+        // ORDERING: P3/P5 (as `slot`).
+        let w = self.node().words[P + i].load(Ordering::Acquire) as usize;
+        if w == 0 {
+            return None;
+        }
+        // SAFETY: as in `try_child`: a non-zero internal slot word is a node word of this tree,
+        // whose internal kind is this node's own, `kind`; the child stays allocated for 'g.
+        Some((unsafe { NodeRef::from_word(w, kind) }, hi))
     }
 
     /// Child `i` of an internal node (the writer's view, where an empty slot is corruption).
