@@ -476,9 +476,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// Copies the walker's path into the fast path's.
     fn cache_path(&mut self) {
         let path = self.front.path();
-        for (d, l) in path.iter().enumerate() {
-            self.fpath.set(d, *l);
-        }
+        self.fpath.set_prefix(path.iter().copied());
         let leaf = path[path.len() - 1];
         self.fdepth = path.len();
         self.set_parent();
@@ -625,9 +623,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// on the walker's slot (from `lo`).
     fn cache_back_path(&mut self, lo: u64) {
         let path = self.back.path();
-        for (d, l) in path.iter().enumerate() {
-            self.bpath.set(d, *l);
-        }
+        self.bpath.set_prefix(path.iter().copied());
         let leaf = path[path.len() - 1];
         self.bdepth = path.len();
         self.set_bparent();

@@ -1860,19 +1860,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
     #[cfg(not(loom))]
     #[inline]
     fn copy_box(&self) -> Box<Node> {
-        let mut b = node_box();
-        // SAFETY: `b` is a fresh allocation for one `Node`, so it cannot overlap the live node
-        // behind `self.ptr` (allocated for 'g, see `node`). Outside loom a `Node` is only
-        // atomics (`repr(C)`, no padding), for which the copied bytes are valid values, so the
-        // box is initialised afterwards. The source is read non-atomically: its tree's one
-        // writer is our caller (writer lock held or tree owned), so no store races the copy —
-        // readers only load, and reads racing reads are no data race.
-        let mut b = unsafe {
-            core::ptr::copy_nonoverlapping(self.ptr.as_ptr().cast_const(), b.as_mut_ptr(), 1);
-            b.assume_init()
-        };
-        *b.parent.get_mut() = 0;
-        b
+        self.copy_into(node_box())
     }
 
     /// As [`copy_box`](Self::copy_box), a leaf in memory fresh from the allocator rather than
@@ -1883,13 +1871,24 @@ impl<'g, A: Access> NodeRef<'g, A> {
     #[cfg(not(loom))]
     #[inline]
     fn copy_box_fresh(&self) -> Box<Node> {
-        let mut b = if self.is_leaf() {
+        self.copy_into(if self.is_leaf() {
             Box::new_uninit()
         } else {
             node_box()
-        };
-        // SAFETY: as in `copy_box`: `b` is a fresh allocation for one `Node` (no overlap with
-        // the live source), every byte is then a valid atomic, and our caller is the writer.
+        })
+    }
+
+    /// This node's data words copied into `b` (memory for one node, nothing else references
+    /// it), parent word zero.
+    #[cfg(not(loom))]
+    #[inline]
+    fn copy_into(&self, mut b: Box<core::mem::MaybeUninit<Node>>) -> Box<Node> {
+        // SAFETY: `b` is an allocation for one `Node` that nothing else references, so it
+        // cannot overlap the live node behind `self.ptr` (allocated for 'g, see `node`). Outside
+        // loom a `Node` is only atomics (`repr(C)`, no padding), for which the copied bytes are
+        // valid values, so the box is initialised afterwards. The source is read non-atomically:
+        // its tree's one writer is our caller (writer lock held or tree owned), so no store
+        // races the copy — readers only load, and reads racing reads are no data race.
         let mut b = unsafe {
             core::ptr::copy_nonoverlapping(self.ptr.as_ptr().cast_const(), b.as_mut_ptr(), 1);
             b.assume_init()
