@@ -720,8 +720,12 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
         {
             // The copy is built and published under `&mut new`: nobody can see it yet.
             let mut x = new.root.exclusive();
-            let (dst, _, _) = x.writer();
-            let copy = dup::copy_node::<E>(dst, src, u64::MAX, &mut count);
+            let (dst, _, mem) = x.writer();
+            // The copy's nodes in one run of its slab (up to a chunk's worth).
+            let st = &self.state().stats;
+            let nodes = st.nodes_allocated.saturating_sub(st.nodes_freed);
+            mem.reserve(usize::try_from(nodes).unwrap_or(usize::MAX));
+            let copy = dup::copy_node::<E>(dst, mem, src, u64::MAX, &mut count);
             let old = dst.publish(copy);
             debug_assert!(old.is_none(), "a new tree has no root to unlink");
         }

@@ -21,7 +21,7 @@
 //! - [`Unlinked`]: a node no live node links any more, which only the unlinking publications
 //!   return (the replaced child, the old root) or the node layer's parent-word check
 //!   ([`WriterRoot::unlinked`]) makes; only it can be retired ([`WriterRoot::retire`]).
-//!   Retired nodes wait in [`Retiring`] until the writer's borrow ends, then go to the
+//!   Retired nodes wait in [`NodeMem`] until the writer's borrow ends, then go to the
 //!   collector (RCU mode) or are freed (exclusive mode).
 //! - [`Slot`]: what the writer stores: internal slots take only node handles, leaves only entry
 //!   words; [`Loaded`]: a leaf word a node load returned, whose entry can be borrowed for `'g`.
@@ -221,7 +221,7 @@ pub(crate) struct Root<S> {
 /// What the writer lock guards: the writer state and the exclusive mode's retire queue.
 struct Side<S> {
     state: S,
-    retiring: Retiring,
+    mem: NodeMem,
 }
 
 /// What readers and the writer share: the root word and what protects its nodes.
@@ -257,9 +257,10 @@ impl<S> Root<S> {
             },
             writer: Mutex::new(Side {
                 state,
-                retiring: Retiring {
+                mem: NodeMem {
                     owner: 0,
                     nodes: Vec::new(),
+                    slab: Slab::new(),
                 },
             }),
         }
@@ -330,17 +331,26 @@ impl<S> Root<S> {
     /// Frees the whole tree, dropping every entry exactly once (words held by several slots
     /// are counted in `ledger`); the root becomes empty. `&mut`: nothing else can reach a node.
     pub(crate) fn free_all<E: Entry>(&mut self, ledger: &mut Ledger<E>) {
+        let mem = &mut self.writer.get_mut().mem;
         // SAFETY: `&mut self`: no writer borrow and no reader exists.
-        unsafe { self.writer.get_mut().retiring.free() };
+        unsafe { mem.free() };
+        // With no deferred free pending, every node of the slab is in the tree or free: the
+        // chunks go back whole, and the tree is walked only for entries to drop.
+        let release = mem.slab.sole_holder();
         let internal = self.shared.internal;
         let w = atomic_take(&mut self.shared.word);
-        if w == 0 {
-            return;
+        if w != 0 && (core::mem::needs_drop::<E>() || !release) {
+            // SAFETY: a non-zero root word is a node word of this tree, and under `&mut self` no
+            // reader or writer can reach the tree: every node stays allocated until freed here.
+            let n = unsafe { NodeRef::from_word(w, internal) };
+            let slab = (!release).then_some(&mut mem.slab);
+            free_node::<E>(n, 0, u64::MAX, internal, ledger, slab);
         }
-        // SAFETY: a non-zero root word is a node word of this tree, and under `&mut self` no
-        // reader or writer can reach the tree: every node stays allocated until freed here.
-        let n = unsafe { NodeRef::from_word(w, internal) };
-        free_node::<E>(n, 0, u64::MAX, internal, ledger);
+        if release {
+            // SAFETY: the root word is zero and nothing else reaches the tree (`&mut self`):
+            // no node of the slab is used again.
+            unsafe { mem.slab.release_all() };
+        }
     }
 
     /// Reader restarts so far.
@@ -384,7 +394,7 @@ pub(crate) struct WriterLock<'t, S> {
 
 /// The parts of the writer: its view of the root, the writer state, the retire queue, all for
 /// the borrow of the lock guard or of the exclusive root that made them.
-pub(crate) type WriterParts<'w, S, M> = (WriterRoot<'w, M>, &'w mut S, &'w mut Retiring);
+pub(crate) type WriterParts<'w, S, M> = (WriterRoot<'w, M>, &'w mut S, &'w mut NodeMem);
 
 impl<S> WriterLock<'_, S> {
     /// Pins a guard of this tree's collector (RCU-mode writers pin only when they defer
@@ -396,7 +406,7 @@ impl<S> WriterLock<'_, S> {
     /// Whether the writers before left retired nodes to hand to the collector.
     #[inline]
     pub(crate) fn has_retired(&self) -> bool {
-        !self.side.retiring.nodes.is_empty()
+        !self.side.mem.nodes.is_empty()
     }
 
     /// Hands the nodes the writers before retired to the collector: each is freed once every
@@ -412,7 +422,7 @@ impl<S> WriterLock<'_, S> {
         guard: &Guard,
         freed: impl FnMut() -> F,
     ) {
-        if !self.side.retiring.nodes.is_empty() {
+        if !self.side.mem.nodes.is_empty() {
             self.flush_queued(guard, freed);
         }
     }
@@ -421,9 +431,10 @@ impl<S> WriterLock<'_, S> {
     #[inline(never)]
     fn flush_queued<F: FnOnce() + 'static>(&mut self, guard: &Guard, mut freed: impl FnMut() -> F) {
         self.root.check_guard(guard);
-        for addr in self.side.retiring.nodes.drain(..) {
+        let mem = &mut self.side.mem;
+        for addr in mem.nodes.drain(..) {
             let ptr = core::ptr::with_exposed_provenance_mut::<Node>(addr);
-            // SAFETY: a queued address is a node from `Box::leak` (non-null).
+            // SAFETY: a queued address is a node of the tree's slab (non-null).
             let ptr = unsafe { NonNull::new_unchecked(ptr) };
             let n: Live<'_> = NodeRef {
                 ptr,
@@ -433,8 +444,9 @@ impl<S> WriterLock<'_, S> {
             // SAFETY: the node was queued by `WriterRoot::retire` from an `Unlinked` handle,
             // once (its dead bit was clear): it is unreachable for guards pinned from now on,
             // and retired once. `&mut self`: the borrows that made the writers before have
-            // ended, and with them their handles. `guard` is of this collector (checked).
-            unsafe { n.retire_on(guard, freed()) };
+            // ended, and with them their handles. `guard` is of this collector (checked), and
+            // the node is of the slab the returner gives it back to.
+            unsafe { n.retire_on(guard, mem.slab.returner(), freed()) };
         }
     }
 
@@ -444,12 +456,12 @@ impl<S> WriterLock<'_, S> {
     #[inline]
     pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Rcu> {
         let side = &mut *self.side;
-        side.retiring.owner = core::ptr::from_ref(self.root).addr();
+        side.mem.owner = core::ptr::from_ref(self.root).addr();
         let root = WriterRoot {
             root: self.root,
             _m: PhantomData,
         };
-        (root, &mut side.state, &mut side.retiring)
+        (root, &mut side.state, &mut side.mem)
     }
 
     /// A reader view of the root, for reads under the lock borrowed from `&self` (no writer
@@ -491,13 +503,13 @@ impl<S> ExclusiveRoot<'_, S> {
     pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Exclusive> {
         // SAFETY: `&mut self`: the borrows that made the writers before have ended, and with
         // them every handle of their writes; `&mut` tree: no reader exists.
-        unsafe { self.side.retiring.free() };
-        self.side.retiring.owner = core::ptr::from_ref(self.root).addr();
+        unsafe { self.side.mem.free() };
+        self.side.mem.owner = core::ptr::from_ref(self.root).addr();
         let root = WriterRoot {
             root: self.root,
             _m: PhantomData,
         };
-        (root, &mut self.side.state, &mut self.side.retiring)
+        (root, &mut self.side.state, &mut self.side.mem)
     }
 
     /// A reader view of the root, for reads borrowed from `&self`.
@@ -526,17 +538,26 @@ impl<S> core::ops::DerefMut for ExclusiveRoot<'_, S> {
 impl<S> Drop for ExclusiveRoot<'_, S> {
     fn drop(&mut self) {
         // SAFETY: as in `writer`: the exclusive root's borrows, and their handles, are gone.
-        unsafe { self.side.retiring.free() };
+        unsafe { self.side.mem.free() };
     }
 }
 
-/// Frees the subtree of `n` (covering `[min, max]`) of a tree nobody else can reach (see
-/// [`Root::free_all`]).
-fn free_node<E: Entry>(n: NodeRef<'_>, min: u64, max: u64, internal: Kind, ledger: &mut Ledger<E>) {
+/// Drops the entries of the subtree of `n` (covering `[min, max]`) of a tree nobody else can
+/// reach (see [`Root::free_all`]), and frees its nodes into `slab` if there is one (else its
+/// chunks go back whole afterwards).
+fn free_node<E: Entry>(
+    n: NodeRef<'_>,
+    min: u64,
+    max: u64,
+    internal: Kind,
+    ledger: &mut Ledger<E>,
+    mut slab: Option<&mut Slab>,
+) {
     if !n.is_leaf() {
         for i in 0..=n.end(max) {
             let c = n.child(i, internal);
-            free_node::<E>(c, n.slot_min(i, min), n.slot_max(i, max), internal, ledger);
+            let (lo, hi) = (n.slot_min(i, min), n.slot_max(i, max));
+            free_node::<E>(c, lo, hi, internal, ledger, slab.as_deref_mut());
         }
     } else if core::mem::needs_drop::<E>() {
         // (Nothing to drop in the slots of e.g. `Value`: no need to find the node's end.)
@@ -549,9 +570,11 @@ fn free_node<E: Entry>(n: NodeRef<'_>, min: u64, max: u64, internal: Kind, ledge
             }
         }
     }
-    // SAFETY: nothing can reach `n` any more (`&mut Root`, children freed first) and it is freed
-    // once: the tree is a tree.
-    unsafe { n.free_now() };
+    if let Some(slab) = slab {
+        // SAFETY: `n` is a node of this tree's slab that nothing can reach any more (`&mut
+        // Root`, children freed first), freed once: the tree is a tree.
+        unsafe { n.free_now(slab) };
+    }
 }
 
 /// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
@@ -744,29 +767,52 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
         old.map(Unlinked)
     }
 
-    /// Allocates a fresh, zeroed, unpublished node, owned by the writer until published.
+    /// Allocates a fresh, zeroed, unpublished node from the tree's slab (`mem`, checked to be
+    /// this tree's), owned by the writer until published.
+    ///
+    /// # Panics
+    ///
+    /// If `mem` is another tree's.
     #[inline]
-    pub(crate) fn alloc(self, kind: Kind) -> Fresh<'t> {
-        Fresh(Live::leak(kind, new_node()))
+    pub(crate) fn alloc(self, kind: Kind, mem: &mut NodeMem) -> Fresh<'t> {
+        self.check_mem(mem);
+        Fresh(Live::own(kind, new_node(&mut mem.slab)))
+    }
+
+    /// Asserts that `mem` is this tree's: a node from another tree's slab would go back to
+    /// this one's, and outlive its memory.
+    #[inline]
+    fn check_mem(self, mem: &NodeMem) {
+        assert_eq!(
+            mem.owner,
+            core::ptr::from_ref(self.root).addr(),
+            "maple tree: another tree's node memory"
+        );
     }
 
     /// A fresh, unpublished copy of the leaf `src` (implied max `max`) with every entry within
     /// its end cloned (`dup`'s node copy, see [`NodeRef::copy_leaf_with`]), or copied word for
     /// word when `E` says a clone is a copy ([`Entry::CLONE_IS_COPY`]). `src` is a leaf of
-    /// a tree of `E` whose writer the caller is.
+    /// a tree of `E` whose writer the caller is; the copy is made in `mem` (this tree's).
+    ///
+    /// # Panics
+    ///
+    /// If `mem` is another tree's.
     #[inline]
     pub(crate) fn alloc_cloned_leaf<E: Entry + Clone>(
         self,
         src: NodeRef<'_>,
         max: u64,
+        mem: &mut NodeMem,
     ) -> Fresh<'t> {
+        self.check_mem(mem);
         if E::CLONE_IS_COPY && !core::mem::needs_drop::<E>() {
             // Each clone would be its word again (`Entry::CLONE_IS_COPY`): the leaf is copied
             // as it is, as `__mt_dup` copies slots. Without drop glue the ledger tracks no
             // shared words, so the copy's shared words need no bookkeeping either.
-            return Fresh(Live::leak(Kind::Leaf, src.copy_box()));
+            return Fresh(Live::own(Kind::Leaf, src.copy_in(&mut mem.slab, false)));
         }
-        Fresh(src.copy_leaf_with(max, |w| {
+        Fresh(src.copy_leaf_with(max, &mut mem.slab, |w| {
             if w == 0 || w == ZERO_WORD {
                 w
             } else {
@@ -779,16 +825,23 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     }
 
     /// A fresh, unpublished copy of the internal node `src` (implied max `max`) whose child `i`
-    /// (with max `hi`) is replaced by `child(i, hi)`, re-parented to the copy (see
-    /// [`NodeRef::copy_internal_with`]).
+    /// (with max `hi`) is replaced by `child(mem, i, hi)`, re-parented to the copy (see
+    /// [`NodeRef::copy_internal_with`]); the copy is made in `mem` (this tree's).
+    ///
+    /// # Panics
+    ///
+    /// If `mem` is another tree's.
     #[inline]
     pub(crate) fn alloc_copied_internal(
         self,
         src: NodeRef<'_>,
         max: u64,
-        mut child: impl FnMut(usize, u64) -> Fresh<'t>,
+        mem: &mut NodeMem,
+        mut child: impl FnMut(&mut NodeMem, usize, u64) -> Fresh<'t>,
     ) -> Fresh<'t> {
-        let (n, end) = src.copy_internal_with(max, |i, hi| node_word(child(i, hi).0));
+        self.check_mem(mem);
+        let (n, end) =
+            src.copy_internal_with(max, mem, |mem, i, hi| node_word(child(mem, i, hi).0));
         for i in 0..=end {
             n.child(i, self.root.internal).set_parent(Some(n), i);
         }
@@ -800,10 +853,16 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     /// `0..keep` are re-parented to the copy. The writer then rewrites the copy from slot `keep`
     /// on and publishes it in `src`'s place (the RCU fill of `append_split`). A leaf's entry words
     /// are taken over, not cloned: once the copy is published, `src` is retired, never dropped.
-    /// A leaf copy is made in fresh memory (see [`NodeRef::copy_box_fresh`]).
+    /// The copy is made in `mem` (this tree's), a leaf copy in never-used memory (see
+    /// [`NodeRef::copy_in`]).
+    ///
+    /// # Panics
+    ///
+    /// If `mem` is another tree's.
     #[inline]
-    pub(crate) fn alloc_copy(self, src: Live<'t>, keep: usize) -> Fresh<'t> {
-        let n = Live::leak(src.kind, src.copy_box_fresh());
+    pub(crate) fn alloc_copy(self, src: Live<'t>, keep: usize, mem: &mut NodeMem) -> Fresh<'t> {
+        self.check_mem(mem);
+        let n = Live::own(src.kind, src.copy_in(&mut mem.slab, src.is_leaf()));
         if !n.is_leaf() {
             for i in 0..keep {
                 n.child(i, self.root.internal).set_parent(Some(n), i);
@@ -813,7 +872,7 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     }
 
     /// Retires the unlinked node `u`: marks it dead (readers that meet it restart) and queues
-    /// it on `retiring` (this tree's queue, checked). The queue is handed on when the writer's
+    /// it on `mem` (this tree's, checked). The queue is handed on when the writer's
     /// borrow of the lock or of `&mut` has ended, so that no handle of this write outlives the
     /// node and the write never touches a node it retired: in RCU mode to the collector
     /// ([`WriterLock::flush_retired`], freed after a grace period), in exclusive mode to the
@@ -822,14 +881,10 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     ///
     /// # Panics
     ///
-    /// If `retiring` is another tree's queue.
-    pub(crate) fn retire(self, u: Unlinked<'t>, retiring: &mut Retiring) -> bool {
+    /// If `mem` is another tree's.
+    pub(crate) fn retire(self, u: Unlinked<'t>, mem: &mut NodeMem) -> bool {
         let n = u.0;
-        assert_eq!(
-            retiring.owner,
-            core::ptr::from_ref(self.root).addr(),
-            "maple tree: another tree's retire queue"
-        );
+        self.check_mem(mem);
         if !n.mark_dead() {
             return false;
         }
@@ -838,7 +893,7 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
         self.root
             .retired
             .store(r.wrapping_add(1), Ordering::Relaxed);
-        retiring.nodes.push(n.ptr.as_ptr().expose_provenance());
+        mem.nodes.push(n.ptr.as_ptr().expose_provenance());
         true
     }
 
@@ -866,7 +921,7 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
             // of this tree: its kind is the tree's internal kind). `n` was reached by this write
             // while linked, so its parent chain names nodes that were linked or fresh during
             // this write, and none of those is freed before the write's handles are gone
-            // (exclusive mode queues frees on `Retiring`, RCU mode defers them past the
+            // (exclusive mode queues frees on `NodeMem`, RCU mode defers them past the
             // writer's pinned guard).
             let parent: Live<'t> = unsafe { NodeRef::from_word(p, self.root.internal) };
             if off >= parent.kind.slots() || parent.slot(off) != node_word(c) {
@@ -965,19 +1020,26 @@ impl Unlinked<'_> {
     }
 }
 
-/// Nodes the writer retired, unlinked and marked dead, handed on once the writer's borrow ends
-/// — to the collector in RCU mode ([`WriterLock::flush_retired`]), to the allocator in
-/// exclusive mode ([`ExclusiveRoot::writer`] or its drop) — so that no node handle of the
-/// write that retired them can still be used, and the write never touches a node it has
-/// handed on. Belongs to one tree (checked by [`WriterRoot::retire`]).
-pub(crate) struct Retiring {
+/// The writer's node memory: the tree's [`Slab`], where its nodes come from and go back to, and
+/// the nodes the writer retired, unlinked and marked dead, handed on once the writer's borrow
+/// ends — to the collector in RCU mode ([`WriterLock::flush_retired`], back into the slab after
+/// a grace period), to the slab in exclusive mode ([`ExclusiveRoot::writer`] or its drop) — so
+/// that no node handle of the write that retired them can still be used, and the write never
+/// touches a node it has handed on. Belongs to one tree (checked by [`WriterRoot::retire`]).
+pub(crate) struct NodeMem {
     owner: usize,
-    /// Addresses of `Box<Node>` allocations, unlinked and marked dead, each queued once.
+    /// Addresses of nodes of `slab`, unlinked and marked dead, each queued once.
     nodes: Vec<usize>,
+    slab: Slab,
 }
 
-impl Retiring {
-    /// Frees the queued nodes.
+impl NodeMem {
+    /// Makes room for `n` more nodes in one run of the slab (see [`Slab::reserve`]).
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.slab.reserve(n);
+    }
+
+    /// Frees the queued nodes into the slab.
     ///
     /// # Safety
     ///
@@ -1001,9 +1063,10 @@ impl Retiring {
     unsafe fn free_queued(&mut self) {
         for addr in self.nodes.drain(..) {
             let p = core::ptr::with_exposed_provenance_mut::<Node>(addr);
-            // SAFETY: each address is a node that was unlinked and marked dead once (its dead
-            // bit was clear), from `Box::leak`; nothing can reach it (caller contract).
-            free_box(unsafe { Box::from_raw(p) });
+            // SAFETY: a queued address is a node of this slab (non-null) that was unlinked and
+            // marked dead once (its dead bit was clear); nothing can reach it (caller
+            // contract), and it leaves the queue here, so it is freed once.
+            unsafe { self.slab.free(NonNull::new_unchecked(p)) };
         }
     }
 }
@@ -1367,6 +1430,8 @@ pub(crate) struct Node {
 const _: () = assert!(core::mem::size_of::<Node>() == 256);
 
 impl Node {
+    /// A zeroed node (outside loom, the slab's memory zeroed in place is the same node).
+    #[cfg(loom)]
     fn new() -> Self {
         Node {
             parent: AtomicUsize::new(0),
@@ -1460,120 +1525,62 @@ impl Drop for Node {
     }
 }
 
-// ===== Node cache (allocation and free of node memory) ======================================
+// ===== Node memory ==============================================================================
 //
-// Outside loom, node allocations go through a bounded per-thread free list instead of straight
-// to the global allocator: a freed node (exclusive-mode frees, the whole tree's free, retired
-// nodes after their grace period — on whichever thread collects them) is kept, up to
-// `NODE_CACHE_CAP` per thread, and handed out again by the next allocation on that thread, zeroed
-// (`new_node`) or fully overwritten (`copy_box`). A thread's cache is given back to the allocator
-// when the thread exits. Under loom nodes carry allocation tracking and a liveness cell, so
-// they keep plain boxes.
+// A tree's nodes come from its slab (`slab`, held by the writer in `NodeMem`), one chunk of
+// nodes at a time, and go back to it. Under loom, and with `--cfg maple_tree_box_nodes` (for the
+// sanitizers), each node is a `Box` of its own instead.
 
-/// Most free nodes one thread keeps (256 bytes each: 64 KiB).
+mod slab;
+
+use slab::{Returner, Slab};
+
+/// A node in a `Box` of its own (see `slab`): under loom a whole [`Node::new`] (with its
+/// allocation tracking and liveness cell), else uninitialised memory for one node.
+#[cfg(any(loom, maple_tree_box_nodes))]
+fn alloc_boxed() -> NonNull<Node> {
+    #[cfg(loom)]
+    let p = NonNull::from(Box::leak(Box::new(Node::new())));
+    #[cfg(not(loom))]
+    let p = NonNull::from(Box::leak(Box::<Node>::new_uninit())).cast::<Node>();
+    p
+}
+
+/// Frees a node of [`alloc_boxed`] (under loom: dropped, i.e. poisoned, and deallocated).
+///
+/// # Safety
+///
+/// `p` comes from [`alloc_boxed`], nothing can reach it any more, and it is freed once.
+#[cfg(any(loom, maple_tree_box_nodes))]
+unsafe fn free_boxed(p: NonNull<Node>) {
+    // SAFETY: the caller's contract; outside loom `Node` has no drop glue, so dropping the box
+    // only deallocates it (with `Node`'s layout, which `alloc_boxed` allocated).
+    drop(unsafe { Box::from_raw(p.as_ptr()) });
+}
+
+/// A zeroed node (as [`Node::new`]) from `slab`, owned by the caller.
 #[cfg(not(loom))]
-const NODE_CACHE_CAP: usize = 256;
+#[inline]
+fn new_node(slab: &mut Slab) -> NonNull<Node> {
+    let p = slab.alloc();
+    // SAFETY: `p` is memory for one node that nothing else references (the slab's contract).
+    // Outside loom a `Node` is only atomics (`repr(C)`, no padding), for which all-zero bytes
+    // are valid values: the node `Node::new` makes.
+    unsafe { p.as_ptr().write_bytes(0, 1) };
+    p
+}
+
+/// Under loom: a plain box (see `slab`).
+#[cfg(loom)]
+#[inline]
+fn new_node(slab: &mut Slab) -> NonNull<Node> {
+    slab.alloc()
+}
 
 #[cfg(not(loom))]
 const _: () = assert!(!core::mem::needs_drop::<Node>());
 
-/// A thread's free nodes: addresses of `Box<Node>` allocations nothing references.
-#[cfg(not(loom))]
-struct NodeCache(Vec<NonNull<Node>>);
-
-#[cfg(not(loom))]
-impl Drop for NodeCache {
-    fn drop(&mut self) {
-        for p in self.0.drain(..) {
-            // SAFETY: each address is a `Box<Node>` allocation given to the cache by `free_box`,
-            // which nothing references any more, held once.
-            drop(unsafe { Box::from_raw(p.as_ptr()) });
-        }
-    }
-}
-
-#[cfg(not(loom))]
-std::thread_local! {
-    static NODE_CACHE: core::cell::RefCell<NodeCache> =
-        const { core::cell::RefCell::new(NodeCache(Vec::new())) };
-}
-
-/// A cached node allocation, if this thread's cache holds one.
-#[cfg(not(loom))]
-#[inline]
-fn cached_box() -> Option<Box<core::mem::MaybeUninit<Node>>> {
-    let p = NODE_CACHE
-        .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.0.pop()))
-        .ok()
-        .flatten()?;
-    // SAFETY: a cached address is a `Box<Node>` allocation nothing references (see `free_box`),
-    // taken out of the cache once; `MaybeUninit<Node>` has `Node`'s layout.
-    Some(unsafe { Box::from_raw(p.as_ptr().cast::<core::mem::MaybeUninit<Node>>()) })
-}
-
-/// Memory for one node, to be fully overwritten: a cached allocation, or a new one.
-#[cfg(not(loom))]
-#[inline]
-fn node_box() -> Box<core::mem::MaybeUninit<Node>> {
-    cached_box().unwrap_or_else(Box::new_uninit)
-}
-
-/// A zeroed node (as [`Node::new`]), from the cache if it holds one.
-#[cfg(not(loom))]
-#[inline]
-fn new_node() -> Box<Node> {
-    let Some(mut b) = cached_box() else {
-        return Box::new(Node::new());
-    };
-    // SAFETY: outside loom a `Node` is only atomics (`repr(C)`, no padding), for which all-zero
-    // bytes are valid values — the node `Node::new` makes; `b` is a cached allocation for one
-    // `Node` that nothing else references.
-    unsafe {
-        b.as_mut_ptr().write_bytes(0, 1);
-        b.assume_init()
-    }
-}
-
-/// Under loom: a plain box.
-#[cfg(loom)]
-#[inline]
-fn new_node() -> Box<Node> {
-    Box::new(Node::new())
-}
-
-/// Frees a node nothing references any more: into this thread's cache if it has room, else
-/// back to the allocator. (`Node` has no drop glue outside loom, so keeping the memory without
-/// dropping it in place loses nothing.)
-#[cfg(not(loom))]
-#[inline]
-fn free_box(b: Box<Node>) {
-    let p = NonNull::from(Box::leak(b));
-    let kept = NODE_CACHE
-        .try_with(|c| match c.try_borrow_mut() {
-            Ok(mut c) if c.0.len() < NODE_CACHE_CAP => {
-                if c.0.capacity() == 0 {
-                    c.0.reserve_exact(NODE_CACHE_CAP);
-                }
-                c.0.push(p);
-                true
-            }
-            _ => false,
-        })
-        .unwrap_or(false);
-    if !kept {
-        // SAFETY: `p` came from `Box::leak` just above and was not kept: this is its one free.
-        drop(unsafe { Box::from_raw(p.as_ptr()) });
-    }
-}
-
-/// Under loom: dropped (poisoned) and deallocated at once.
-#[cfg(loom)]
-#[inline]
-fn free_box(b: Box<Node>) {
-    drop(b);
-}
-
-// ===== end of the node cache ===================================================================
+// ===== end of node memory =======================================================================
 
 /// What a node handle may do, as a type parameter of [`NodeRef`]: [`Read`] handles load only;
 /// [`Write`] handles ([`Live`]) also store. Sealed: the two markers are all there is.
@@ -1814,8 +1821,8 @@ impl<'g, A: Access> NodeRef<'g, A> {
     }
 
     /// Allocates a fresh, unpublished copy of the leaf `src`, whose implied max is `max` — the
-    /// structural copy of `dup`, the kernel's node `memcpy`: the node is copied whole into one
-    /// `malloc` (no zeroing `calloc`), then each slot word within the node's end is replaced by
+    /// structural copy of `dup`, the kernel's node `memcpy`: the node is copied whole into a node
+    /// of `slab` (no zeroing), then each slot word within the node's end is replaced by
     /// `entry(word)`. The parent word is zero. Words beyond the end are copied as they are:
     /// unspecified, as in the source, and read by nobody (module docs). Owned by the writer until
     /// published (rows P4/P7: plain initialisation, made visible by the Release store that
@@ -1824,127 +1831,121 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// `src` must not change during the copy: the caller holds the writer lock of its tree (or
     /// owns it).
     #[inline]
-    fn copy_leaf_with<'n>(self, max: u64, mut entry: impl FnMut(usize) -> usize) -> Live<'n> {
+    fn copy_leaf_with<'n>(
+        self,
+        max: u64,
+        slab: &mut Slab,
+        mut entry: impl FnMut(usize) -> usize,
+    ) -> Live<'n> {
         debug_assert!(self.is_leaf());
-        let mut b = self.copy_box();
+        let p = self.copy_in(slab, false);
+        // SAFETY: a node just made, initialised, that nothing else references (`copy_in`).
+        let b = unsafe { &mut *p.as_ptr() };
         let end = b.end_mut(RANGE_PIVOTS, max);
         b.update_words(RANGE_PIVOTS..=RANGE_PIVOTS + end, |_, w| {
             entry(w as usize) as u64
         });
-        Live::leak(Kind::Leaf, b)
+        Live::own(Kind::Leaf, p)
     }
 
     /// As [`copy_leaf_with`](Self::copy_leaf_with), for an internal node (rows P2/P7/P12):
-    /// each child word within the end is replaced by the word `child(i, hi)` returns, `hi` being the
-    /// child's max (its pivot, or `max` for the last). Gaps are copied. Returns the copy and the
-    /// node's end.
+    /// each child word within the end is replaced by the word `child(mem, i, hi)` returns, `hi`
+    /// being the child's max (its pivot, or `max` for the last). Gaps are copied. Returns the copy
+    /// and the node's end.
     #[inline]
     fn copy_internal_with<'n>(
         self,
         max: u64,
-        mut child: impl FnMut(usize, u64) -> usize,
+        mem: &mut NodeMem,
+        mut child: impl FnMut(&mut NodeMem, usize, u64) -> usize,
     ) -> (Live<'n>, usize) {
         debug_assert!(!self.is_leaf());
         let kind = self.kind;
         let base = kind.slot_base();
-        let mut b = self.copy_box();
+        let p = self.copy_in(&mut mem.slab, false);
+        // SAFETY: a node just made, initialised, that nothing else references (`copy_in`); the
+        // children `child` makes are other nodes.
+        let b = unsafe { &mut *p.as_ptr() };
         let end = b.end_mut(kind.pivots(), max);
         for i in 0..=end {
             let hi = if i < end { b.update(i, |p| p) } else { max };
-            b.update(base + i, |_| child(i, hi) as u64);
+            b.update(base + i, |_| child(mem, i, hi) as u64);
         }
-        (Live::leak(kind, b), end)
+        (Live::own(kind, p), end)
     }
 
-    /// A fresh, unpublished, boxed copy of this node's data words, parent word zero.
+    /// A fresh, unpublished copy of this node's data words, parent word zero, in memory from
+    /// `slab`: never used before if `fresh` (see [`Slab::alloc_fresh`]: the RCU fill's leaf
+    /// copies are the leaves an in-order build under readers ends with, and recycled nodes come
+    /// back a grace period after they were retired, in no particular order, which scattered
+    /// them: iteration of an RCU-built tree was 4-5x slower than of an exclusive-built one),
+    /// else any free node.
     #[cfg(not(loom))]
     #[inline]
-    fn copy_box(&self) -> Box<Node> {
-        self.copy_into(node_box())
-    }
-
-    /// As [`copy_box`](Self::copy_box), a leaf in memory fresh from the allocator rather than
-    /// from this thread's node cache: the RCU fill's leaf copies are the leaves an in-order
-    /// build under readers ends with, and the cache hands back nodes freed a grace period ago
-    /// in no particular order, which scattered them (iteration of an RCU-built tree was 4-5x
-    /// slower than of an exclusive-built one, whose leaves are allocated in order).
-    #[cfg(not(loom))]
-    #[inline]
-    fn copy_box_fresh(&self) -> Box<Node> {
-        self.copy_into(if self.is_leaf() {
-            Box::new_uninit()
+    fn copy_in(&self, slab: &mut Slab, fresh: bool) -> NonNull<Node> {
+        let dst = if fresh {
+            slab.alloc_fresh()
         } else {
-            node_box()
-        })
-    }
-
-    /// This node's data words copied into `b` (memory for one node, nothing else references
-    /// it), parent word zero.
-    #[cfg(not(loom))]
-    #[inline]
-    fn copy_into(&self, mut b: Box<core::mem::MaybeUninit<Node>>) -> Box<Node> {
-        // SAFETY: `b` is an allocation for one `Node` that nothing else references, so it
-        // cannot overlap the live node behind `self.ptr` (allocated for 'g, see `node`). Outside
-        // loom a `Node` is only atomics (`repr(C)`, no padding), for which the copied bytes are
-        // valid values, so the box is initialised afterwards. The source is read non-atomically:
-        // its tree's one writer is our caller (writer lock held or tree owned), so no store
-        // races the copy — readers only load, and reads racing reads are no data race.
-        let mut b = unsafe {
-            core::ptr::copy_nonoverlapping(self.ptr.as_ptr().cast_const(), b.as_mut_ptr(), 1);
-            b.assume_init()
+            slab.alloc()
         };
-        *b.parent.get_mut() = 0;
-        b
+        // SAFETY: `dst` is memory for one `Node` that nothing else references (the slab's
+        // contract), so it cannot overlap the live node behind `self.ptr` (allocated for 'g, see
+        // `node`). Outside loom a `Node` is only atomics (`repr(C)`, no padding), for which the
+        // copied bytes are valid values, so `dst` is an initialised node afterwards, ours. The
+        // source is read non-atomically: its tree's one writer is our caller (writer lock held
+        // or tree owned), so no store races the copy — readers only load, and reads racing
+        // reads are no data race.
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.ptr.as_ptr().cast_const(), dst.as_ptr(), 1);
+            *(*dst.as_ptr()).parent.get_mut() = 0;
+        }
+        dst
     }
 
-    /// Under loom: [`copy_box`](Self::copy_box) (plain boxes anyway).
+    /// Under loom (whose atomics are not plain memory): word by word, into a plain box.
     #[cfg(loom)]
-    fn copy_box_fresh(&self) -> Box<Node> {
-        self.copy_box()
-    }
-
-    /// Under loom (whose atomics are not plain memory): word by word.
-    #[cfg(loom)]
-    fn copy_box(&self) -> Box<Node> {
+    fn copy_in(&self, _slab: &mut Slab, _fresh: bool) -> NonNull<Node> {
         let from = &self.node().words;
-        Box::new(Node {
+        NonNull::from(Box::leak(Box::new(Node {
             parent: AtomicUsize::new(0),
             words: core::array::from_fn(|i| AtomicU64::new(from[i].load(Ordering::Relaxed))),
             _track: crate::sync::Track::new(()),
             alive: crate::sync::PoisonCell::new(crate::sync::ALIVE),
-        })
+        })))
     }
 
-    /// Publishes nothing: turns an unpublished box into a handle owned by the writer.
+    /// Publishes nothing: turns a node just made (zeroed or copied, initialised, nobody else's)
+    /// into a handle owned by the writer.
     #[inline]
-    fn leak<'n>(kind: Kind, b: Box<Node>) -> Live<'n> {
+    fn own<'n>(kind: Kind, ptr: NonNull<Node>) -> Live<'n> {
         NodeRef {
-            ptr: NonNull::from(Box::leak(b)),
+            ptr,
             kind,
             _guard: PhantomData,
         }
     }
 
-    /// Frees a node at once.
+    /// Frees a node at once, into `slab`.
     ///
     /// # Safety
     ///
-    /// No reader or other handle may reach the node any more: either it was never published, or
-    /// the tree is exclusively borrowed (`&mut`) / being dropped.
-    unsafe fn free_now(self) {
-        // SAFETY: the node came from `Box::leak` in `alloc`, and the caller guarantees it is
-        // unreachable, so reconstituting and dropping the box is the unique free.
-        free_box(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+    /// The node is of `slab`, and no reader or other handle may reach it any more: either it was
+    /// never published, or the tree is exclusively borrowed (`&mut`) / being dropped; it is
+    /// freed once.
+    unsafe fn free_now(self, slab: &mut Slab) {
+        // SAFETY: the caller's contract.
+        unsafe { slab.free(self.ptr) };
     }
 
-    /// Frees a node once every guard pinned now has been dropped; `freed` runs right after the
-    /// free (the pending-frees count).
+    /// Gives the node back through `returner` once every guard pinned now has been dropped;
+    /// `freed` runs right after (the pending-frees count).
     ///
     /// # Safety
     ///
     /// The node must already be unreachable for guards pinned from now on (unlinked from the live
-    /// tree), and must not be retired twice. `guard` must belong to the tree's collector.
-    unsafe fn retire_on(self, guard: &Guard, freed: impl FnOnce() + 'static) {
+    /// tree), must not be retired twice, and must be a node of the slab `returner` holds.
+    /// `guard` must belong to the tree's collector.
+    unsafe fn retire_on(self, guard: &Guard, returner: Returner, freed: impl FnOnce() + 'static) {
         #[cfg(loom)]
         if crate::loom_knobs::free_at_once() {
             // Deliberately wrong (a loom mutant): poison now. The memory is leaked rather than
@@ -1952,18 +1953,18 @@ impl<'g, A: Access> NodeRef<'g, A> {
             // SAFETY: the node came from `Box::leak`; it is dropped in place exactly once and
             // never deallocated, so later (racy, reported) reads still read allocated memory.
             unsafe { core::ptr::drop_in_place(self.ptr.as_ptr()) };
+            drop(returner);
             freed();
             return;
         }
         let addr = self.ptr.as_ptr().expose_provenance();
         // SAFETY: the node is unlinked (caller contract), so only guards pinned before this call
         // can still reach it; crossbeam runs the closure after all of them are gone, which makes
-        // the box drop the unique, last access.
+        // the give-back the last access, once, to the slab the node is of (caller contract).
         unsafe {
             guard.defer_unchecked(move || {
-                free_box(Box::from_raw(
-                    core::ptr::with_exposed_provenance_mut::<Node>(addr),
-                ));
+                let p = core::ptr::with_exposed_provenance_mut::<Node>(addr);
+                returner.give_back(NonNull::new_unchecked(p));
                 freed();
             });
         }

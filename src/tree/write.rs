@@ -22,7 +22,7 @@ use super::pending::Pending;
 use super::big_node::Item;
 use super::iter::Iter;
 use super::node::{
-    Exclusive, Fresh, Kind, Live, Mode, Rcu, Retiring, RootRef, Slot, Unlinked, WriterLock,
+    Exclusive, Fresh, Kind, Live, Mode, Rcu, NodeMem, RootRef, Slot, Unlinked, WriterLock,
     WriterRoot, RANGE_SLOTS,
 };
 use super::path::Retired;
@@ -73,7 +73,7 @@ pub(crate) struct Writer<'w, E, M: Mode> {
     pub(crate) internal: Kind,
     pub(crate) st: &'w mut WriterState<E>,
     /// Exclusive mode: where retired nodes wait for the end of the guard's borrow.
-    retiring: &'w mut Retiring,
+    mem: &'w mut NodeMem,
     /// RCU mode: the guard replaced nodes and entries are deferred on, pinned on first need.
     guard: Option<&'w OnceCell<Guard>>,
     /// The tree's count of ranges holding an entry.
@@ -167,12 +167,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         match &mut self.lock {
             StateRef::Locked(l) => {
                 flush_retired(l, guard.expect("RCU mode holds a guard cell"), pending);
-                let (root, st, retiring) = l.writer();
+                let (root, st, mem) = l.writer();
                 AnyWriter::Rcu(Writer {
                     root,
                     internal,
                     st,
-                    retiring,
+                    mem,
                     guard,
                     len,
                     pending,
@@ -180,12 +180,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
                 })
             }
             StateRef::Exclusive(x) => {
-                let (root, st, retiring) = x.writer();
+                let (root, st, mem) = x.writer();
                 AnyWriter::Exclusive(Writer {
                     root,
                     internal,
                     st,
-                    retiring,
+                    mem,
                     guard: None,
                     len,
                     pending,
@@ -272,14 +272,14 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// A fresh, unpublished node (counted).
     pub(crate) fn alloc_node(&mut self, kind: Kind) -> Fresh<'t> {
         self.st.stats.nodes_allocated += 1;
-        self.root.alloc(kind)
+        self.root.alloc(kind, self.mem)
     }
 
     /// A fresh copy of the live node `src` (see [`WriterRoot::alloc_copy`]), children `0..keep`
     /// re-parented to it.
     pub(crate) fn copy_node(&mut self, src: Live<'t>, keep: usize) -> Fresh<'t> {
         self.st.stats.nodes_allocated += 1;
-        self.root.alloc_copy(src, keep)
+        self.root.alloc_copy(src, keep, self.mem)
     }
 
     /// Publishes `n` (fresh, fully written) as the new root (row P1).
@@ -402,7 +402,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         if !M::EXCLUSIVE {
             self.st.seals.forget(u.addr());
         }
-        if self.root.retire(u, self.retiring) {
+        if self.root.retire(u, self.mem) {
             if !M::EXCLUSIVE {
                 self.pending.add_node();
             }

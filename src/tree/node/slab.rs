@@ -1,0 +1,571 @@
+//! The node slab: where one tree's nodes come from and where they go back (the kernel's
+//! `maple_node` kmem cache, per tree).
+//!
+//! Nodes are carved in address order out of chunks of 256-byte nodes (64-byte aligned, so a
+//! node spans exactly four cache lines), from 2 nodes for a new tree up to [`MAX_CHUNK`] nodes
+//! (64 KiB) as the tree grows, and go back to the tree's free list instead of to `malloc`:
+//!
+//! - the writer's frees (exclusive mode, unpublished nodes, the whole tree's free) push onto
+//!   the free list at once;
+//! - a node retired in RCU mode comes back from its deferred free, on whichever thread runs it,
+//!   through [`Returner::give_back`] into the shared return list, which the writer takes in
+//!   whole when its free list runs dry;
+//! - once the free list has grown past [`SHRINK_MIN`] nodes and twice what it held after the last
+//!   shrink, [`Slab::shrink`] sorts it, gives every chunk whose nodes are all free back to the
+//!   allocator, and hands out the rest lowest address first (a tree's nodes stay packed);
+//! - the whole tree's free, when no deferred free is pending, gives every chunk back at once
+//!   ([`Slab::release_all`]).
+//!
+//! The chunks belong to the slab's shared part, which the writer and every pending deferred free
+//! hold an `Arc` of: a deferred free that runs after its tree was dropped still returns its node
+//! into allocated memory, and the chunks go when the last holder does.
+//!
+//! A `--cfg maple_tree_box_nodes` build gives every node its own `Box` instead (what the
+//! sanitizers need to see a use of one freed node), and so does loom, whose nodes carry
+//! allocation tracking.
+
+#[cfg(not(any(loom, maple_tree_box_nodes)))]
+pub(crate) use chunked::{Returner, Slab};
+
+#[cfg(all(test, not(any(loom, maple_tree_box_nodes))))]
+use chunked::ptr as chunked_ptr;
+
+#[cfg(any(loom, maple_tree_box_nodes))]
+pub(crate) use boxed::{Returner, Slab};
+
+/// Most nodes in one chunk (64 KiB).
+#[cfg(not(any(loom, maple_tree_box_nodes)))]
+const MAX_CHUNK: usize = 256;
+
+/// Free nodes a slab keeps before it tries to give chunks back (256 KiB).
+#[cfg(not(any(loom, maple_tree_box_nodes)))]
+const SHRINK_MIN: usize = 1024;
+
+#[cfg(not(any(loom, maple_tree_box_nodes)))]
+mod chunked {
+    use core::ptr::NonNull;
+    use std::alloc::{self, Layout};
+    use std::sync::Arc;
+
+    use smallvec::SmallVec;
+
+    use crate::sync::{AtomicUsize, Mutex, Ordering};
+
+    use super::super::Node;
+    use super::{MAX_CHUNK, SHRINK_MIN};
+
+    /// Nodes of a tree's first chunk.
+    const FIRST_CHUNK: usize = 2;
+
+    /// Alignment of every node (a cache line). A chunk is allocated with the allocator's own
+    /// alignment and [`PAD`] bytes more, and its nodes start at the first 64-byte boundary:
+    /// `posix_memalign` would cost more than the rest of a small tree's `dup`.
+    const ALIGN: usize = 64;
+    const PAD: usize = ALIGN - 16;
+
+    const _: () = assert!(core::mem::size_of::<Node>() % ALIGN == 0);
+    const _: () = assert!(core::mem::align_of::<Node>() <= 16);
+
+    /// The address of one node of a chunk (memory only: what is in it is the tree's business).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    pub(super) struct NodePtr(NonNull<Node>);
+
+    // SAFETY: a `NodePtr` is an address; the slab only moves it between its lists. Whoever
+    // turns it back into a node access (the node layer) follows the tree's protocol, which is
+    // what makes those accesses sound across threads, not the address.
+    unsafe impl Send for NodePtr {}
+
+    /// One allocation of `nodes` nodes, starting at `base` (64-byte aligned) within the block
+    /// the allocator returned at `raw`.
+    pub(super) struct Chunk {
+        base: NodePtr,
+        raw: NonNull<u8>,
+        nodes: usize,
+    }
+
+    /// A node address as the slab keeps it (for the tests).
+    #[cfg(test)]
+    pub(super) fn ptr(p: NonNull<Node>) -> NodePtr {
+        NodePtr(p)
+    }
+
+    // SAFETY: a chunk is memory owned by its slab; it carries no thread-bound state.
+    unsafe impl Send for Chunk {}
+
+    impl Chunk {
+        fn layout(nodes: usize) -> Layout {
+            Layout::from_size_align(nodes * core::mem::size_of::<Node>() + PAD, 16)
+                .expect("a chunk of at most MAX_CHUNK nodes has a valid layout")
+        }
+
+        /// Allocates a chunk of `nodes` nodes.
+        fn new(nodes: usize) -> Chunk {
+            let layout = Chunk::layout(nodes);
+            // SAFETY: the layout's size is non-zero (at least one 256-byte node).
+            let Some(raw) = NonNull::new(unsafe { alloc::alloc(layout) }) else {
+                alloc::handle_alloc_error(layout)
+            };
+            let skip = raw.as_ptr().addr().wrapping_neg() % ALIGN;
+            debug_assert!(skip <= PAD);
+            // SAFETY: `skip <= PAD`, so `base` and the `nodes` nodes after it are within the
+            // block (`nodes * 256 + PAD` bytes from `raw`).
+            let base = unsafe { raw.add(skip) }.cast::<Node>();
+            Chunk {
+                base: NodePtr(base),
+                raw,
+                nodes,
+            }
+        }
+
+        /// Gives the chunk back to the allocator.
+        ///
+        /// # Safety
+        ///
+        /// No node of the chunk is used again.
+        unsafe fn free(self) {
+            // SAFETY: `raw` was allocated by `Chunk::new` with this layout, freed once (`self`
+            // is consumed); the caller's contract for the nodes in it.
+            unsafe { alloc::dealloc(self.raw.as_ptr(), Chunk::layout(self.nodes)) };
+        }
+
+        /// Whether `p` is one of this chunk's nodes.
+        pub(super) fn holds(&self, p: NodePtr) -> bool {
+            let (a, b) = (self.base.0.as_ptr().addr(), p.0.as_ptr().addr());
+            b >= a && b < a + self.nodes * core::mem::size_of::<Node>()
+        }
+    }
+
+    /// What the writer shares with the deferred frees (made at the first one): the return list,
+    /// and the chunks of a slab dropped while deferred frees were pending.
+    struct Shared {
+        /// Nodes whose deferred free has run, not yet taken back by the writer.
+        returned: Mutex<Vec<NodePtr>>,
+        /// `returned`'s length (a hint for the writer: Relaxed).
+        returned_len: AtomicUsize,
+        /// The chunks of a dropped slab, freed by the last holder.
+        orphans: Mutex<Vec<Chunk>>,
+    }
+
+    impl Drop for Shared {
+        fn drop(&mut self) {
+            for c in self.orphans.get_mut().drain(..) {
+                // SAFETY: the last holder of the slab's shared part is going: the slab is
+                // dropped (it orphaned the chunks) and so is every pending deferred free, so no
+                // node of the chunk can be used any more.
+                unsafe { c.free() };
+            }
+        }
+    }
+
+    /// A tree's node slab, owned by its writer (see the module documentation).
+    pub(crate) struct Slab {
+        /// Free nodes, handed out last in first out.
+        pub(super) free: Vec<NodePtr>,
+        /// The next never-used node of the newest chunk, and how many such nodes are left.
+        next: Option<NodePtr>,
+        left: usize,
+        /// Nodes of the next chunk.
+        chunk_nodes: usize,
+        /// Free-list length at which [`shrink`](Self::shrink) runs next.
+        shrink_at: usize,
+        /// Every chunk, sorted by address.
+        pub(super) chunks: SmallVec<[Chunk; 2]>,
+        /// Made by the first [`returner`](Self::returner).
+        shared: Option<Arc<Shared>>,
+    }
+
+    impl Drop for Slab {
+        fn drop(&mut self) {
+            let chunks = core::mem::take(&mut self.chunks);
+            if self.sole_holder() {
+                for c in chunks {
+                    // SAFETY: the slab is dropped with its tree, whose nodes are gone with it,
+                    // and no deferred free holds the slab.
+                    unsafe { c.free() };
+                }
+            } else if let Some(sh) = &self.shared {
+                // Deferred frees are pending: they give their nodes back into these chunks,
+                // which the last of them frees.
+                sh.orphans.lock().extend(chunks);
+            }
+        }
+    }
+
+    /// A holder of a slab's shared part, for a deferred free to give its node back through.
+    pub(crate) struct Returner(Arc<Shared>);
+
+    impl Returner {
+        /// Gives back `p` to the slab's writer.
+        ///
+        /// # Safety
+        ///
+        /// `p` is a node of this slab (from its [`Slab::alloc`] or [`Slab::alloc_fresh`]) that
+        /// nothing can reach any more, given back (or freed) once.
+        #[inline]
+        pub(crate) unsafe fn give_back(&self, p: NonNull<Node>) {
+            let mut r = self.0.returned.lock();
+            r.push(NodePtr(p));
+            self.0.returned_len.store(r.len(), Ordering::Relaxed);
+        }
+    }
+
+    impl Slab {
+        /// An empty slab: no chunk until the first node.
+        pub(crate) fn new() -> Self {
+            Slab {
+                free: Vec::new(),
+                next: None,
+                left: 0,
+                chunk_nodes: FIRST_CHUNK,
+                shrink_at: SHRINK_MIN,
+                chunks: SmallVec::new(),
+                shared: None,
+            }
+        }
+
+        /// Memory for one node (uninitialised), nobody else's: a free node, else the next
+        /// never-used one, else one the deferred frees gave back, else one of a new chunk.
+        #[inline]
+        pub(crate) fn alloc(&mut self) -> NonNull<Node> {
+            match self.free.pop() {
+                Some(p) => p.0,
+                None => self.alloc_fresh(),
+            }
+        }
+
+        /// Memory for one node never used before (uninitialised), the next in address order:
+        /// for nodes that should lie in the order they are made (the RCU fill's leaf copies).
+        #[inline]
+        pub(crate) fn alloc_fresh(&mut self) -> NonNull<Node> {
+            match self.next {
+                Some(p) if self.left != 0 => {
+                    self.left -= 1;
+                    // In bounds or one past the chunk's end (when `left` reaches 0, unused).
+                    self.next = NonNull::new(p.0.as_ptr().wrapping_add(1)).map(NodePtr);
+                    p.0
+                }
+                _ => self.alloc_slow(),
+            }
+        }
+
+        /// The newest chunk is used up: a node the deferred frees gave back, else a new chunk.
+        #[cold]
+        #[inline(never)]
+        fn alloc_slow(&mut self) -> NonNull<Node> {
+            if self.free.is_empty() {
+                self.shrink_at = SHRINK_MIN;
+            }
+            if self
+                .shared
+                .as_ref()
+                .is_some_and(|sh| sh.returned_len.load(Ordering::Relaxed) != 0)
+            {
+                self.take_returned();
+                if let Some(p) = self.free.pop() {
+                    return p.0;
+                }
+            }
+            self.new_chunk()
+        }
+
+        /// Makes room for `n` more nodes in one chunk (up to [`MAX_CHUNK`]), if the newest
+        /// chunk has less left: `dup` makes its copy's nodes in one run.
+        pub(crate) fn reserve(&mut self, n: usize) {
+            if self.left < n {
+                self.chunk_nodes = self.chunk_nodes.max(n.min(MAX_CHUNK));
+            }
+        }
+
+        /// Allocates the next chunk and hands out its first node.
+        fn new_chunk(&mut self) -> NonNull<Node> {
+            let nodes = self.chunk_nodes;
+            let c = Chunk::new(nodes);
+            let base = c.base;
+            let at = self.chunks.partition_point(|o| o.base < base);
+            self.chunks.insert(at, c);
+            self.chunk_nodes = (nodes * 2).min(MAX_CHUNK);
+            self.left = nodes - 1;
+            self.next = NonNull::new(base.0.as_ptr().wrapping_add(1)).map(NodePtr);
+            base.0
+        }
+
+        /// Takes back `p`, to hand it out again.
+        ///
+        /// # Safety
+        ///
+        /// `p` is a node of this slab (from its [`alloc`](Self::alloc) or
+        /// [`alloc_fresh`](Self::alloc_fresh)) that nothing can reach any more, freed (or given
+        /// back) once.
+        #[inline]
+        pub(crate) unsafe fn free(&mut self, p: NonNull<Node>) {
+            self.free.push(NodePtr(p));
+            if self.free.len() >= self.shrink_at {
+                self.shrink();
+            }
+        }
+
+        /// A holder of the slab for a deferred free (see [`Returner::give_back`]).
+        #[inline]
+        pub(crate) fn returner(&mut self) -> Returner {
+            let sh = self.shared.get_or_insert_with(|| {
+                Arc::new(Shared {
+                    returned: Mutex::new(Vec::new()),
+                    returned_len: AtomicUsize::new(0),
+                    orphans: Mutex::new(Vec::new()),
+                })
+            });
+            Returner(Arc::clone(sh))
+        }
+
+        /// Moves the nodes the deferred frees gave back onto the free list.
+        fn take_returned(&mut self) {
+            if let Some(sh) = &self.shared {
+                let mut r = sh.returned.lock();
+                self.free.append(&mut r);
+                sh.returned_len.store(0, Ordering::Relaxed);
+            }
+        }
+
+        /// Gives every chunk whose nodes are all free back to the allocator, and orders the
+        /// free list so that the lowest addresses go out first.
+        #[cold]
+        #[inline(never)]
+        pub(super) fn shrink(&mut self) {
+            self.take_returned();
+            self.free.sort_unstable();
+            let (mut kept, mut i) = (0, 0);
+            let mut gone = SmallVec::<[usize; 8]>::new();
+            for (ci, c) in self.chunks.iter().enumerate() {
+                let start = i;
+                while i < self.free.len() && c.holds(self.free[i]) {
+                    i += 1;
+                }
+                if i - start == c.nodes {
+                    gone.push(ci);
+                } else {
+                    self.free.copy_within(start..i, kept);
+                    kept += i - start;
+                }
+            }
+            debug_assert_eq!(i, self.free.len(), "a free node outside every chunk");
+            self.free.truncate(kept);
+            for ci in gone.into_iter().rev() {
+                let c = self.chunks.remove(ci);
+                if self.next.is_some_and(|n| c.holds(n)) {
+                    // Fully used (every node free, none left to hand out).
+                    self.next = None;
+                    self.left = 0;
+                }
+                // SAFETY: every node of the chunk was on the free list (just counted, and
+                // removed from it), so none is in use or reachable, and none is handed out
+                // again.
+                unsafe { c.free() };
+            }
+            self.free.reverse();
+            self.shrink_at = SHRINK_MIN.max(2 * self.free.len());
+        }
+
+        /// Whether no deferred free can still give a node back (no [`Returner`] exists).
+        pub(crate) fn sole_holder(&mut self) -> bool {
+            self.shared.as_mut().is_none_or(|sh| Arc::get_mut(sh).is_some())
+        }
+
+        /// Gives every chunk back, if no deferred free can still give a node back (see
+        /// [`sole_holder`](Self::sole_holder)): the whole tree's free. `false` (nothing done)
+        /// otherwise.
+        ///
+        /// # Safety
+        ///
+        /// No node of the slab is used again (each is free, or forgotten by the caller).
+        pub(crate) unsafe fn release_all(&mut self) -> bool {
+            if !self.sole_holder() {
+                return false;
+            }
+            for c in self.chunks.drain(..) {
+                // SAFETY: no node of it is used again (caller contract), and no deferred free
+                // can give one back (`sole_holder`).
+                unsafe { c.free() };
+            }
+            self.take_returned();
+            self.free.clear();
+            self.next = None;
+            self.left = 0;
+            self.chunk_nodes = FIRST_CHUNK;
+            self.shrink_at = SHRINK_MIN;
+            true
+        }
+    }
+}
+
+#[cfg(any(loom, maple_tree_box_nodes))]
+mod boxed {
+    use core::ptr::NonNull;
+
+    use super::super::Node;
+
+    /// One `Box` per node (see the module documentation).
+    #[derive(Debug, Default)]
+    pub(crate) struct Slab;
+
+    /// Nothing to hold: a node goes back to the allocator.
+    #[derive(Debug)]
+    pub(crate) struct Returner;
+
+    impl Returner {
+        /// Frees `p`.
+        ///
+        /// # Safety
+        ///
+        /// `p` is a node from [`Slab::alloc`] that nothing can reach any more, freed once.
+        pub(crate) unsafe fn give_back(&self, p: NonNull<Node>) {
+            // SAFETY: the caller's contract; a slab's node is an `alloc_boxed` one.
+            unsafe { super::super::free_boxed(p) };
+        }
+    }
+
+    impl Slab {
+        pub(crate) fn new() -> Self {
+            Slab
+        }
+        pub(crate) fn alloc(&mut self) -> NonNull<Node> {
+            super::super::alloc_boxed()
+        }
+        pub(crate) fn alloc_fresh(&mut self) -> NonNull<Node> {
+            super::super::alloc_boxed()
+        }
+        pub(crate) fn reserve(&mut self, _n: usize) {}
+        /// Frees `p`.
+        ///
+        /// # Safety
+        ///
+        /// `p` is a node from [`alloc`](Self::alloc) that nothing can reach any more, freed
+        /// once.
+        pub(crate) unsafe fn free(&mut self, p: NonNull<Node>) {
+            // SAFETY: the caller's contract; a slab's node is an `alloc_boxed` one.
+            unsafe { super::super::free_boxed(p) };
+        }
+        pub(crate) fn returner(&mut self) -> Returner {
+            Returner
+        }
+        pub(crate) fn sole_holder(&mut self) -> bool {
+            false
+        }
+        /// Nothing to release: every node was freed on its own.
+        ///
+        /// # Safety
+        ///
+        /// None needed; `unsafe` as the chunked slab's.
+        pub(crate) unsafe fn release_all(&mut self) -> bool {
+            false
+        }
+    }
+}
+
+#[cfg(all(test, not(any(loom, maple_tree_box_nodes))))]
+mod tests {
+    use core::ptr::NonNull;
+
+    use super::super::Node;
+    use super::{Slab, MAX_CHUNK, SHRINK_MIN};
+
+    fn addr(p: NonNull<Node>) -> usize {
+        p.as_ptr().addr()
+    }
+
+    /// Nodes come out 64-byte aligned, distinct, in address order within a chunk, from chunks
+    /// that double up to `MAX_CHUNK`; all of them free gives every chunk back.
+    #[test]
+    fn chunks_grow_align_and_go_back() {
+        let mut s = Slab::new();
+        let n = 3 * MAX_CHUNK;
+        let ps: Vec<_> = (0..n).map(|_| s.alloc()).collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, &p) in ps.iter().enumerate() {
+            assert_eq!(addr(p) % 64, 0, "node {i} not cache-line aligned");
+            assert!(seen.insert(addr(p)), "node {i} handed out twice");
+        }
+        // 2 + 4 + ... + 256, then 256-node chunks.
+        let mut sizes = vec![];
+        let mut c = 2;
+        let mut total = 0;
+        while total < n {
+            sizes.push(c);
+            total += c;
+            c = (c * 2).min(MAX_CHUNK);
+        }
+        assert_eq!(s.chunks.len(), sizes.len());
+        for w in ps.windows(2).take(1) {
+            assert_eq!(addr(w[1]) - addr(w[0]), 256, "a chunk's nodes in address order");
+        }
+        for p in ps {
+            // SAFETY: each node is this slab's, unused, freed once.
+            unsafe { s.free(p) };
+        }
+        // The last shrink ran at a free-list length of SHRINK_MIN or more; finish with one.
+        s.shrink();
+        assert!(
+            s.chunks.len() <= 1,
+            "every fully used chunk goes back: {} left",
+            s.chunks.len()
+        );
+    }
+
+    /// A shrink keeps a chunk that still has a node in use, gives back the others, and hands
+    /// out what it kept lowest address first.
+    #[test]
+    fn shrink_keeps_chunks_in_use_and_orders_the_free_list() {
+        let mut s = Slab::new();
+        let ps: Vec<_> = (0..2 * SHRINK_MIN).map(|_| s.alloc()).collect();
+        let keep = ps[SHRINK_MIN / 2 + 7];
+        let chunks_before = s.chunks.len();
+        for &p in ps.iter().rev().filter(|&&p| p != keep) {
+            // SAFETY: as above.
+            unsafe { s.free(p) };
+        }
+        s.shrink();
+        assert!(s.chunks.len() < chunks_before);
+        let holder = s.chunks.iter().position(|c| c.holds(super::chunked_ptr(keep)));
+        assert!(holder.is_some(), "the chunk of a node in use stays");
+        let again: Vec<_> = (0..s.free.len()).map(|_| s.alloc()).collect();
+        assert!(again.windows(2).all(|w| addr(w[0]) < addr(w[1])));
+        assert!(!again.contains(&keep));
+    }
+
+    /// Nodes given back by deferred frees come back to the writer when its chunk is used up,
+    /// and a slab dropped while a returner lives leaves its chunks to the returner.
+    #[test]
+    fn returned_nodes_and_orphaned_chunks() {
+        let mut s = Slab::new();
+        let a = s.alloc();
+        let b = s.alloc();
+        let r = s.returner();
+        assert!(!s.sole_holder());
+        // SAFETY: `a` is this slab's, unused, given back once.
+        unsafe { r.give_back(a) };
+        // The first chunk (2 nodes) is used up: the next node is the one given back.
+        assert_eq!(s.alloc(), a);
+        drop(s);
+        // The chunks are the returner's now: giving back into them is still sound.
+        // SAFETY: `b` is the dropped slab's, unused, given back once.
+        unsafe { r.give_back(b) };
+        drop(r);
+    }
+
+    /// `release_all` gives every chunk back only when no returner exists.
+    #[test]
+    fn release_all_waits_for_returners() {
+        let mut s = Slab::new();
+        for _ in 0..10 {
+            s.alloc();
+        }
+        let r = s.returner();
+        // SAFETY: nothing uses the nodes.
+        assert!(!unsafe { s.release_all() });
+        assert!(!s.chunks.is_empty());
+        drop(r);
+        // SAFETY: as above.
+        assert!(unsafe { s.release_all() });
+        assert!(s.chunks.is_empty());
+        assert_eq!(addr(s.alloc()) % 64, 0);
+    }
+}
