@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Miri and ThreadSanitizer runs (nightly only; not part of CI or scripts/test-all.sh).
+# Miri, ThreadSanitizer and AddressSanitizer runs (nightly only; not part of CI or scripts/test-all.sh).
 #
 # Miri interprets the unit tests (`--lib`: tree, mm and poll models, at the Miri sizes chosen by
 # `cfg(miri)` in the tests) and the integration tests written for it (`observation`,
@@ -18,7 +18,12 @@
 # its fences by acquire loads that TSan understands (`crossbeam_sanitize_thread`), so no
 # suppressions are needed.
 #
-# Usage: scripts/sanitizers.sh [miri|tsan]   (default: both)
+# Both run with `--cfg maple_tree_box_nodes`, which gives every node a `Box` of its own instead
+# of a place in its tree's slab (`src/tree/node/slab.rs`), so that a use of one freed node is a use
+# of freed memory they report; Miri also runs the slab's own unit tests without it. AddressSanitizer
+# (`asan`) runs the unit, soundness, stress and reader tests the same way.
+#
+# Usage: scripts/sanitizers.sh [miri|tsan|asan]   (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,16 +35,25 @@ if [ "$what" = all ] || [ "$what" = miri ]; then
   step "Miri (tree borrows): unit tests and Miri-sized integration tests"
   rustup +nightly component add miri rust-src
   MIRIFLAGS="${MIRIFLAGS:--Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-ignore-leaks}" \
-    cargo +nightly miri test --target-dir target/miri \
+    RUSTFLAGS="--cfg maple_tree_box_nodes" cargo +nightly miri test --target-dir target/miri \
     --lib --test observation --test regressions --test stress
+  MIRIFLAGS="${MIRIFLAGS:--Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-ignore-leaks}" \
+    cargo +nightly miri test --target-dir target/miri-slab --lib node::slab
 fi
 
 if [ "$what" = all ] || [ "$what" = tsan ]; then
   step "ThreadSanitizer: stress and observation tests"
   rustup +nightly component add rust-src
-  RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1}" \
+  RUSTFLAGS="-Zsanitizer=thread --cfg maple_tree_box_nodes" RUSTDOCFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1}" \
     cargo +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu --target-dir target/tsan \
     --release --test stress --test observation
+fi
+
+if [ "$what" = all ] || [ "$what" = asan ]; then
+  step "AddressSanitizer: unit, soundness, stress and reader tests, one Box per node"
+  RUSTFLAGS="-Zsanitizer=address --cfg maple_tree_box_nodes" RUSTDOCFLAGS="-Zsanitizer=address" \
+    cargo +nightly test --target x86_64-unknown-linux-gnu --target-dir target/asan \
+    --release --lib --test soundness --test stress --test readers_across_writes
 fi
 
 step "sanitizer runs passed"

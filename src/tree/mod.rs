@@ -1,12 +1,12 @@
 //! The maple tree: an RCU-safe B-tree of non-overlapping inclusive `u64` ranges.
 //!
 //! Module map, from the bottom (each module imports only modules listed above it; the only
-//! `unsafe` of the tree is in `node`, and of the crate besides in `entry`, checked by
+//! `unsafe` of the tree is in `node` (and its `slab`), and of the crate besides in `entry`, checked by
 //! `scripts/check-unsafe.sh`):
 //! - `node`: raw 256-byte nodes, the root with the writer lock, the publication protocol and
 //!   its typed handles (`RootRef`, `WriterRoot<M>` with the write modes `Rcu`/`Exclusive`,
 //!   `NodeRef` for readers, `Live` for the writer, `Fresh`, `Unlinked`, `Loaded`, `Slot`,
-//!   `SavedNodes`);
+//!   `SavedNodes`), and its `node::slab`: the tree's own node allocator (`NodeMem`);
 //! - `pending`, `seal`: counters of retired memory; the seals that force copy-on-write;
 //! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators,
 //!   cursors and the writer); `iter`: iteration; `gap`: gap sizes and `empty_area` searches;

@@ -21,8 +21,9 @@
 //! - [`Unlinked`]: a node no live node links any more, which only the unlinking publications
 //!   return (the replaced child, the old root) or the node layer's parent-word check
 //!   ([`WriterRoot::unlinked`]) makes; only it can be retired ([`WriterRoot::retire`]).
-//!   Retired nodes wait in [`NodeMem`] until the writer's borrow ends, then go to the
-//!   collector (RCU mode) or are freed (exclusive mode).
+//!   Nodes come from the tree's slab and retired nodes wait, both in [`NodeMem`], until the
+//!   writer's borrow ends, then go to the collector (RCU mode: back into the slab after a grace
+//!   period) or back into the slab at once (exclusive mode).
 //! - [`Slot`]: what the writer stores: internal slots take only node handles, leaves only entry
 //!   words; [`Loaded`]: a leaf word a node load returned, whose entry can be borrowed for `'g`.
 //! - [`SavedNodes`]: the writer's saved path, trusted only while no node has been retired.
@@ -69,10 +70,9 @@
 //! # Layout (as the kernel's `struct maple_node`, include/linux/maple_tree.h)
 //!
 //! Every node is 256 bytes: a parent word and 31 data words. The kernel aligns nodes to 256 bytes
-//! only to keep tags in the low pointer bits; here a node needs just the allocator's natural
-//! alignment (bit 0 is the only low tag), which keeps node allocation on glibc's fast path and
-//! costs no padding (a 64-byte-aligned 256-byte block goes through `memalign`, several times
-//! slower and larger in RSS).
+//! to keep tags in the low pointer bits; here bit 0 is the only low tag, and nodes are 64-byte
+//! aligned (four cache lines each) because they are carved out of the tree's slab (`slab`: chunks
+//! of nodes, one allocation each, instead of one `malloc` per node).
 //!
 //! | kind | pivots | slots | gaps |
 //! |---|---|---|---|
@@ -334,23 +334,23 @@ impl<S> Root<S> {
         let mem = &mut self.writer.get_mut().mem;
         // SAFETY: `&mut self`: no writer borrow and no reader exists.
         unsafe { mem.free() };
-        // With no deferred free pending, every node of the slab is in the tree or free: the
-        // chunks go back whole, and the tree is walked only for entries to drop.
-        let release = mem.slab.sole_holder();
+        // `&mut`: no reader can reach a node, retired ones included, so the slab's chunks go
+        // back whole (`release_all`), and the tree is walked only for entries to drop. A slab
+        // of one box per node (loom, `maple_tree_box_nodes`) has its nodes freed on the walk.
+        let chunked = !cfg!(any(loom, maple_tree_box_nodes));
         let internal = self.shared.internal;
         let w = atomic_take(&mut self.shared.word);
-        if w != 0 && (core::mem::needs_drop::<E>() || !release) {
+        if w != 0 && (core::mem::needs_drop::<E>() || !chunked) {
             // SAFETY: a non-zero root word is a node word of this tree, and under `&mut self` no
             // reader or writer can reach the tree: every node stays allocated until freed here.
             let n = unsafe { NodeRef::from_word(w, internal) };
-            let slab = (!release).then_some(&mut mem.slab);
+            let slab = (!chunked).then_some(&mut mem.slab);
             free_node::<E>(n, 0, u64::MAX, internal, ledger, slab);
         }
-        if release {
-            // SAFETY: the root word is zero and nothing else reaches the tree (`&mut self`):
-            // no node of the slab is used again.
-            unsafe { mem.slab.release_all() };
-        }
+        // SAFETY: the root word is zero and nothing else reaches the tree or any node retired
+        // from it (`&mut self`): no node of the slab is used again.
+        let released = unsafe { mem.slab.release_all() };
+        debug_assert_eq!(released, chunked);
     }
 
     /// Reader restarts so far.
@@ -1950,8 +1950,9 @@ impl<'g, A: Access> NodeRef<'g, A> {
         if crate::loom_knobs::free_at_once() {
             // Deliberately wrong (a loom mutant): poison now. The memory is leaked rather than
             // deallocated, so the test process itself never reads freed memory.
-            // SAFETY: the node came from `Box::leak`; it is dropped in place exactly once and
-            // never deallocated, so later (racy, reported) reads still read allocated memory.
+            // SAFETY: under loom the node is a `Box` of its own (`alloc_boxed`); it is dropped
+            // in place exactly once and never deallocated, so later (racy, reported) reads
+            // still read allocated memory.
             unsafe { core::ptr::drop_in_place(self.ptr.as_ptr()) };
             drop(returner);
             freed();
@@ -1972,8 +1973,8 @@ impl<'g, A: Access> NodeRef<'g, A> {
 
     #[inline]
     fn node(&self) -> &'g Node {
-        // SAFETY: a NodeRef is only created by `leak` (a fresh node, owned by the writer) or `from_word` under a
-        // guard/lock of lifetime 'g, so the node is allocated for 'g; all fields are atomics, so a
+        // SAFETY: a NodeRef is only created by `own` (a fresh node, owned by the writer) or
+        // `from_word` under a guard/lock of lifetime 'g, so the node is allocated for 'g; all fields are atomics, so a
         // shared reference is sound while others read and the one writer writes.
         let n = unsafe { self.ptr.as_ref() };
         #[cfg(loom)]

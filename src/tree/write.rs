@@ -22,7 +22,7 @@ use super::pending::Pending;
 use super::big_node::Item;
 use super::iter::Iter;
 use super::node::{
-    Exclusive, Fresh, Kind, Live, Mode, Rcu, NodeMem, RootRef, Slot, Unlinked, WriterLock,
+    Exclusive, Fresh, Kind, Live, Mode, NodeMem, Rcu, RootRef, Slot, Unlinked, WriterLock,
     WriterRoot, RANGE_SLOTS,
 };
 use super::path::Retired;

@@ -13,12 +13,14 @@
 //! - once the free list has grown past [`SHRINK_MIN`] nodes and twice what it held after the last
 //!   shrink, [`Slab::shrink`] sorts it, gives every chunk whose nodes are all free back to the
 //!   allocator, and hands out the rest lowest address first (a tree's nodes stay packed);
-//! - the whole tree's free, when no deferred free is pending, gives every chunk back at once
-//!   ([`Slab::release_all`]).
+//! - the whole tree's free gives every chunk back at once ([`Slab::release_all`]), and so does
+//!   the slab's drop.
 //!
-//! The chunks belong to the slab's shared part, which the writer and every pending deferred free
-//! hold an `Arc` of: a deferred free that runs after its tree was dropped still returns its node
-//! into allocated memory, and the chunks go when the last holder does.
+//! The whole tree's free needs `&mut` of the tree, which no reader borrow survives: no reader
+//! can reach a node any more, retired ones included, so the chunks go back even while deferred
+//! frees of retired nodes are still pending. Those hold the slab's shared part (an `Arc`), from
+//! which the slab detaches: when they run, they give their addresses back into a list that
+//! nothing hands out again (and nothing reads through), and the last of them frees it.
 //!
 //! A `--cfg maple_tree_box_nodes` build gives every node its own `Box` instead (what the
 //! sanitizers need to see a use of one freed node), and so does loom, whose nodes carry
@@ -98,8 +100,11 @@ mod chunked {
                 .expect("a chunk of at most MAX_CHUNK nodes has a valid layout")
         }
 
-        /// Allocates a chunk of `nodes` nodes.
+        /// A chunk of `nodes` nodes: this thread's spare one of that size, else a new one.
         fn new(nodes: usize) -> Chunk {
+            if let Some(c) = Spare::take(nodes) {
+                return c;
+            }
             let layout = Chunk::layout(nodes);
             // SAFETY: the layout's size is non-zero (at least one 256-byte node).
             let Some(raw) = NonNull::new(unsafe { alloc::alloc(layout) }) else {
@@ -117,12 +122,25 @@ mod chunked {
             }
         }
 
+        /// Gives the chunk up: to this thread's spare chunks if they have room, else back to
+        /// the allocator.
+        ///
+        /// # Safety
+        ///
+        /// No node of the chunk is used again (by the slab it was of).
+        unsafe fn free(self) {
+            if let Some(c) = Spare::keep(self) {
+                // SAFETY: the caller's contract.
+                unsafe { c.dealloc() };
+            }
+        }
+
         /// Gives the chunk back to the allocator.
         ///
         /// # Safety
         ///
         /// No node of the chunk is used again.
-        unsafe fn free(self) {
+        unsafe fn dealloc(self) {
             // SAFETY: `raw` was allocated by `Chunk::new` with this layout, freed once (`self`
             // is consumed); the caller's contract for the nodes in it.
             unsafe { alloc::dealloc(self.raw.as_ptr(), Chunk::layout(self.nodes)) };
@@ -135,26 +153,71 @@ mod chunked {
         }
     }
 
-    /// What the writer shares with the deferred frees (made at the first one): the return list,
-    /// and the chunks of a slab dropped while deferred frees were pending.
-    struct Shared {
+    /// Most nodes a thread keeps in spare chunks (128 KiB).
+    const SPARE_NODES: usize = 512;
+
+    /// A thread's spare chunks: chunks of slabs that let them go (a tree dropped, chunks
+    /// shrunk away), kept for the next slab on this thread that needs one of the same size, so
+    /// that short-lived trees (a fork's copy, built and dropped) reuse memory still in cache
+    /// instead of taking cold memory from the allocator each time. Given back to the allocator
+    /// when the thread exits.
+    struct Spare {
+        chunks: Vec<Chunk>,
+        nodes: usize,
+    }
+
+    std::thread_local! {
+        static SPARE: core::cell::RefCell<Spare> =
+            const { core::cell::RefCell::new(Spare { chunks: Vec::new(), nodes: 0 }) };
+    }
+
+    impl Spare {
+        /// This thread's spare chunk of `nodes` nodes, if it has one.
+        fn take(nodes: usize) -> Option<Chunk> {
+            SPARE
+                .try_with(|s| {
+                    let mut s = s.try_borrow_mut().ok()?;
+                    let i = s.chunks.iter().rposition(|c| c.nodes == nodes)?;
+                    s.nodes -= nodes;
+                    Some(s.chunks.swap_remove(i))
+                })
+                .ok()
+                .flatten()
+        }
+
+        /// Keeps `c` if this thread has room for it; else hands it back.
+        fn keep(c: Chunk) -> Option<Chunk> {
+            let mut c = Some(c);
+            let _ = SPARE.try_with(|s| {
+                let Ok(mut s) = s.try_borrow_mut() else {
+                    return;
+                };
+                let n = c.as_ref().map_or(0, |c| c.nodes);
+                if s.nodes + n <= SPARE_NODES {
+                    s.nodes += n;
+                    s.chunks.extend(c.take());
+                }
+            });
+            c
+        }
+    }
+
+    impl Drop for Spare {
+        fn drop(&mut self) {
+            for c in self.chunks.drain(..) {
+                // SAFETY: a spare chunk belongs to no slab: none of its nodes is used.
+                unsafe { c.dealloc() };
+            }
+        }
+    }
+
+    /// What the writer shares with the deferred frees (made at the first one): the return list.
+    /// Holds addresses only: nothing is read or written through them here.
+    pub(super) struct Shared {
         /// Nodes whose deferred free has run, not yet taken back by the writer.
         returned: Mutex<Vec<NodePtr>>,
         /// `returned`'s length (a hint for the writer: Relaxed).
         returned_len: AtomicUsize,
-        /// The chunks of a dropped slab, freed by the last holder.
-        orphans: Mutex<Vec<Chunk>>,
-    }
-
-    impl Drop for Shared {
-        fn drop(&mut self) {
-            for c in self.orphans.get_mut().drain(..) {
-                // SAFETY: the last holder of the slab's shared part is going: the slab is
-                // dropped (it orphaned the chunks) and so is every pending deferred free, so no
-                // node of the chunk can be used any more.
-                unsafe { c.free() };
-            }
-        }
     }
 
     /// A tree's node slab, owned by its writer (see the module documentation).
@@ -171,23 +234,14 @@ mod chunked {
         /// Every chunk, sorted by address.
         pub(super) chunks: SmallVec<[Chunk; 2]>,
         /// Made by the first [`returner`](Self::returner).
-        shared: Option<Arc<Shared>>,
+        pub(super) shared: Option<Arc<Shared>>,
     }
 
     impl Drop for Slab {
         fn drop(&mut self) {
-            let chunks = core::mem::take(&mut self.chunks);
-            if self.sole_holder() {
-                for c in chunks {
-                    // SAFETY: the slab is dropped with its tree, whose nodes are gone with it,
-                    // and no deferred free holds the slab.
-                    unsafe { c.free() };
-                }
-            } else if let Some(sh) = &self.shared {
-                // Deferred frees are pending: they give their nodes back into these chunks,
-                // which the last of them frees.
-                sh.orphans.lock().extend(chunks);
-            }
+            // SAFETY: the slab is dropped with its tree (`&mut`): no node of it is used again,
+            // and the deferred frees still pending give back into a list nobody takes from.
+            unsafe { self.release_all() };
         }
     }
 
@@ -311,7 +365,6 @@ mod chunked {
                 Arc::new(Shared {
                     returned: Mutex::new(Vec::new()),
                     returned_len: AtomicUsize::new(0),
-                    orphans: Mutex::new(Vec::new()),
                 })
             });
             Returner(Arc::clone(sh))
@@ -365,28 +418,21 @@ mod chunked {
             self.shrink_at = SHRINK_MIN.max(2 * self.free.len());
         }
 
-        /// Whether no deferred free can still give a node back (no [`Returner`] exists).
-        pub(crate) fn sole_holder(&mut self) -> bool {
-            self.shared.as_mut().is_none_or(|sh| Arc::get_mut(sh).is_some())
-        }
-
-        /// Gives every chunk back, if no deferred free can still give a node back (see
-        /// [`sole_holder`](Self::sole_holder)): the whole tree's free. `false` (nothing done)
-        /// otherwise.
+        /// Gives every chunk back and detaches from the deferred frees still pending (see the
+        /// module documentation): the whole tree's free. `true`: every node of the slab is
+        /// gone (the boxed slab frees nodes one by one, and returns `false`).
         ///
         /// # Safety
         ///
-        /// No node of the slab is used again (each is free, or forgotten by the caller).
+        /// No node of the slab is used again: the caller holds its tree exclusively (`&mut`,
+        /// so no reader can reach a node, retired ones included) and forgets every node.
         pub(crate) unsafe fn release_all(&mut self) -> bool {
-            if !self.sole_holder() {
-                return false;
-            }
             for c in self.chunks.drain(..) {
-                // SAFETY: no node of it is used again (caller contract), and no deferred free
-                // can give one back (`sole_holder`).
+                // SAFETY: no node of it is used again (caller contract); the deferred frees
+                // still pending give back to the detached list below, never handed out.
                 unsafe { c.free() };
             }
-            self.take_returned();
+            self.shared = None;
             self.free.clear();
             self.next = None;
             self.left = 0;
@@ -447,10 +493,7 @@ mod boxed {
         pub(crate) fn returner(&mut self) -> Returner {
             Returner
         }
-        pub(crate) fn sole_holder(&mut self) -> bool {
-            false
-        }
-        /// Nothing to release: every node was freed on its own.
+        /// Nothing to release: every node is freed on its own (`false`).
         ///
         /// # Safety
         ///
@@ -495,7 +538,11 @@ mod tests {
         }
         assert_eq!(s.chunks.len(), sizes.len());
         for w in ps.windows(2).take(1) {
-            assert_eq!(addr(w[1]) - addr(w[0]), 256, "a chunk's nodes in address order");
+            assert_eq!(
+                addr(w[1]) - addr(w[0]),
+                256,
+                "a chunk's nodes in address order"
+            );
         }
         for p in ps {
             // SAFETY: each node is this slab's, unused, freed once.
@@ -524,48 +571,42 @@ mod tests {
         }
         s.shrink();
         assert!(s.chunks.len() < chunks_before);
-        let holder = s.chunks.iter().position(|c| c.holds(super::chunked_ptr(keep)));
+        let holder = s
+            .chunks
+            .iter()
+            .position(|c| c.holds(super::chunked_ptr(keep)));
         assert!(holder.is_some(), "the chunk of a node in use stays");
         let again: Vec<_> = (0..s.free.len()).map(|_| s.alloc()).collect();
         assert!(again.windows(2).all(|w| addr(w[0]) < addr(w[1])));
         assert!(!again.contains(&keep));
     }
 
-    /// Nodes given back by deferred frees come back to the writer when its chunk is used up,
-    /// and a slab dropped while a returner lives leaves its chunks to the returner.
+    /// Nodes given back by deferred frees come back to the writer when its chunk is used up;
+    /// once the slab is released (or dropped), a returner still pending gives back into a
+    /// list nobody takes from.
     #[test]
-    fn returned_nodes_and_orphaned_chunks() {
+    fn returned_nodes_and_release() {
         let mut s = Slab::new();
         let a = s.alloc();
         let b = s.alloc();
         let r = s.returner();
-        assert!(!s.sole_holder());
         // SAFETY: `a` is this slab's, unused, given back once.
         unsafe { r.give_back(a) };
         // The first chunk (2 nodes) is used up: the next node is the one given back.
         assert_eq!(s.alloc(), a);
-        drop(s);
-        // The chunks are the returner's now: giving back into them is still sound.
-        // SAFETY: `b` is the dropped slab's, unused, given back once.
-        unsafe { r.give_back(b) };
-        drop(r);
-    }
-
-    /// `release_all` gives every chunk back only when no returner exists.
-    #[test]
-    fn release_all_waits_for_returners() {
-        let mut s = Slab::new();
-        for _ in 0..10 {
-            s.alloc();
-        }
-        let r = s.returner();
         // SAFETY: nothing uses the nodes.
-        assert!(!unsafe { s.release_all() });
-        assert!(!s.chunks.is_empty());
-        drop(r);
-        // SAFETY: as above.
         assert!(unsafe { s.release_all() });
-        assert!(s.chunks.is_empty());
-        assert_eq!(addr(s.alloc()) % 64, 0);
+        assert!(s.chunks.is_empty() && s.free.is_empty());
+        // A late give-back of a node of the released chunk: the address is only kept.
+        // SAFETY: `b` is of this slab, given back once; nothing reads through it.
+        unsafe { r.give_back(b) };
+        assert!(
+            s.shared.is_none(),
+            "the released slab takes nothing back from old returners"
+        );
+        let c = s.alloc();
+        assert_eq!(addr(c) % 64, 0);
+        drop(s);
+        drop(r);
     }
 }
