@@ -170,7 +170,10 @@
 //!
 //! Readers never trust anything but pivots to find a slot: a pivot is always loaded (Acquire)
 //! before the slot it exposes. Retired nodes are never written again; they are freed (and, under
-//! loom, poisoned) only after every guard that could reach them is gone.
+//! loom, poisoned) only after every guard that could reach them is gone — or when the whole tree
+//! is freed ([`Root::free_all`], from the tree's drop): `&mut` of the tree outlives every
+//! reader's borrow of it, so no guard can reach a node of it any more, retired or not, and its
+//! slab's chunks go back at once (see `slab`).
 
 use core::marker::PhantomData;
 use core::mem::MaybeUninit;
@@ -1535,7 +1538,7 @@ mod slab;
 
 use slab::{Returner, Slab};
 
-/// A node in a `Box` of its own (see `slab`): under loom a whole [`Node::new`] (with its
+/// A node in a `Box` of its own (see `slab`): under loom a whole `Node::new` (with its
 /// allocation tracking and liveness cell), else uninitialised memory for one node.
 #[cfg(any(loom, maple_tree_box_nodes))]
 fn alloc_boxed() -> NonNull<Node> {
@@ -1558,7 +1561,7 @@ unsafe fn free_boxed(p: NonNull<Node>) {
     drop(unsafe { Box::from_raw(p.as_ptr()) });
 }
 
-/// A zeroed node (as [`Node::new`]) from `slab`, owned by the caller.
+/// A zeroed node (as `Node::new` makes under loom) from `slab`, owned by the caller.
 #[cfg(not(loom))]
 #[inline]
 fn new_node(slab: &mut Slab) -> NonNull<Node> {

@@ -16,6 +16,11 @@
 //! - the whole tree's free gives every chunk back at once ([`Slab::release_all`]), and so does
 //!   the slab's drop.
 //!
+//! A chunk given back goes to its thread's spare chunks first (up to 512 nodes' worth), where
+//! the next slab on that thread that needs a chunk of its size takes it: short-lived trees (a
+//! fork's copy, built and dropped) reuse memory that is still in cache rather than cold memory
+//! from the allocator (which also trims and re-faults its heap top under such churn).
+//!
 //! The whole tree's free needs `&mut` of the tree, which no reader borrow survives: no reader
 //! can reach a node any more, retired ones included, so the chunks go back even while deferred
 //! frees of retired nodes are still pending. Those hold the slab's shared part (an `Arc`), from
@@ -302,7 +307,8 @@ mod chunked {
             }
         }
 
-        /// The newest chunk is used up: a node the deferred frees gave back, else a new chunk.
+        /// The newest chunk is used up: a node the deferred frees gave back, else a new chunk
+        /// (a spare one of this thread if it has one of the size).
         #[cold]
         #[inline(never)]
         fn alloc_slow(&mut self) -> NonNull<Node> {
