@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
 use criterion::{measurement::WallTime, SamplingMode, Throughput};
-use maple_tree::{MapleTree, Value};
+use maple_tree::{MapleTree, Options, Value};
 use support::btree_range::BTreeRangeMap;
 use support::{shape, XorShift64};
 
@@ -67,8 +67,9 @@ trait RangePeer: Peer {
     fn gap_rev(&self, min: u64, max: u64, size: u64) -> Option<u64>;
 }
 
-/// The maple tree: `ALLOC` picks an allocation tree, `RCU` writes through the lock.
-struct Maple<const ALLOC: bool, const RCU: bool>(MapleTree<Value>);
+/// The maple tree: `ALLOC` picks an allocation tree, `RCU` writes through the lock, `HUGE` puts
+/// its nodes in huge-page chunks (`Options::huge_pages`).
+struct Maple<const ALLOC: bool, const RCU: bool, const HUGE: bool = false>(MapleTree<Value>);
 
 struct MapleReader<'a>(&'a MapleTree<Value>, crossbeam_epoch::Guard);
 impl Reader for MapleReader<'_> {
@@ -78,20 +79,20 @@ impl Reader for MapleReader<'_> {
     }
 }
 
-impl<const ALLOC: bool, const RCU: bool> Peer for Maple<ALLOC, RCU> {
-    const NAME: &'static str = match (ALLOC, RCU) {
-        (true, false) => "maple",
-        (true, true) => "maple-rcu",
-        (false, false) => "maple-range",
-        (false, true) => "maple-range-rcu",
+impl<const ALLOC: bool, const RCU: bool, const HUGE: bool> Peer for Maple<ALLOC, RCU, HUGE> {
+    const NAME: &'static str = match (ALLOC, RCU, HUGE) {
+        (true, false, false) => "maple",
+        (true, true, false) => "maple-rcu",
+        (false, false, false) => "maple-range",
+        (false, true, false) => "maple-range-rcu",
+        (true, false, true) => "maple-huge",
+        (_, _, true) => "maple-other-huge",
     };
     type R<'a> = MapleReader<'a>;
     fn empty() -> Self {
-        Maple(if ALLOC {
-            MapleTree::new_alloc()
-        } else {
-            MapleTree::new()
-        })
+        Maple(MapleTree::with_options(
+            Options::new().alloc(ALLOC).huge_pages(HUGE),
+        ))
     }
     #[inline]
     fn push(&mut self, a: u64, b: u64, v: u64) {
@@ -119,7 +120,7 @@ impl<const ALLOC: bool, const RCU: bool> Peer for Maple<ALLOC, RCU> {
     }
 }
 
-impl<const ALLOC: bool, const RCU: bool> RangePeer for Maple<ALLOC, RCU> {
+impl<const ALLOC: bool, const RCU: bool, const HUGE: bool> RangePeer for Maple<ALLOC, RCU, HUGE> {
     #[inline]
     fn store(&mut self, a: u64, b: u64, v: u64) {
         if RCU {
@@ -148,6 +149,8 @@ impl<const ALLOC: bool, const RCU: bool> RangePeer for Maple<ALLOC, RCU> {
 type MapleAlloc = Maple<true, false>;
 type MapleRcu = Maple<true, true>;
 type MapleRange = Maple<false, false>;
+/// The allocation tree with its nodes in huge-page chunks (lookup rows only).
+type MapleHuge = Maple<true, false, true>;
 
 struct Btree(BTreeRangeMap);
 impl Reader for &BTreeRangeMap {
@@ -538,7 +541,7 @@ fn peers(c: &mut Criterion) {
     for &n in sizes() {
         // `maple-rcu` reads a tree built through the lock (RCU mode): the read rows of an
         // RCU-built tree against an exclusive-built one.
-        each!(lookup, c, n; MapleAlloc, MapleRcu, MapleRange, Btree, RangeMap, Scc, Skip);
+        each!(lookup, c, n; MapleAlloc, MapleRcu, MapleRange, MapleHuge, Btree, RangeMap, Scc, Skip);
     }
     for &n in sizes() {
         each!(build_in_order, c, n; MapleAlloc, MapleRcu, MapleRange, Btree, RangeMap, Scc, Skip);

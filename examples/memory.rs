@@ -18,7 +18,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::Command;
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 
-use maple_tree::{MapleTree, Value};
+use maple_tree::{MapleTree, Options, Value};
 
 /// The system allocator, counting the bytes currently allocated.
 struct Counting;
@@ -69,6 +69,10 @@ const MAPS: &[(&str, &str)] = &[
         "allocation tree, writes through the lock (RCU mode)",
     ),
     ("maple-range", "plain range tree (16-way internal nodes)"),
+    (
+        "maple-huge",
+        "allocation tree, exclusive writer, nodes in huge-page chunks (`Options::huge_pages`)",
+    ),
     ("btreemap", "std BTreeMap<u64, (u64, u64)> as a range map"),
     ("rangemap", "rangemap::RangeInclusiveMap<u64, u64>"),
     ("scc", "scc::TreeIndex<u64, (u64, u64)>"),
@@ -81,12 +85,12 @@ fn child(name: &str, n: u64) {
     let mut nodes = 0u64;
     let mut height = 0usize;
     let keep: Box<dyn std::any::Any> = match name {
-        "maple" | "maple-range" => {
-            let mut t = if name == "maple" {
-                MapleTree::<Value>::new_alloc()
-            } else {
-                MapleTree::<Value>::new()
-            };
+        "maple" | "maple-range" | "maple-huge" => {
+            let mut t = MapleTree::<Value>::with_options(
+                Options::new()
+                    .alloc(name != "maple-range")
+                    .huge_pages(name == "maple-huge"),
+            );
             {
                 let mut w = t.exclusive();
                 for i in 0..n {

@@ -25,7 +25,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-PEERS = ["maple", "maple-rcu", "maple-range", "btreemap", "rangemap", "scc", "skiplist"]
+PEERS = ["maple", "maple-rcu", "maple-range", "maple-huge", "btreemap", "rangemap", "scc", "skiplist"]
 WORKLOADS = [
     ("lookup_hit", "point lookup, stored index"),
     ("lookup_miss", "point lookup, gap index"),
@@ -127,7 +127,8 @@ def peer_table(res, lines):
     sizes = sorted({int(v[2]) for v in res.values() if v[0].startswith("peers/") and v[2] and v[2].isdigit()})
     lines.append("### Peers: ns per operation (median of samples), and maple ÷ peer\n")
     lines.append("`maple` = allocation tree written through `exclusive()`; `maple-rcu` = the same tree "
-                 "written through the lock (readers allowed); `maple-range` = plain range tree. "
+                 "written through the lock (readers allowed); `maple-range` = plain range tree; `maple-huge` = "
+                 "`maple` with `Options::huge_pages` (lookups only). "
                  "A ratio below 1 means the maple tree is faster.\n")
     hdr = "| workload | n | " + " | ".join(PEERS) + " | ÷ btreemap | ÷ rangemap | ÷ scc | ÷ skiplist |"
     lines.append(hdr)

@@ -242,11 +242,13 @@ struct RootWord {
 impl<S> Root<S> {
     /// An empty root of a tree whose internal nodes are `internal`, protected by `collector`
     /// (`default_collector`: crossbeam's default one, pinned through its thread-local handle),
-    /// with the writer state `state` behind the writer lock.
+    /// with the writer state `state` behind the writer lock; its nodes come from a slab of
+    /// huge-page chunks once it is big if `huge_pages` (see `slab`).
     pub(crate) fn new(
         internal: Kind,
         collector: Collector,
         default_collector: bool,
+        huge_pages: bool,
         state: S,
     ) -> Self {
         Root {
@@ -263,7 +265,8 @@ impl<S> Root<S> {
                 mem: NodeMem {
                     owner: 0,
                     nodes: Vec::new(),
-                    slab: Slab::new(),
+                    slab: Slab::new(huge_pages),
+                    huge_pages,
                 },
             }),
         }
@@ -467,6 +470,11 @@ impl<S> WriterLock<'_, S> {
         (root, &mut side.state, &mut side.mem)
     }
 
+    /// Whether the tree's slab takes huge-page chunks once big.
+    pub(crate) fn huge_pages(&self) -> bool {
+        self.side.mem.huge_pages()
+    }
+
     /// A reader view of the root, for reads under the lock borrowed from `&self` (no writer
     /// view exists while it lives).
     pub(crate) fn view(&self) -> RootRef<'_> {
@@ -522,6 +530,11 @@ impl<S> ExclusiveRoot<'_, S> {
             internal: self.root.internal,
             _a: PhantomData,
         }
+    }
+
+    /// Whether the tree's slab takes huge-page chunks once big.
+    pub(crate) fn huge_pages(&self) -> bool {
+        self.side.mem.huge_pages()
     }
 }
 
@@ -1031,12 +1044,19 @@ impl Unlinked<'_> {
 /// touches a node it has handed on. Belongs to one tree (checked by [`WriterRoot::retire`]).
 pub(crate) struct NodeMem {
     owner: usize,
+    /// What the slab was made with (for a `dup` to make its copy's the same way).
+    huge_pages: bool,
     /// Addresses of nodes of `slab`, unlinked and marked dead, each queued once.
     nodes: Vec<usize>,
     slab: Slab,
 }
 
 impl NodeMem {
+    /// Whether the slab takes huge-page chunks once big.
+    pub(crate) fn huge_pages(&self) -> bool {
+        self.huge_pages
+    }
+
     /// Makes room for `n` more nodes in one run of the slab (see [`Slab::reserve`]).
     pub(crate) fn reserve(&mut self, n: usize) {
         self.slab.reserve(n);

@@ -114,6 +114,14 @@ impl<E> StateRef<'_, E> {
             StateRef::Exclusive(x) => x.view(),
         }
     }
+
+    /// Whether the tree's nodes come from huge-page chunks once it is big.
+    pub(crate) fn huge_pages(&self) -> bool {
+        match self {
+            StateRef::Locked(l) => l.huge_pages(),
+            StateRef::Exclusive(x) => x.huge_pages(),
+        }
+    }
 }
 
 impl<E> core::ops::Deref for StateRef<'_, E> {

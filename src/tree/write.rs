@@ -243,6 +243,12 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     pub(crate) fn view(&self) -> RootRef<'_> {
         self.lock.view()
     }
+
+    /// Whether the tree's nodes come from huge-page chunks once it is big
+    /// ([`Options::huge_pages`](crate::Options::huge_pages)).
+    pub(crate) fn huge_pages(&self) -> bool {
+        self.lock.huge_pages()
+    }
 }
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {

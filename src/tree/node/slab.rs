@@ -27,6 +27,11 @@
 //! which the slab detaches: when they run, they give their addresses back into a list that
 //! nothing hands out again (and nothing reads through), and the last of them frees it.
 //!
+//! With huge pages on ([`Options::huge_pages`](crate::Options::huge_pages)), a slab that has
+//! grown past 1,024 nodes takes its further nodes from 2 MiB chunks, 2 MiB aligned and advised
+//! `MADV_HUGEPAGE` (Linux; transparent huge pages in `madvise` mode take them as huge pages), so
+//! that a big tree's lookups miss the TLB less. Such chunks are never spare.
+//!
 //! A `--cfg maple_tree_box_nodes` build gives every node its own `Box` instead (what the
 //! sanitizers need to see a use of one freed node), and so does loom, whose nodes carry
 //! allocation tracking.
@@ -64,6 +69,13 @@ mod chunked {
     /// Nodes of a tree's first chunk.
     const FIRST_CHUNK: usize = 2;
 
+    /// Bytes and nodes of a huge-page chunk.
+    const HUGE_BYTES: usize = 2 << 20;
+    const HUGE_CHUNK: usize = HUGE_BYTES / core::mem::size_of::<Node>();
+
+    /// Nodes a slab with huge pages has in small chunks before it takes huge ones.
+    const HUGE_AFTER: usize = 4 * MAX_CHUNK;
+
     /// Alignment of every node (a cache line). A chunk is allocated with the allocator's own
     /// alignment and [`PAD`] bytes more, and its nodes start at the first 64-byte boundary:
     /// `posix_memalign` would cost more than the rest of a small tree's `dup`.
@@ -75,7 +87,7 @@ mod chunked {
 
     /// The address of one node of a chunk (memory only: what is in it is the tree's business).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-    pub(super) struct NodePtr(NonNull<Node>);
+    pub(super) struct NodePtr(pub(super) NonNull<Node>);
 
     // SAFETY: a `NodePtr` is an address; the slab only moves it between its lists. Whoever
     // turns it back into a node access (the node layer) follows the tree's protocol, which is
@@ -83,11 +95,12 @@ mod chunked {
     unsafe impl Send for NodePtr {}
 
     /// One allocation of `nodes` nodes, starting at `base` (64-byte aligned) within the block
-    /// the allocator returned at `raw`.
+    /// the allocator returned at `raw` (a huge chunk: 2 MiB at a 2 MiB boundary).
     pub(super) struct Chunk {
-        base: NodePtr,
+        pub(super) base: NodePtr,
         raw: NonNull<u8>,
-        nodes: usize,
+        pub(super) nodes: usize,
+        pub(super) huge: bool,
     }
 
     /// A node address as the slab keeps it (for the tests).
@@ -100,9 +113,13 @@ mod chunked {
     unsafe impl Send for Chunk {}
 
     impl Chunk {
-        fn layout(nodes: usize) -> Layout {
-            Layout::from_size_align(nodes * core::mem::size_of::<Node>() + PAD, 16)
-                .expect("a chunk of at most MAX_CHUNK nodes has a valid layout")
+        fn layout(nodes: usize, huge: bool) -> Layout {
+            let l = if huge {
+                Layout::from_size_align(HUGE_BYTES, HUGE_BYTES)
+            } else {
+                Layout::from_size_align(nodes * core::mem::size_of::<Node>() + PAD, 16)
+            };
+            l.expect("a chunk of at most MAX_CHUNK nodes (or a huge one) has a valid layout")
         }
 
         /// A chunk of `nodes` nodes: this thread's spare one of that size, else a new one.
@@ -110,7 +127,7 @@ mod chunked {
             if let Some(c) = Spare::take(nodes) {
                 return c;
             }
-            let layout = Chunk::layout(nodes);
+            let layout = Chunk::layout(nodes, false);
             // SAFETY: the layout's size is non-zero (at least one 256-byte node).
             let Some(raw) = NonNull::new(unsafe { alloc::alloc(layout) }) else {
                 alloc::handle_alloc_error(layout)
@@ -124,6 +141,30 @@ mod chunked {
                 base: NodePtr(base),
                 raw,
                 nodes,
+                huge: false,
+            }
+        }
+
+        /// A huge chunk: 2 MiB at a 2 MiB boundary, advised to be backed by a huge page.
+        fn new_huge() -> Chunk {
+            let layout = Chunk::layout(HUGE_CHUNK, true);
+            // SAFETY: the layout's size is non-zero.
+            let Some(raw) = NonNull::new(unsafe { alloc::alloc(layout) }) else {
+                alloc::handle_alloc_error(layout)
+            };
+            #[cfg(target_os = "linux")]
+            {
+                // SAFETY: the range is the block just allocated, ours alone and page aligned
+                // (2 MiB); `MADV_HUGEPAGE` only changes how the kernel backs it, not its
+                // contents. Failure (no transparent huge pages) leaves ordinary pages.
+                let _ =
+                    unsafe { libc::madvise(raw.as_ptr().cast(), HUGE_BYTES, libc::MADV_HUGEPAGE) };
+            }
+            Chunk {
+                base: NodePtr(raw.cast()),
+                raw,
+                nodes: HUGE_CHUNK,
+                huge: true,
             }
         }
 
@@ -134,6 +175,10 @@ mod chunked {
         ///
         /// No node of the chunk is used again (by the slab it was of).
         unsafe fn free(self) {
+            if self.huge {
+                // SAFETY: the caller's contract.
+                return unsafe { self.dealloc() };
+            }
             if let Some(c) = Spare::keep(self) {
                 // SAFETY: the caller's contract.
                 unsafe { c.dealloc() };
@@ -148,7 +193,7 @@ mod chunked {
         unsafe fn dealloc(self) {
             // SAFETY: `raw` was allocated by `Chunk::new` with this layout, freed once (`self`
             // is consumed); the caller's contract for the nodes in it.
-            unsafe { alloc::dealloc(self.raw.as_ptr(), Chunk::layout(self.nodes)) };
+            unsafe { alloc::dealloc(self.raw.as_ptr(), Chunk::layout(self.nodes, self.huge)) };
         }
 
         /// Whether `p` is one of this chunk's nodes.
@@ -240,6 +285,10 @@ mod chunked {
         pub(super) chunks: SmallVec<[Chunk; 2]>,
         /// Made by the first [`returner`](Self::returner).
         pub(super) shared: Option<Arc<Shared>>,
+        /// Nodes in all chunks.
+        nodes: usize,
+        /// Take huge chunks once past [`HUGE_AFTER`] nodes.
+        huge: bool,
     }
 
     impl Drop for Slab {
@@ -269,9 +318,12 @@ mod chunked {
     }
 
     impl Slab {
-        /// An empty slab: no chunk until the first node.
-        pub(crate) fn new() -> Self {
+        /// An empty slab: no chunk until the first node. `huge`: take huge-page chunks once
+        /// the tree is big (see the module documentation).
+        pub(crate) fn new(huge: bool) -> Self {
             Slab {
+                nodes: 0,
+                huge,
                 free: Vec::new(),
                 next: None,
                 left: 0,
@@ -338,12 +390,16 @@ mod chunked {
 
         /// Allocates the next chunk and hands out its first node.
         fn new_chunk(&mut self) -> NonNull<Node> {
-            let nodes = self.chunk_nodes;
-            let c = Chunk::new(nodes);
-            let base = c.base;
+            let c = if self.huge && self.nodes >= HUGE_AFTER {
+                Chunk::new_huge()
+            } else {
+                Chunk::new(self.chunk_nodes)
+            };
+            let (base, nodes) = (c.base, c.nodes);
+            self.nodes += nodes;
             let at = self.chunks.partition_point(|o| o.base < base);
             self.chunks.insert(at, c);
-            self.chunk_nodes = (nodes * 2).min(MAX_CHUNK);
+            self.chunk_nodes = (self.chunk_nodes * 2).min(MAX_CHUNK);
             self.left = nodes - 1;
             self.next = NonNull::new(base.0.as_ptr().wrapping_add(1)).map(NodePtr);
             base.0
@@ -399,7 +455,12 @@ mod chunked {
                 while i < self.free.len() && c.holds(self.free[i]) {
                     i += 1;
                 }
-                if i - start == c.nodes {
+                // The newest chunk's never-used nodes count as free.
+                let unused = match self.next {
+                    Some(n) if self.left != 0 && c.holds(n) => self.left,
+                    _ => 0,
+                };
+                if i - start + unused == c.nodes {
                     gone.push(ci);
                 } else {
                     self.free.copy_within(start..i, kept);
@@ -410,14 +471,15 @@ mod chunked {
             self.free.truncate(kept);
             for ci in gone.into_iter().rev() {
                 let c = self.chunks.remove(ci);
+                self.nodes -= c.nodes;
                 if self.next.is_some_and(|n| c.holds(n)) {
-                    // Fully used (every node free, none left to hand out).
+                    // The newest chunk: nothing left to hand out from it.
                     self.next = None;
                     self.left = 0;
                 }
                 // SAFETY: every node of the chunk was on the free list (just counted, and
-                // removed from it), so none is in use or reachable, and none is handed out
-                // again.
+                // removed from it) or never handed out (and no longer will be), so none is in
+                // use or reachable, and none is handed out again.
                 unsafe { c.free() };
             }
             self.free.reverse();
@@ -439,6 +501,7 @@ mod chunked {
                 unsafe { c.free() };
             }
             self.shared = None;
+            self.nodes = 0;
             self.free.clear();
             self.next = None;
             self.left = 0;
@@ -476,7 +539,7 @@ mod boxed {
     }
 
     impl Slab {
-        pub(crate) fn new() -> Self {
+        pub(crate) fn new(_huge: bool) -> Self {
             Slab
         }
         pub(crate) fn alloc(&mut self) -> NonNull<Node> {
@@ -525,7 +588,7 @@ mod tests {
     /// that double up to `MAX_CHUNK`; all of them free gives every chunk back.
     #[test]
     fn chunks_grow_align_and_go_back() {
-        let mut s = Slab::new();
+        let mut s = Slab::new(false);
         let n = 3 * MAX_CHUNK;
         let ps: Vec<_> = (0..n).map(|_| s.alloc()).collect();
         let mut seen = std::collections::BTreeSet::new();
@@ -554,12 +617,42 @@ mod tests {
             // SAFETY: each node is this slab's, unused, freed once.
             unsafe { s.free(p) };
         }
-        // The last shrink ran at a free-list length of SHRINK_MIN or more; finish with one.
+        // Every node free (the newest chunk's unused ones count): every chunk goes back.
+        s.shrink();
+        assert!(s.chunks.is_empty(), "{} chunks left", s.chunks.len());
+        assert_eq!(addr(s.alloc()) % 64, 0, "and the slab goes on");
+    }
+
+    /// With huge pages, a slab past `HUGE_AFTER` nodes takes 2 MiB chunks at 2 MiB boundaries,
+    /// which go back to the allocator, never to the spare chunks.
+    #[test]
+    fn huge_chunks_past_the_threshold() {
+        let mut s = Slab::new(true);
+        let ps: Vec<_> = (0..5_000).map(|_| s.alloc()).collect();
+        let huge: Vec<_> = s.chunks.iter().filter(|c| c.huge).collect();
+        assert_eq!(
+            huge.len(),
+            1,
+            "one huge chunk holds the nodes past the threshold"
+        );
+        assert_eq!(huge[0].base.0.as_ptr().addr() % (2 << 20), 0);
+        assert_eq!(huge[0].nodes, 8192);
+        assert!(
+            s.chunks
+                .iter()
+                .filter(|c| !c.huge)
+                .map(|c| c.nodes)
+                .sum::<usize>()
+                >= 1024
+        );
+        for p in ps {
+            // SAFETY: each node is this slab's, unused, freed once.
+            unsafe { s.free(p) };
+        }
         s.shrink();
         assert!(
-            s.chunks.len() <= 1,
-            "every fully used chunk goes back: {} left",
-            s.chunks.len()
+            s.chunks.iter().all(|c| !c.huge),
+            "a huge chunk all free goes back"
         );
     }
 
@@ -567,7 +660,7 @@ mod tests {
     /// out what it kept lowest address first.
     #[test]
     fn shrink_keeps_chunks_in_use_and_orders_the_free_list() {
-        let mut s = Slab::new();
+        let mut s = Slab::new(false);
         let ps: Vec<_> = (0..2 * SHRINK_MIN).map(|_| s.alloc()).collect();
         let keep = ps[SHRINK_MIN / 2 + 7];
         let chunks_before = s.chunks.len();
@@ -592,7 +685,7 @@ mod tests {
     /// list nobody takes from.
     #[test]
     fn returned_nodes_and_release() {
-        let mut s = Slab::new();
+        let mut s = Slab::new(false);
         let a = s.alloc();
         let b = s.alloc();
         let r = s.returner();
