@@ -10,9 +10,11 @@
 //! - a node retired in RCU mode comes back from its deferred free, on whichever thread runs it,
 //!   through [`Returner::give_back`] into the shared return list, which the writer takes in
 //!   whole when its free list runs dry;
-//! - once the free list has grown past [`SHRINK_MIN`] nodes and twice what it held after the last
-//!   shrink, [`Slab::shrink`] sorts it, gives every chunk whose nodes are all free back to the
-//!   allocator, and hands out the rest lowest address first (a tree's nodes stay packed);
+//! - once the free list has grown past [`SHRINK_MIN`] nodes, half the nodes in use, and twice
+//!   what it held after the last shrink, [`Slab::shrink`] sorts it, gives every chunk whose
+//!   nodes are all free back to the allocator, and hands out the rest lowest address first (a
+//!   tree's nodes stay packed); in RCU mode this happens when the writer takes back what the
+//!   deferred frees returned;
 //! - the whole tree's free gives every chunk back at once ([`Slab::release_all`]), and so does
 //!   the slab's drop.
 //!
@@ -276,7 +278,7 @@ mod chunked {
         pub(super) free: Vec<NodePtr>,
         /// The next never-used node of the newest chunk, and how many such nodes are left.
         next: Option<NodePtr>,
-        left: usize,
+        pub(super) left: usize,
         /// Nodes of the next chunk.
         chunk_nodes: usize,
         /// Free-list length at which [`shrink`](Self::shrink) runs next.
@@ -373,6 +375,11 @@ mod chunked {
                 .is_some_and(|sh| sh.returned_len.load(Ordering::Relaxed) != 0)
             {
                 self.take_returned();
+                // In RCU mode frees come back this way only: a tree that shrank gives its
+                // chunks back here.
+                if self.free.len() >= self.shrink_at {
+                    self.shrink();
+                }
                 if let Some(p) = self.free.pop() {
                     return p.0;
                 }
@@ -447,6 +454,13 @@ mod chunked {
         #[inline(never)]
         pub(super) fn shrink(&mut self) {
             self.take_returned();
+            let live = self.nodes.saturating_sub(self.free.len() + self.left);
+            if self.free.len() < live / 2 {
+                // Free nodes under half the live ones: not worth a sort (a tree that churns
+                // keeps its free list); look again once they are.
+                self.shrink_at = SHRINK_MIN.max(live / 2);
+                return;
+            }
             self.free.sort_unstable();
             let (mut kept, mut i) = (0, 0);
             let mut gone = SmallVec::<[usize; 8]>::new();
@@ -678,6 +692,31 @@ mod tests {
         let again: Vec<_> = (0..s.free.len()).map(|_| s.alloc()).collect();
         assert!(again.windows(2).all(|w| addr(w[0]) < addr(w[1])));
         assert!(!again.contains(&keep));
+    }
+
+    /// A tree emptied in RCU mode: its nodes come back through a returner, and the writer's
+    /// next allocation past its chunk takes them and gives the chunks back.
+    #[test]
+    fn returned_nodes_shrink_the_slab() {
+        let mut s = Slab::new(false);
+        let ps: Vec<_> = (0..4 * SHRINK_MIN).map(|_| s.alloc()).collect();
+        let before = s.chunks.len();
+        let r = s.returner();
+        for p in ps {
+            // SAFETY: each node is this slab's, unused, given back once.
+            unsafe { r.give_back(p) };
+        }
+        // Use up the newest chunk; the next allocation takes the returned nodes.
+        for _ in 0..s.left {
+            s.alloc();
+        }
+        let again = s.alloc();
+        assert!(
+            s.chunks.len() < before / 2,
+            "{} of {before} chunks left",
+            s.chunks.len()
+        );
+        assert!(s.chunks.iter().any(|c| c.holds(super::chunked_ptr(again))));
     }
 
     /// Nodes given back by deferred frees come back to the writer when its chunk is used up;
