@@ -266,7 +266,6 @@ impl<S> Root<S> {
                     owner: 0,
                     nodes: Vec::new(),
                     slab: Slab::new(huge_pages),
-                    huge_pages,
                 },
             }),
         }
@@ -1044,8 +1043,6 @@ impl Unlinked<'_> {
 /// touches a node it has handed on. Belongs to one tree (checked by [`WriterRoot::retire`]).
 pub(crate) struct NodeMem {
     owner: usize,
-    /// What the slab was made with (for a `dup` to make its copy's the same way).
-    huge_pages: bool,
     /// Addresses of nodes of `slab`, unlinked and marked dead, each queued once.
     nodes: Vec<usize>,
     slab: Slab,
@@ -1054,7 +1051,7 @@ pub(crate) struct NodeMem {
 impl NodeMem {
     /// Whether the slab takes huge-page chunks once big.
     pub(crate) fn huge_pages(&self) -> bool {
-        self.huge_pages
+        self.slab.huge_pages()
     }
 
     /// Makes room for `n` more nodes in one run of the slab (see [`Slab::reserve`]).

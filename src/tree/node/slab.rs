@@ -134,6 +134,8 @@ mod chunked {
             let Some(raw) = NonNull::new(unsafe { alloc::alloc(layout) }) else {
                 alloc::handle_alloc_error(layout)
             };
+            // The block is 16-byte aligned (the layout's alignment), so `skip` is 0, 16, 32 or
+            // 48: at most `PAD`.
             let skip = raw.as_ptr().addr().wrapping_neg() % ALIGN;
             debug_assert!(skip <= PAD);
             // SAFETY: `skip <= PAD`, so `base` and the `nodes` nodes after it are within the
@@ -427,6 +429,11 @@ mod chunked {
             }
         }
 
+        /// Whether the slab takes huge-page chunks once big.
+        pub(crate) fn huge_pages(&self) -> bool {
+            self.huge
+        }
+
         /// A holder of the slab for a deferred free (see [`Returner::give_back`]).
         #[inline]
         pub(crate) fn returner(&mut self) -> Returner {
@@ -532,9 +539,12 @@ mod boxed {
 
     use super::super::Node;
 
-    /// One `Box` per node (see the module documentation).
+    /// One `Box` per node (see the module documentation); the huge-pages option is only kept
+    /// (for a `dup` to pass on).
     #[derive(Debug, Default)]
-    pub(crate) struct Slab;
+    pub(crate) struct Slab {
+        huge: bool,
+    }
 
     /// Nothing to hold: a node goes back to the allocator.
     #[derive(Debug)]
@@ -553,8 +563,11 @@ mod boxed {
     }
 
     impl Slab {
-        pub(crate) fn new(_huge: bool) -> Self {
-            Slab
+        pub(crate) fn new(huge: bool) -> Self {
+            Slab { huge }
+        }
+        pub(crate) fn huge_pages(&self) -> bool {
+            self.huge
         }
         pub(crate) fn alloc(&mut self) -> NonNull<Node> {
             super::super::alloc_boxed()
