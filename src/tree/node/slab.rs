@@ -274,13 +274,65 @@ mod chunked {
         returned_len: AtomicUsize,
     }
 
+    /// The never-used nodes at the end of a chunk, handed out in address order.
+    #[derive(Default)]
+    pub(super) struct Run {
+        /// The next one.
+        next: Option<NodePtr>,
+        /// How many are left.
+        pub(super) left: usize,
+    }
+
+    impl Run {
+        /// The next never-used node, if any is left.
+        #[inline]
+        fn take(&mut self) -> Option<NonNull<Node>> {
+            match self.next {
+                Some(p) if self.left != 0 => {
+                    self.left -= 1;
+                    // In bounds or one past the chunk's end (when `left` reaches 0, unused).
+                    self.next = NonNull::new(p.0.as_ptr().wrapping_add(1)).map(NodePtr);
+                    Some(p.0)
+                }
+                _ => None,
+            }
+        }
+
+        /// The run of a new chunk `c`, whose first node is handed out.
+        fn start(c: &Chunk) -> (Run, NonNull<Node>) {
+            let base = c.base.0;
+            let run = Run {
+                next: NonNull::new(base.as_ptr().wrapping_add(1)).map(NodePtr),
+                left: c.nodes - 1,
+            };
+            (run, base)
+        }
+
+        /// The never-used nodes of this run in `c`.
+        fn unused_in(&self, c: &Chunk) -> usize {
+            match self.next {
+                Some(n) if self.left != 0 && c.holds(n) => self.left,
+                _ => 0,
+            }
+        }
+
+        /// Whether the run is in `c`.
+        fn is_in(&self, c: &Chunk) -> bool {
+            self.next.is_some_and(|n| c.holds(n))
+        }
+    }
+
     /// A tree's node slab, owned by its writer (see the module documentation).
     pub(crate) struct Slab {
         /// Free nodes, handed out last in first out.
         pub(super) free: Vec<NodePtr>,
-        /// The next never-used node of the newest chunk, and how many such nodes are left.
-        next: Option<NodePtr>,
-        pub(super) left: usize,
+        /// Never-used nodes of the newest chunk [`alloc`](Self::alloc) took.
+        pub(super) run: Run,
+        /// Never-used nodes of the newest chunk [`alloc_fresh`](Self::alloc_fresh) took: a run
+        /// of its own, so that the nodes made in order through it (the leaves of an in-order
+        /// build under readers) lie next to each other, not between the parents and the
+        /// short-lived nodes made meanwhile.
+        pub(super) fresh: Run,
         /// Nodes of the next chunk.
         chunk_nodes: usize,
         /// Free-list length at which [`shrink`](Self::shrink) runs next.
@@ -329,8 +381,8 @@ mod chunked {
                 nodes: 0,
                 huge,
                 free: Vec::new(),
-                next: None,
-                left: 0,
+                run: Run::default(),
+                fresh: Run::default(),
                 chunk_nodes: FIRST_CHUNK,
                 shrink_at: SHRINK_MIN,
                 chunks: SmallVec::new(),
@@ -342,24 +394,24 @@ mod chunked {
         /// never-used one, else one the deferred frees gave back, else one of a new chunk.
         #[inline]
         pub(crate) fn alloc(&mut self) -> NonNull<Node> {
-            match self.free.pop() {
-                Some(p) => p.0,
-                None => self.alloc_fresh(),
+            if let Some(p) = self.free.pop() {
+                return p.0;
+            }
+            match self.run.take() {
+                Some(p) => p,
+                None => self.alloc_slow(),
             }
         }
 
-        /// Memory for one node never used before (uninitialised), the next in address order:
-        /// for nodes that should lie in the order they are made (the RCU fill's leaf copies).
+        /// Memory for one node never used before (uninitialised), the next in address order of
+        /// a run of chunks that only this function takes nodes from: for nodes that should lie
+        /// next to each other in the order they are made (the RCU fill's leaf copies), whatever
+        /// else is allocated meanwhile.
         #[inline]
         pub(crate) fn alloc_fresh(&mut self) -> NonNull<Node> {
-            match self.next {
-                Some(p) if self.left != 0 => {
-                    self.left -= 1;
-                    // In bounds or one past the chunk's end (when `left` reaches 0, unused).
-                    self.next = NonNull::new(p.0.as_ptr().wrapping_add(1)).map(NodePtr);
-                    p.0
-                }
-                _ => self.alloc_slow(),
+            match self.fresh.take() {
+                Some(p) => p,
+                None => self.fresh_chunk(),
             }
         }
 
@@ -386,32 +438,42 @@ mod chunked {
                     return p.0;
                 }
             }
-            self.new_chunk()
+            let c = self.new_chunk();
+            let (run, p) = Run::start(c);
+            self.run = run;
+            p
+        }
+
+        /// The fresh run is used up: a new chunk for it.
+        #[cold]
+        #[inline(never)]
+        fn fresh_chunk(&mut self) -> NonNull<Node> {
+            let c = self.new_chunk();
+            let (run, p) = Run::start(c);
+            self.fresh = run;
+            p
         }
 
         /// Makes room for `n` more nodes in one chunk (up to [`MAX_CHUNK`]), if the newest
         /// chunk has less left: `dup` makes its copy's nodes in one run.
         pub(crate) fn reserve(&mut self, n: usize) {
-            if self.left < n {
+            if self.run.left < n {
                 self.chunk_nodes = self.chunk_nodes.max(n.min(MAX_CHUNK));
             }
         }
 
-        /// Allocates the next chunk and hands out its first node.
-        fn new_chunk(&mut self) -> NonNull<Node> {
+        /// Allocates the next chunk (none of its nodes handed out yet).
+        fn new_chunk(&mut self) -> &Chunk {
             let c = if self.huge && self.nodes >= HUGE_AFTER {
                 Chunk::new_huge()
             } else {
                 Chunk::new(self.chunk_nodes)
             };
-            let (base, nodes) = (c.base, c.nodes);
-            self.nodes += nodes;
-            let at = self.chunks.partition_point(|o| o.base < base);
+            self.nodes += c.nodes;
+            let at = self.chunks.partition_point(|o| o.base < c.base);
             self.chunks.insert(at, c);
             self.chunk_nodes = (self.chunk_nodes * 2).min(MAX_CHUNK);
-            self.left = nodes - 1;
-            self.next = NonNull::new(base.0.as_ptr().wrapping_add(1)).map(NodePtr);
-            base.0
+            &self.chunks[at]
         }
 
         /// Takes back `p`, to hand it out again.
@@ -461,7 +523,9 @@ mod chunked {
         #[inline(never)]
         pub(super) fn shrink(&mut self) {
             self.take_returned();
-            let live = self.nodes.saturating_sub(self.free.len() + self.left);
+            let live = self
+                .nodes
+                .saturating_sub(self.free.len() + self.run.left + self.fresh.left);
             if self.free.len() < live / 2 {
                 // Free nodes under half the live ones: not worth a sort (a tree that churns
                 // keeps its free list); look again once they are.
@@ -476,11 +540,8 @@ mod chunked {
                 while i < self.free.len() && c.holds(self.free[i]) {
                     i += 1;
                 }
-                // The newest chunk's never-used nodes count as free.
-                let unused = match self.next {
-                    Some(n) if self.left != 0 && c.holds(n) => self.left,
-                    _ => 0,
-                };
+                // The never-used nodes of the newest chunks count as free.
+                let unused = self.run.unused_in(c) + self.fresh.unused_in(c);
                 if i - start + unused == c.nodes {
                     gone.push(ci);
                 } else {
@@ -493,10 +554,12 @@ mod chunked {
             for ci in gone.into_iter().rev() {
                 let c = self.chunks.remove(ci);
                 self.nodes -= c.nodes;
-                if self.next.is_some_and(|n| c.holds(n)) {
-                    // The newest chunk: nothing left to hand out from it.
-                    self.next = None;
-                    self.left = 0;
+                // A newest chunk: nothing left to hand out from it.
+                if self.run.is_in(&c) {
+                    self.run = Run::default();
+                }
+                if self.fresh.is_in(&c) {
+                    self.fresh = Run::default();
                 }
                 // SAFETY: every node of the chunk was on the free list (just counted, and
                 // removed from it) or never handed out (and no longer will be), so none is in
@@ -524,8 +587,8 @@ mod chunked {
             self.shared = None;
             self.nodes = 0;
             self.free.clear();
-            self.next = None;
-            self.left = 0;
+            self.run = Run::default();
+            self.fresh = Run::default();
             self.chunk_nodes = FIRST_CHUNK;
             self.shrink_at = SHRINK_MIN;
             true
@@ -650,6 +713,38 @@ mod tests {
         assert_eq!(addr(s.alloc()) % 64, 0, "and the slab goes on");
     }
 
+    /// Fresh nodes come from a run of their own: made alternately with other nodes, they still
+    /// follow each other in address order, and a slab whose nodes are all free gives back
+    /// both runs' chunks.
+    #[test]
+    fn fresh_nodes_follow_each_other() {
+        let mut s = Slab::new(false);
+        let mut fresh = vec![];
+        let mut other = vec![];
+        for _ in 0..3 * MAX_CHUNK {
+            fresh.push(s.alloc_fresh());
+            other.push(s.alloc());
+            other.push(s.alloc());
+        }
+        let apart = fresh
+            .windows(2)
+            .filter(|w| addr(w[1]).wrapping_sub(addr(w[0])) != 256)
+            .count();
+        // Only the steps into a new chunk of the fresh run: 2 + 4 + ... + 256 + 256 + 256 (and
+        // one more for the chunks the others took first).
+        assert!(apart <= 10, "{apart} fresh nodes not after the one before");
+        let mut all: Vec<_> = fresh.iter().chain(&other).map(|&p| addr(p)).collect();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 9 * MAX_CHUNK, "a node handed out twice");
+        for p in fresh.into_iter().chain(other) {
+            // SAFETY: each node is this slab's, unused, freed once.
+            unsafe { s.free(p) };
+        }
+        s.shrink();
+        assert!(s.chunks.is_empty(), "{} chunks left", s.chunks.len());
+    }
+
     /// With huge pages, a slab past `HUGE_AFTER` nodes takes 2 MiB chunks at 2 MiB boundaries,
     /// which go back to the allocator, never to the spare chunks.
     #[test]
@@ -720,7 +815,7 @@ mod tests {
             unsafe { r.give_back(p) };
         }
         // Use up the newest chunk; the next allocation takes the returned nodes.
-        for _ in 0..s.left {
+        for _ in 0..s.run.left {
             s.alloc();
         }
         let again = s.alloc();
