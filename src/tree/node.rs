@@ -437,6 +437,7 @@ impl<S> WriterLock<'_, S> {
     fn flush_queued<F: FnOnce() + 'static>(&mut self, guard: &Guard, mut freed: impl FnMut() -> F) {
         self.root.check_guard(guard);
         let mem = &mut self.side.mem;
+        let queued = mem.nodes.len();
         for addr in mem.nodes.drain(..) {
             let ptr = core::ptr::with_exposed_provenance_mut::<Node>(addr);
             // SAFETY: a queued address is a node of the tree's slab (non-null).
@@ -453,6 +454,7 @@ impl<S> WriterLock<'_, S> {
             // the node is of the slab the returner gives it back to.
             unsafe { n.retire_on(guard, mem.slab.returner(), freed()) };
         }
+        paced_defers(guard, queued);
     }
 
     /// The writer's view of the root in RCU mode, the writer state and the retire queue, for
@@ -1046,6 +1048,41 @@ pub(crate) struct NodeMem {
     /// Addresses of nodes of `slab`, unlinked and marked dead, each queued once.
     nodes: Vec<usize>,
     slab: Slab,
+}
+
+/// Closures a thread's writers defer before they make the collector collect: one bag's worth
+/// (crossbeam's bags hold 64).
+#[cfg(not(loom))]
+const DEFER_BATCH: usize = 64;
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// Closures this thread's writers deferred since they last made a collector collect.
+    static DEFERRED: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
+
+/// Counts `n` closures deferred on `guard` and, once this thread has deferred one bag's worth
+/// since the last time, makes `guard`'s collector collect (the guard's `flush`: the thread's
+/// bag goes to the global queue, and the bags whose grace period has passed are freed). A
+/// collector collects by itself only every 128 pins of a thread (a guard pinned while another
+/// is does not count), a few bags at a time: a thread that defers more than that per pin, such
+/// as one filling trees while it holds a guard, would otherwise pile deferred frees up without
+/// bound. (Not under loom, whose models check the protocol, not the collector's pace.)
+#[inline]
+pub(crate) fn paced_defers(guard: &Guard, n: usize) {
+    #[cfg(not(loom))]
+    {
+        let d = DEFERRED.with(|c| {
+            let d = c.get() + n;
+            c.set(if d >= DEFER_BATCH { 0 } else { d });
+            d
+        });
+        if d >= DEFER_BATCH {
+            guard.flush();
+        }
+    }
+    #[cfg(loom)]
+    let _ = (guard, n);
 }
 
 impl NodeMem {

@@ -454,7 +454,9 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         // The drop waits for every guard that could still read the word, and runs on whichever
         // thread collects, long after the write returned: a panic in the entry's `Drop` is
         // contained there, so that the collector's other deferred frees still run.
-        rcu.defer_drop_entry(r, self.rcu_guard(), move || pending.sub_entry());
+        let guard = self.rcu_guard();
+        rcu.defer_drop_entry(r, guard, move || pending.sub_entry());
+        super::node::paced_defers(guard, 1);
     }
 
     /// Exclusive mode: drops the entries the completed write released. If one entry's `Drop`
