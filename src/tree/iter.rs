@@ -363,6 +363,9 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         if max < target {
             return false;
         }
+        // The node after `n` is where the next climb goes: ask for it now, a parent's leaves
+        // ahead, if it is far (an RCU-built tree's parents are copies, far from their leaves).
+        lvl.node.prefetch_child(lvl.offset + 1, leaf);
         self.descend_leftmost(d + 1, n, target, max)
     }
 

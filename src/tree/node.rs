@@ -1486,6 +1486,30 @@ pub(crate) struct Node {
 #[cfg(not(loom))]
 const _: () = assert!(core::mem::size_of::<Node>() == 256);
 
+/// How far from the walk's node another node must lie for [`NodeRef::prefetch_child`] to ask
+/// for it: one chunk of the slab.
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+const FAR: usize = 64 << 10;
+
+/// Asks the CPU for the four cache lines of the node at `addr` (x86-64; elsewhere, and under
+/// loom and Miri, nothing). A hint only: a prefetch never faults and nothing is read, so any
+/// address will do.
+#[inline(always)]
+fn prefetch_node(addr: usize) {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = core::ptr::without_provenance::<i8>(addr);
+        for line in 0..core::mem::size_of::<Node>() / 64 {
+            // SAFETY: a prefetch never faults and has no effect the program can observe, at
+            // any address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64 * line)) };
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+    let _ = addr;
+}
+
 impl Node {
     /// A zeroed node (outside loom, the slab's memory zeroed in place is the same node).
     #[cfg(loom)]
@@ -2332,16 +2356,30 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// slot's line only after the pivot scan. A hint only: nothing is read.
     #[inline(always)]
     fn prefetch(self) {
+        prefetch_node(self.ptr.as_ptr().expose_provenance());
+    }
+
+    /// Asks the CPU for the node child `i` of this internal node names, if `i` is one of its
+    /// slots and that node lies more than [`FAR`] bytes from `near` (the node the walk is at):
+    /// for a walk that will go there next but not yet (the iterator, one parent ahead). A node
+    /// closer than that lies in the stretch of memory the walk is streaming through, which the
+    /// hardware's own prefetch covers (asking for it as well made in-order iteration of an
+    /// exclusive-built tree slower). The slot is loaded Relaxed and nothing is read through
+    /// it: whatever the word is (a child, nothing, a stale word past the node's end), a
+    /// prefetch of it is only a hint.
+    #[inline(always)]
+    pub(crate) fn prefetch_child(&self, i: usize, near: NodeRef<'g, A>) {
         #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
-        {
-            use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let p = self.ptr.as_ptr().cast::<i8>().cast_const();
-            for line in 0..core::mem::size_of::<Node>() / 64 {
-                // SAFETY: a prefetch never faults and has no effect the program can observe;
-                // the address is within the node (allocated for 'g).
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64 * line)) };
+        if i < self.kind.slots() {
+            // ORDERING: none needed (no access depends on the word, see above).
+            let w = self.node().words[self.kind.slot_base() + i].load(Ordering::Relaxed) as usize;
+            let at = near.ptr.as_ptr().addr();
+            if (w & !LEAF_TAG).abs_diff(at) > FAR {
+                prefetch_node(w & !LEAF_TAG);
             }
         }
+        #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+        let _ = (i, near);
     }
 
     /// Child `i` of an internal node covering up to `max`, and that child's max: the loads of
