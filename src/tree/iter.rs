@@ -855,6 +855,10 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 self.bpath.get_mut(d).offset = i;
                 let min = lvl.node.slot_min(i, lvl.min);
                 let c = lvl.node.try_child(i, self.internal).ok_or(true)?;
+                // The node before `c`, where the next climb goes, if it is far (see `climb`).
+                if i > 0 {
+                    lvl.node.prefetch_child(i - 1, n);
+                }
                 return self.back_descend(d + 1, c, min, target);
             }
             cmin = lvl.min;
