@@ -156,8 +156,8 @@ impl<E: Entry> MapleTree<E> {
     /// Memory retired by RCU-mode writes and not freed yet: nodes replaced and entries released
     /// while some guard pinned before the write may still read them. A long-pinned guard holds
     /// everything retired after it back; once it is dropped the counts fall as the epoch
-    /// collector runs the deferred frees (in batches, on threads that pin; [`Guard::flush`]
-    /// hurries it).
+    /// collector runs the deferred frees (in batches, on threads that pin, and on RCU-mode
+    /// writers once they have deferred 64 frees; [`Guard::flush`] hurries it).
     ///
     /// ```
     /// use maple_tree::{MapleTree, Value};
