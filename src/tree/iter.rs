@@ -10,11 +10,12 @@ use core::marker::PhantomData;
 use crate::entry::Entry;
 
 use super::node::{
-    FastLeaf, FrontParent, Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS,
+    FastLeaf, FrontLeaf, FrontParent, Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS,
+    RANGE_SLOTS,
 };
 use super::walk::{Level, Walker, MAX_DEPTH};
 
-/// The offsets of the front's two-slot step (`FastLeaf`): pivots `j` and `j + 1`.
+/// The offsets of the front's two-slot step (`FrontLeaf::at`): pivots `j` and `j + 1`.
 const FRONT_ROOM: usize = RANGE_PIVOTS - 1;
 /// The back's two-slot step (`FastLeaf`) from slot `i + 3`: pivots `i` and `i + 1`, slots up
 /// to `i + 2`.
@@ -39,13 +40,14 @@ pub struct Iter<'g, E> {
     back_yielded: bool,
     /// Last index the back may yield up to (inclusive).
     back_pos: u64,
-    /// Ended (`leaf` is then `FastLeaf::NONE`).
+    /// Ended (`leaf` is then `FrontLeaf::NONE`).
     done: bool,
     internal: Kind,
-    /// The front's leaf, if the fast path holds the position. While slot `next_off - 1` is its
-    /// last, `next_off` is past the slots (`RANGE_SLOTS`) or the next step crosses at once, so
-    /// the two-slot step never looks past the leaf's end.
-    leaf: FastLeaf<'g, FRONT_ROOM>,
+    /// The front's leaf, if the fast path holds the position, with the slot after the current
+    /// one, `next_off` (the current is `next_off - 1`; 0 before slot 0). While slot
+    /// `next_off - 1` is the leaf's last, `next_off` is past the slots (`RANGE_SLOTS`) or the
+    /// next step crosses at once, so the two-slot step never looks past the leaf's end.
+    leaf: FrontLeaf<'g>,
     /// `min(max, back_pos)` while `leaf` holds one (stale otherwise): a pivot below it bounds a
     /// slot that is neither the leaf's last nor reaches the back.
     lim: u64,
@@ -71,8 +73,6 @@ pub struct Iter<'g, E> {
     bdepth: usize,
     /// The range `next_general` found.
     out: (u64, u64),
-    /// The slot after the current one (the current is `next_off - 1`; 0 before slot 0).
-    next_off: usize,
     /// The end of what the front has passed: the next index it may yield from is `hi + 1`
     /// (wrapping: `u64::MAX` before index 0; see [`front_pos`](Self::front_pos)). Stale while
     /// the front holds a leaf and `next_off` is in `1..=RANGE_PIVOTS`: the current slot,
@@ -167,7 +167,7 @@ impl<'g, E: Entry> Iter<'g, E> {
             back_pos: last,
             done: first > last,
             internal: root.internal(),
-            leaf: FastLeaf::NONE,
+            leaf: FrontLeaf::NONE,
             lim: 0,
             bfast: FastLeaf::NONE,
             boff: 0,
@@ -180,7 +180,6 @@ impl<'g, E: Entry> Iter<'g, E> {
             bpath: Levels::new(),
             bdepth: 0,
             out: (0, 0),
-            next_off: 0,
             hi: first.wrapping_sub(1),
             fbound: first,
             max: 0,
@@ -196,8 +195,8 @@ impl<'g, E: Entry> Iter<'g, E> {
     #[inline]
     fn front_hi(&self) -> u64 {
         match self.leaf.get() {
-            Some(n) if (1..=RANGE_PIVOTS).contains(&self.next_off) => {
-                n.range_pivot(self.next_off - 1)
+            Some(n) if (1..=RANGE_PIVOTS).contains(&self.leaf.off()) => {
+                n.range_pivot(self.leaf.off() - 1)
             }
             _ => self.hi,
         }
@@ -222,14 +221,14 @@ impl<'g, E: Entry> Iter<'g, E> {
         self.hi = self.front_hi();
         self.fbound = self.hi.wrapping_add(1);
         self.done = true;
-        self.leaf = FastLeaf::NONE;
+        self.leaf = FrontLeaf::NONE;
         self.bfast = FastLeaf::NONE;
     }
 
-    /// Enters leaf `n` (covering up to `max`) on the fast path.
+    /// Enters leaf `n` (covering up to `max`) on the fast path, at offset `off`.
     #[inline]
-    fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64) {
-        self.leaf = FastLeaf::new(n);
+    fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64, off: usize) {
+        self.leaf = FrontLeaf::new(n, off);
         self.set_max(max);
     }
 
@@ -260,7 +259,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         if hi >= self.back_pos {
             return self.yield_last(lo, hi, b);
         }
-        self.next_off = off + 1;
+        self.leaf.set_off(off + 1);
         self.hi = hi;
         Some((lo, hi, b))
     }
@@ -290,7 +289,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// from the root.
     fn leave_front(&mut self) {
         self.fbound = self.hi.wrapping_add(1);
-        self.leaf = FastLeaf::NONE;
+        self.leaf = FrontLeaf::NONE;
     }
 
     /// The front's last range (it reaches `back_pos`), if it starts within the window.
@@ -336,13 +335,13 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         self.poff = i;
         self.leaf.move_to(c);
         self.set_max(max);
-        self.next_off = 0;
         self.hi = target - 1;
         true
     }
 
     /// [`cross`](Self::cross) when the leaf is its parent's last child: through `fpath`, as
-    /// far up as needed (the parent's offset written back first).
+    /// far up as needed. (The parent's offset in `fpath` is stale, and stays so: the climb
+    /// passes the parent, whose last child the leaf is, and the descent rewrites its level.)
     #[inline(never)]
     fn climb(&mut self, leaf: NodeRef<'g>) -> bool {
         let target = self.max + 1;
@@ -350,14 +349,10 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             self.root.restarted();
             return false;
         }
-        if self.fdepth >= 2 {
-            self.fpath.get_mut(self.fdepth - 2).offset = self.poff;
-        }
-        let Some(d) = self.climb_to_next_child() else {
+        let Some((d, up)) = self.climb_to_next_child() else {
             return false;
         };
-        let lvl = *self.fpath.get(d);
-        let Some((n, max)) = lvl.node.child_and_max(lvl.offset, lvl.max) else {
+        let Some((n, max)) = up.node.child_and_max(up.offset, up.max) else {
             return false;
         };
         if max < target {
@@ -365,61 +360,60 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         }
         // The node after `n` is where the next climb goes: ask for it now, a parent's leaves
         // ahead, if it is far (an RCU-built tree's parents are copies, far from their leaves).
-        lvl.node.prefetch_child(lvl.offset + 1, leaf);
-        self.descend_leftmost(d + 1, n, target, max)
+        up.node.prefetch_child(up.offset + 1, leaf);
+        self.descend_leftmost(d + 1, up, n, target, max)
     }
 
     /// The ascent of [`climb`](Self::climb): the deepest level of `fpath` with a child after
-    /// the one on the path, its offset moved to that child. `None` past the last child of the
-    /// root, or at a dead node (counted as a restart).
-    fn climb_to_next_child(&mut self) -> Option<usize> {
+    /// the one on the path, its offset moved to that child (returned with its depth). `None`
+    /// past the last child of the root, or at a dead node (counted as a restart).
+    fn climb_to_next_child(&mut self) -> Option<(usize, Level<'g>)> {
         let (mut d, mut cmax) = (self.fdepth - 1, self.max);
         loop {
             d = d.checked_sub(1)?;
-            let lvl = *self.fpath.get(d);
+            let mut lvl = *self.fpath.get(d);
             if lvl.node.is_dead() {
                 self.root.restarted();
                 return None;
             }
             if cmax < lvl.max {
-                self.fpath.get_mut(d).offset = lvl.offset + 1;
-                return Some(d);
+                lvl.offset += 1;
+                self.fpath.set(d, lvl);
+                return Some((d, lvl));
             }
             cmax = lvl.max;
         }
     }
 
-    /// The descent of [`climb`](Self::climb): from `n` (level `d` of `fpath`, covering
-    /// `[min, max]`) down its first children to a leaf, entered at its first slot.
+    /// The descent of [`climb`](Self::climb): from `n`, level `d` of `fpath` and child
+    /// `up.offset` of level `up` above it (`n` covers `[min, max]`), down its first children to
+    /// a leaf, entered at its first slot. The levels above the leaf are written to `fpath` (the leaf's own level is
+    /// not: it is stale while the front holds the leaf), the parent scalars from the last.
     fn descend_leftmost(
         &mut self,
         mut d: usize,
+        up: Level<'g>,
         mut n: NodeRef<'g>,
         min: u64,
         mut max: u64,
     ) -> bool {
-        loop {
-            self.fpath.set(
-                d,
-                Level {
-                    node: n,
-                    min,
-                    max,
-                    offset: 0,
-                },
-            );
-            if n.is_leaf() {
-                break;
-            }
+        let mut parent = up;
+        while !n.is_leaf() {
+            let lvl = Level {
+                node: n,
+                min,
+                max,
+                offset: 0,
+            };
+            self.fpath.set(d, lvl);
             let Some((c, hi)) = n.child_and_max(0, max) else {
                 return false;
             };
-            (n, max, d) = (c, hi, d + 1);
+            (parent, n, max, d) = (lvl, c, hi, d + 1);
         }
         self.fdepth = d + 1;
-        self.set_parent();
-        self.enter_leaf(n, max);
-        self.next_off = 0;
+        (self.parent, self.poff) = (FrontParent::new(parent.node, parent.max), parent.offset);
+        self.enter_leaf(n, max, 0);
         self.hi = min - 1;
         true
     }
@@ -483,13 +477,13 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         let leaf = path[path.len() - 1];
         self.fdepth = path.len();
         self.set_parent();
-        self.enter_leaf(leaf.node, leaf.max);
         // On the leaf's last slot, the next step crosses (the two-slot step finds no slot).
-        self.next_off = if self.front.hi >= leaf.max {
+        let off = if self.front.hi >= leaf.max {
             RANGE_SLOTS
         } else {
             leaf.offset + 1
         };
+        self.enter_leaf(leaf.node, leaf.max, off);
     }
 }
 
@@ -499,18 +493,30 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         // Fastest path: slot `next_off` is within the leaf's end (the current slot is not the
-        // last); with a leaf and room for two pivots (one check, `FastLeaf::at`), the next
+        // last); with a leaf and room for two pivots (one check, `FrontLeaf::at`), the next
         // two slots without a loop (a gap and the range after it is the common shape). Each
         // pivot is loaded before its slot, as in `scan_leaf`; a bound at or above `lim` (the
         // leaf's last slot, or the back reached) goes the general way, and so does slot
         // `next_off` itself then, entry or not.
         let b = 'slow: {
-            let (j, lim) = (self.next_off, self.lim);
-            if let Some(n) = self.leaf.at(j) {
+            let lim = self.lim;
+            if let Some(at) = self.leaf.at::<FRONT_ROOM>() {
+                let (n, j) = (at.node(), at.off());
                 let p1 = n.range_pivot(j);
                 let w1 = n.range_word(j);
                 if p1 < lim {
-                    if w1.raw() != 0 {
+                    if w1.raw() == 0 {
+                        // Slot `j` holds nothing: on to slot `j + 1`.
+                        let p2 = n.range_pivot(j + 1);
+                        // Read under the guard of 'g that created this iterator.
+                        if let Some(b) = n.range_word(j + 1).entry::<E>() {
+                            if p2 < lim {
+                                at.advance(2);
+                                return Some((p1 + 1, p2, b));
+                            }
+                            break 'slow self.yield_bound(n, j + 1, p1 + 1, p2, b);
+                        }
+                    } else {
                         // Read under the guard of 'g that created this iterator.
                         let Some(b) = w1.entry::<E>() else {
                             break 'slow self.next_past_zero();
@@ -521,32 +527,22 @@ impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
                         } else {
                             n.range_pivot(j - 1)
                         } + 1;
-                        self.next_off += 1;
+                        at.advance(1);
                         return Some((lo, p1, b));
                     }
-                    // Slot `j` holds nothing: on to slot `j + 1`.
-                    let p2 = n.range_pivot(j + 1);
-                    if let Some(b) = n.range_word(j + 1).entry::<E>() {
-                        if p2 < lim {
-                            self.next_off = j + 2;
-                            return Some((p1 + 1, p2, b));
-                        }
-                        break 'slow self.yield_bound(n, j + 1, p1 + 1, p2, b);
-                    }
                 }
-            } else if j == RANGE_PIVOTS - 1 {
-                if let Some(n) = self.leaf.get() {
-                    // Slot 14 and the leaf's last possible slot, 15 (no pivot).
-                    let p1 = n.range_pivot(j);
-                    let w1 = n.range_word(j);
-                    if w1.raw() == 0 && p1 < lim {
-                        if let Some(b) = n.range_word(j + 1).entry::<E>() {
-                            return self.yield_end(n, p1 + 1, self.max, b);
-                        }
+            } else if let Some(n) = self.leaf.at_exactly(RANGE_PIVOTS - 1) {
+                // Slot 14 and the leaf's last possible slot, 15 (no pivot).
+                let j = RANGE_PIVOTS - 1;
+                let p1 = n.range_pivot(j);
+                let w1 = n.range_word(j);
+                if w1.raw() == 0 && p1 < lim {
+                    if let Some(b) = n.range_word(j + 1).entry::<E>() {
+                        return self.yield_end(n, p1 + 1, self.max, b);
                     }
                 }
             }
-            // Everything else re-reads from slot `next_off`.
+            // Everything else re-reads from the leaf's offset.
             self.next_general()
         }?;
         Some((self.out.0, self.out.1, b))
@@ -597,11 +593,13 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     #[inline(always)]
     fn next_scan(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
         while let Some(n) = self.leaf.get() {
-            let (max, i, hi) = (self.max, self.next_off.wrapping_sub(1), self.front_hi());
+            let (max, i, hi) = (self.max, self.leaf.off().wrapping_sub(1), self.front_hi());
             if hi < max {
                 // On the leaf's last slot: `next_off` past the slots (see `hi`).
-                scan_leaf!(self, n, max, i, hi, |_i, hi| (self.next_off, self.hi) =
-                    (RANGE_SLOTS, hi));
+                scan_leaf!(self, n, max, i, hi, |_i, hi| {
+                    self.leaf.set_off(RANGE_SLOTS);
+                    self.hi = hi;
+                });
             }
             if self.hi == u64::MAX {
                 self.finish();

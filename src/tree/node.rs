@@ -1280,9 +1280,15 @@ impl<'g> Loaded<'g> {
     }
 
     /// Whether the slot holds an entry (not nothing, not the zero entry).
+    ///
+    /// One test for both: the zero entry's bits cover nothing's, and every entry word has a
+    /// bit outside them (it is odd or at least `RESERVED_LIMIT`, `Entry`'s contract; a leaf
+    /// holds no other reserved word).
     #[inline]
     pub(crate) fn is_entry(self) -> bool {
-        self.w != 0 && self.w != ZERO_WORD
+        let entry = self.w | ZERO_WORD != ZERO_WORD;
+        debug_assert_eq!(entry, self.w != 0 && self.w != ZERO_WORD, "{:#x}", self.w);
+        entry
     }
 
     /// Borrows the entry for `'g` (`None` for nothing and the zero entry). `E` must be the
@@ -1744,11 +1750,11 @@ impl<A: Access> core::fmt::Debug for NodeRef<'_, A> {
     }
 }
 
-/// An iterator end's leaf, or none, with the offsets its fast step may use: offsets `i < ROOM`
-/// (`room` is `ROOM` with a leaf, 0 without), so one check stands for both "a leaf" and "an
-/// offset the step's loads need not check". The front's two-slot step reads pivots `i` and
-/// `i + 1` (`ROOM` is `RANGE_PIVOTS - 1`); the back's, below slot `i + 3`, pivots `i` and
-/// `i + 1` and slots up to `i + 2` (`ROOM` is `RANGE_SLOTS - 3`).
+/// The backward iterator's leaf, or none, with the offsets its fast step may use: offsets
+/// `i < ROOM` (`room` is `ROOM` with a leaf, 0 without), so one check stands for both "a leaf"
+/// and "an offset the step's loads need not check". The back's step, below slot `i + 3`, reads
+/// pivots `i` and `i + 1` and slots up to `i + 2` (`ROOM` is `RANGE_SLOTS - 3`). (The front
+/// keeps its offset inside its handle instead, [`FrontLeaf`].)
 #[derive(Clone, Copy)]
 pub(crate) struct FastLeaf<'g, const ROOM: usize> {
     /// The leaf (dangling while `room` is 0).
@@ -1777,14 +1783,6 @@ impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
         }
     }
 
-    /// Moves on to leaf `n` if there is a leaf (the handle stays empty otherwise): only the
-    /// address changes.
-    #[inline]
-    pub(crate) fn move_to(&mut self, n: NodeRef<'g>) {
-        debug_assert!(n.is_leaf() && self.room != 0);
-        self.ptr = n.ptr;
-    }
-
     /// The leaf, if any.
     #[inline]
     pub(crate) fn get(self) -> Option<NodeRef<'g>> {
@@ -1811,6 +1809,130 @@ impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
         } else {
             None
         }
+    }
+}
+
+/// The forward iterator's leaf, or none, with its offset (the slot after the iterator's
+/// current one): one load and one check against `ROOM` stand for "a leaf", "this offset" and
+/// "an offset the step's loads need not check" (`FastLeaf`, by contrast, keeps a room word
+/// beside an offset the iterator keeps). Without a leaf the offset carries [`NO_LEAF`], which
+/// no offset reaches: [`set_off`](Self::set_off) keeps it, so only [`new`](Self::new) makes a
+/// leaf.
+#[derive(Clone, Copy)]
+pub(crate) struct FrontLeaf<'g> {
+    /// The leaf (dangling while `off` carries `NO_LEAF`).
+    ptr: NonNull<Node>,
+    /// The offset, with `NO_LEAF` set without a leaf.
+    off: usize,
+    _guard: PhantomData<&'g Node>,
+}
+
+/// The bit of [`FrontLeaf`]'s offset that says there is no leaf (above any offset: offsets
+/// go up to `RANGE_SLOTS`; a small bit, so that masks are short immediates).
+const NO_LEAF: usize = 32;
+const _: () = assert!(RANGE_SLOTS < NO_LEAF);
+
+impl<'g> FrontLeaf<'g> {
+    /// No leaf.
+    pub(crate) const NONE: Self = FrontLeaf {
+        ptr: NonNull::dangling(),
+        off: NO_LEAF,
+        _guard: PhantomData,
+    };
+
+    /// Leaf `n`, at offset `off` (`off <= RANGE_SLOTS`).
+    #[inline]
+    pub(crate) fn new(n: NodeRef<'g>, off: usize) -> Self {
+        debug_assert!(n.is_leaf() && off <= RANGE_SLOTS);
+        FrontLeaf {
+            ptr: n.ptr,
+            off: off & !NO_LEAF,
+            _guard: PhantomData,
+        }
+    }
+
+    /// Moves on to leaf `n` at offset 0 if there is a leaf (the handle stays empty otherwise).
+    #[inline]
+    pub(crate) fn move_to(&mut self, n: NodeRef<'g>) {
+        debug_assert!(n.is_leaf() && self.off & NO_LEAF == 0);
+        self.ptr = n.ptr;
+        self.set_off(0);
+    }
+
+    /// The leaf, if any.
+    #[inline]
+    pub(crate) fn get(self) -> Option<NodeRef<'g>> {
+        (self.off & NO_LEAF == 0).then_some(NodeRef {
+            ptr: self.ptr,
+            kind: Kind::Leaf,
+            _guard: PhantomData,
+        })
+    }
+
+    /// The offset (meaningless without a leaf).
+    #[inline(always)]
+    pub(crate) fn off(self) -> usize {
+        self.off & !NO_LEAF
+    }
+
+    /// Sets the offset (`off <= RANGE_SLOTS`), keeping "no leaf" if there is none.
+    #[inline(always)]
+    pub(crate) fn set_off(&mut self, off: usize) {
+        debug_assert!(off <= RANGE_SLOTS);
+        self.off = (self.off & NO_LEAF) | (off & !NO_LEAF);
+    }
+
+    /// The leaf, if there is one and the offset is `off` exactly.
+    #[inline(always)]
+    pub(crate) fn at_exactly(self, off: usize) -> Option<NodeRef<'g>> {
+        // Without a leaf `off` carries `NO_LEAF`, which no offset does.
+        (self.off == off & !NO_LEAF).then_some(NodeRef {
+            ptr: self.ptr,
+            kind: Kind::Leaf,
+            _guard: PhantomData,
+        })
+    }
+
+    /// The leaf at its offset, if there is a leaf and the offset is below `ROOM` (which the
+    /// loads that follow then need not check), as a handle that may move the offset.
+    #[inline(always)]
+    pub(crate) fn at<const ROOM: usize>(&mut self) -> Option<FrontAt<'_, 'g>> {
+        const { assert!(ROOM <= RANGE_SLOTS) };
+        // Without a leaf `off` carries `NO_LEAF`, above any `ROOM`: only `new` clears it.
+        (self.off < ROOM).then_some(FrontAt { leaf: self })
+    }
+}
+
+/// A [`FrontLeaf`] that holds a leaf, borrowed: while it lives nothing else can empty the
+/// handle, so its offset may be written as it is.
+pub(crate) struct FrontAt<'a, 'g> {
+    leaf: &'a mut FrontLeaf<'g>,
+}
+
+impl<'g> FrontAt<'_, 'g> {
+    /// The leaf.
+    #[inline(always)]
+    pub(crate) fn node(&self) -> NodeRef<'g> {
+        NodeRef {
+            ptr: self.leaf.ptr,
+            kind: Kind::Leaf,
+            _guard: PhantomData,
+        }
+    }
+
+    /// The offset (below the `ROOM` it was found under).
+    #[inline(always)]
+    pub(crate) fn off(&self) -> usize {
+        self.leaf.off
+    }
+
+    /// Moves the offset on by `by` (to at most `RANGE_SLOTS`), in place.
+    #[inline(always)]
+    pub(crate) fn advance(self, by: usize) {
+        debug_assert!(self.leaf.off + by <= RANGE_SLOTS);
+        // The handle holds a leaf: whatever the sum, an offset without `NO_LEAF` still names
+        // that leaf (one with it would read as none, a logic error only).
+        self.leaf.off += by;
     }
 }
 
