@@ -5,9 +5,10 @@
 use crate::entry::{Entry, Word};
 
 use super::big_node::{Item, LeafWrite};
+use super::gap::range_size;
 use super::node::Mode;
 use super::node::Write;
-use super::node::{Kind, RANGE_SLOTS};
+use super::node::{Kind, RANGE_PIVOTS, RANGE_SLOTS};
 use super::walk::Walker;
 use super::write::Writer;
 
@@ -17,6 +18,11 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// new entry shares its word.
     pub(crate) fn wr_node_store(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) {
         let (off, off_end, first, last) = (l.off, l.off_end, l.first, l.last);
+        if M::EXCLUSIVE {
+            self.release_replaced(l);
+            self.node_store_in_place(lw, l);
+            return;
+        }
         let mut items: [Item<'t>; RANGE_SLOTS] = [Item::slot(0, 0); RANGE_SLOTS];
         let mut len = 0;
         let mut push = |it: Item<'t>| {
@@ -39,6 +45,23 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             push(Item::slot(l.his[i], l.ws[i]));
         }
         debug_assert_eq!(len, l.new_end + 1);
+        self.release_replaced(l);
+        // A fresh leaf, published by one store of its parent's slot (the old one retired).
+        let leaf = *lw.leaf();
+        self.st.stats.node_store += 1;
+        let items = &items[..len];
+        let n = self.alloc_node(Kind::Leaf);
+        self.write_items(&n, items, leaf.max);
+        let g = self.items_gap(Kind::Leaf, items, leaf.min);
+        self.replace_child(&lw.path()[..lw.depth - 1], n, g);
+    }
+
+    /// The entries of the slots the write covers leave the tree, but for the pieces left of
+    /// `first` and right of `last`; a range split around the new entry shares its word.
+    fn release_replaced(&mut self, l: &LeafWrite) {
+        let (off, off_end) = (l.off, l.off_end);
+        let left = l.r_min < l.first;
+        let right = l.last < l.end_piv;
         for (i, &w) in l.ws.iter().enumerate().take(off_end + 1).skip(off) {
             let kept = (left && i == off) || (right && i == off_end);
             if !kept {
@@ -48,25 +71,67 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         if left && right && off == off_end {
             self.share_entry(Word::leaf(l.ws[off]));
         }
-        self.node_store(lw, &items[..len]);
     }
 
-    /// Replaces the leaf of `lw` with `items` (`wr_node_store`).
-    fn node_store(&mut self, lw: &Walker<'t, Write>, items: &[Item<'t>]) {
+    /// The node store in exclusive mode (no reader): the leaf rewritten in place from the
+    /// write's first slot on, out of the image `l` read (the slots before `off` stay as they
+    /// are; those the leaf no longer uses are cleared); the largest gap comes from the image
+    /// too.
+    fn node_store_in_place(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) {
         let leaf = *lw.leaf();
+        let n = leaf.node;
         self.st.stats.node_store += 1;
-        if M::EXCLUSIVE {
-            self.rewrite_items(leaf.node, items, leaf.max);
-            if self.is_alloc() && lw.depth > 1 {
-                let g = self.items_gap(Kind::Leaf, items, leaf.min);
-                self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+        let (off, off_end, first, last) = (l.off, l.off_end, l.first, l.last);
+        let mut j = off;
+        let mut put = |hi: u64, w: usize| {
+            n.init_entry(j, Word::<E>::leaf(w));
+            if j < RANGE_PIVOTS {
+                n.init_pivot(j, hi);
             }
-            return;
+            j += 1;
+        };
+        if l.r_min < first {
+            put(first - 1, l.ws[off]);
         }
-        let n = self.alloc_node(Kind::Leaf);
-        self.write_items(&n, items, leaf.max);
-        let g = self.items_gap(Kind::Leaf, items, leaf.min);
-        // Retires the replaced leaf.
-        self.replace_child(&lw.path()[..lw.depth - 1], n, g);
+        put(last, l.entry);
+        if last < l.end_piv {
+            put(l.end_piv, l.ws[off_end]);
+        }
+        for i in off_end + 1..=l.end {
+            put(l.his[i], l.ws[i]);
+        }
+        debug_assert_eq!(j, l.new_end + 1);
+        for k in j..=l.end {
+            n.clear_slot(k);
+            if k < RANGE_PIVOTS {
+                n.init_pivot(k, 0);
+            }
+        }
+        if self.is_alloc() && lw.depth > 1 {
+            self.propagate_gap(&lw.path()[..lw.depth - 1], image_gap(l));
+        }
     }
+}
+
+/// The largest NULL range of the leaf `l` describes once its write is done: the slots before
+/// and after the write as they were, and the write's pieces (the part of the first slot left of
+/// `first`, the entry, the part of the last slot right of `last`).
+fn image_gap(l: &LeafWrite) -> u64 {
+    let null = |lo: u64, hi: u64, w: usize| if w == 0 { range_size(lo, hi) } else { 0 };
+    let kept = |from: usize, to: usize| {
+        let (los, his, ws) = (&l.los[from..to], &l.his[from..to], &l.ws[from..to]);
+        los.iter()
+            .zip(his)
+            .zip(ws)
+            .fold(0, |best, ((&lo, &hi), &w)| best.max(null(lo, hi, w)))
+    };
+    let mut best = kept(0, l.off).max(kept(l.off_end + 1, l.end + 1));
+    if l.r_min < l.first {
+        best = best.max(null(l.r_min, l.first - 1, l.ws[l.off]));
+    }
+    best = best.max(null(l.first, l.last, l.entry));
+    if l.last < l.end_piv {
+        best = best.max(null(l.last + 1, l.end_piv, l.ws[l.off_end]));
+    }
+    best
 }
