@@ -108,24 +108,32 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             }
         }
         if self.is_alloc() && lw.depth > 1 {
-            self.propagate_gap(&lw.path()[..lw.depth - 1], image_gap(l));
+            let parent = lw.path()[lw.depth - 2];
+            let old = parent.node.gap(parent.offset);
+            self.propagate_gap(&lw.path()[..lw.depth - 1], image_gap(l, old));
         }
     }
 }
 
 /// The largest NULL range of the leaf `l` describes once its write is done: the slots before
 /// and after the write as they were, and the write's pieces (the part of the first slot left of
-/// `first`, the entry, the part of the last slot right of `last`).
-fn image_gap(l: &LeafWrite) -> u64 {
+/// `first`, the entry, the part of the last slot right of `last`). `old` is the leaf's largest
+/// NULL range before the write (its parent's record): when no slot the write covers was that
+/// large, one of the slots kept still is, and only the pieces need looking at.
+fn image_gap(l: &LeafWrite, old: u64) -> u64 {
     let null = |lo: u64, hi: u64, w: usize| if w == 0 { range_size(lo, hi) } else { 0 };
-    let kept = |from: usize, to: usize| {
+    let slots = |from: usize, to: usize| {
         let (los, his, ws) = (&l.los[from..to], &l.his[from..to], &l.ws[from..to]);
         los.iter()
             .zip(his)
             .zip(ws)
             .fold(0, |best, ((&lo, &hi), &w)| best.max(null(lo, hi, w)))
     };
-    let mut best = kept(0, l.off).max(kept(l.off_end + 1, l.end + 1));
+    let mut best = if slots(l.off, l.off_end + 1) < old {
+        old
+    } else {
+        slots(0, l.off).max(slots(l.off_end + 1, l.end + 1))
+    };
     if l.r_min < l.first {
         best = best.max(null(l.r_min, l.first - 1, l.ws[l.off]));
     }
