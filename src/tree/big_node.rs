@@ -137,6 +137,20 @@ pub(crate) struct LeafWrite {
 }
 
 impl LeafWrite {
+    /// What the write puts where its slots `off..=off_end` were, in index order, each given to
+    /// `f` as `(lo, hi, word)`: the part of the first slot left of `first` (if any), the entry,
+    /// the part of the last slot right of `last` (if any).
+    #[inline(always)]
+    pub(crate) fn for_each_piece(&self, mut f: impl FnMut(u64, u64, usize)) {
+        if self.r_min < self.first {
+            f(self.r_min, self.first - 1, self.ws[self.off]);
+        }
+        f(self.first, self.last, self.entry);
+        if self.last < self.end_piv {
+            f(self.last + 1, self.end_piv, self.ws[self.off_end]);
+        }
+    }
+
     /// An empty image, for [`read`](Self::read).
     #[inline]
     pub(crate) fn empty() -> Self {

@@ -387,8 +387,9 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
 
     /// The descent of [`climb`](Self::climb): from `n`, level `d` of `fpath` and child
     /// `up.offset` of level `up` above it (`n` covers `[min, max]`), down its first children to
-    /// a leaf, entered at its first slot. The levels above the leaf are written to `fpath` (the leaf's own level is
-    /// not: it is stale while the front holds the leaf), the parent scalars from the last.
+    /// a leaf, entered at its first slot. The levels above the leaf are written to `fpath`
+    /// (the leaf's own level is not: it is stale while the front holds the leaf), the parent
+    /// scalars from the last of them.
     fn descend_leftmost(
         &mut self,
         mut d: usize,

@@ -17,12 +17,12 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// and `entry` in its place; the entries it drops are released, a range split around the
     /// new entry shares its word.
     pub(crate) fn wr_node_store(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) {
-        let (off, off_end, first, last) = (l.off, l.off_end, l.first, l.last);
         if M::EXCLUSIVE {
             self.release_replaced(l);
             self.node_store_in_place(lw, l);
             return;
         }
+        let (off, off_end) = (l.off, l.off_end);
         let mut items: [Item<'t>; RANGE_SLOTS] = [Item::slot(0, 0); RANGE_SLOTS];
         let mut len = 0;
         let mut push = |it: Item<'t>| {
@@ -32,15 +32,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         for i in 0..off {
             push(Item::slot(l.his[i], l.ws[i]));
         }
-        let left = l.r_min < first;
-        let right = last < l.end_piv;
-        if left {
-            push(Item::slot(first - 1, l.ws[off]));
-        }
-        push(Item::slot(last, l.entry));
-        if right {
-            push(Item::slot(l.end_piv, l.ws[off_end]));
-        }
+        l.for_each_piece(|_, hi, w| push(Item::slot(hi, w)));
         for i in off_end + 1..=l.end {
             push(Item::slot(l.his[i], l.ws[i]));
         }
@@ -81,8 +73,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         let leaf = *lw.leaf();
         let n = leaf.node;
         self.st.stats.node_store += 1;
-        let (off, off_end, first, last) = (l.off, l.off_end, l.first, l.last);
-        let mut j = off;
+        let mut j = l.off;
         let mut put = |hi: u64, w: usize| {
             n.init_entry(j, Word::<E>::leaf(w));
             if j < RANGE_PIVOTS {
@@ -90,14 +81,8 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             }
             j += 1;
         };
-        if l.r_min < first {
-            put(first - 1, l.ws[off]);
-        }
-        put(last, l.entry);
-        if last < l.end_piv {
-            put(l.end_piv, l.ws[off_end]);
-        }
-        for i in off_end + 1..=l.end {
+        l.for_each_piece(|_, hi, w| put(hi, w));
+        for i in l.off_end + 1..=l.end {
             put(l.his[i], l.ws[i]);
         }
         debug_assert_eq!(j, l.new_end + 1);
@@ -134,12 +119,6 @@ fn image_gap(l: &LeafWrite, old: u64) -> u64 {
     } else {
         slots(0, l.off).max(slots(l.off_end + 1, l.end + 1))
     };
-    if l.r_min < l.first {
-        best = best.max(null(l.r_min, l.first - 1, l.ws[l.off]));
-    }
-    best = best.max(null(l.first, l.last, l.entry));
-    if l.last < l.end_piv {
-        best = best.max(null(l.last + 1, l.end_piv, l.ws[l.off_end]));
-    }
+    l.for_each_piece(|lo, hi, w| best = best.max(null(lo, hi, w)));
     best
 }
