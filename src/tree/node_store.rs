@@ -50,7 +50,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 
     /// The entries of the slots the write covers leave the tree, but for the pieces left of
     /// `first` and right of `last`; a range split around the new entry shares its word.
-    fn release_replaced(&mut self, l: &LeafWrite) {
+    pub(crate) fn release_replaced(&mut self, l: &LeafWrite) {
         let (off, off_end) = (l.off, l.off_end);
         let left = l.r_min < l.first;
         let right = l.last < l.end_piv;

@@ -1,15 +1,22 @@
 //! The split of a level (`mas_split`, and the kernel's bulk/rightmost packing): a level's items
-//! that overflow one node are partitioned into node-sized parts, each written into a fresh node.
+//! that overflow one node are partitioned into node-sized parts, each written into a fresh node;
+//! and, in exclusive mode, the split of one leaf whose parent has room, done in place
+//! (`wr_leaf_split`: the same parts as the rebuild's, the left one rewritten where it was).
 
 use smallvec::SmallVec;
 
 use crate::entry::Entry;
 
-use super::big_node::{Item, Items};
-use super::node::Kind;
+use super::big_node::{Item, Items, LeafWrite};
 use super::node::Mode;
+use super::node::Write;
+use super::node::{Fresh, Kind, RANGE_PIVOTS, RANGE_SLOTS};
 use super::rebuild::Rebuild;
+use super::walk::{Level, Walker};
 use super::write::Writer;
+
+/// The items of one leaf after a write inside it: at most two more than its slots.
+type LeafItems<'t> = SmallVec<[Item<'t>; RANGE_SLOTS + 2]>;
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Partitions the level's items into fresh nodes (a split if more than one); pushes them
@@ -38,6 +45,127 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 }
 
+impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+    /// The split of the leaf of `lw` by the write `l` in exclusive mode, when its parent has
+    /// room (`mas_split` of one level): the leaf's items after the write are partitioned as the
+    /// rebuild would partition them ([`partition`]); the left part is rewritten in place from
+    /// the write's first slot on (the slots before it stay), the right part goes into one fresh
+    /// leaf, and the parent gains that leaf after the old one by moving its later slots right
+    /// by one, in place (no reader exists), their children re-parented. The tree it leaves is
+    /// the rebuild's, node for node. `false`, with nothing written, where the rebuild is
+    /// needed: RCU mode, a leaf that is the root, a full parent or one the rebuild would pull a
+    /// neighbour into, NULLs the rebuild would coalesce, or items that do not cut in two.
+    pub(crate) fn wr_leaf_split(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) -> bool {
+        if !M::EXCLUSIVE || lw.depth < 2 {
+            return false;
+        }
+        let path = lw.path();
+        let (leaf, parent) = (path[lw.depth - 1], path[lw.depth - 2]);
+        let pkind = parent.node.kind();
+        let pend = parent.node.end(parent.max);
+        // The rebuild's `fix_internal_level` of the parent's `pend + 2` children.
+        let parent_fix = pend + 2 < pkind.min_end() + 1 && parent.max != u64::MAX && lw.depth > 2;
+        if pend + 1 >= pkind.slots() || parent_fix {
+            return false;
+        }
+        let items = leaf_items(l);
+        // The rebuild's `fix_leaf_level`: rare here (the leaf store widened a NULL write over its
+        // NULL neighbours), and left to it.
+        let adjacent_nulls = items.windows(2).any(|w| w[0].is_null() && w[1].is_null());
+        let last_null = items[items.len() - 1].is_null() && leaf.max != u64::MAX;
+        if adjacent_nulls || last_null {
+            return false;
+        }
+        let entry_pos = l.off + usize::from(l.r_min < l.first);
+        let null_at = |b: usize| items[b - 1].is_null();
+        let right_edge = leaf.max == u64::MAX;
+        let parts = partition_by(items.len(), Kind::Leaf, right_edge, entry_pos, null_at);
+        let [(_, b), _] = parts[..] else {
+            return false;
+        };
+        self.release_replaced(l);
+        let (left, right) = items.split_at(b);
+        let left_hi = left[b - 1].hi;
+        let new = self.alloc_node(Kind::Leaf);
+        self.write_items(&new, right, leaf.max);
+        let right_gap = self.items_gap(Kind::Leaf, right, left_hi + 1);
+        let left_gap = self.items_gap(Kind::Leaf, left, leaf.min);
+        // The left part in place: the slots before the write's first one are unchanged.
+        let n = leaf.node;
+        if b > l.off {
+            self.put_items(n, l.off, &left[l.off..]);
+        }
+        for k in b..=l.end {
+            n.clear_slot(k);
+            if k < RANGE_PIVOTS {
+                n.init_pivot(k, 0);
+            }
+        }
+        self.insert_child_after(parent, pend, left_hi, left_gap, new, right_gap);
+        if self.is_alloc() {
+            let g = (0..=pend + 1)
+                .map(|i| parent.node.gap(i))
+                .max()
+                .unwrap_or(0);
+            self.propagate_gap(&path[..lw.depth - 2], g);
+        }
+        self.st.stats.split += 1;
+        self.st.stats.split_in_place += 1;
+        true
+    }
+
+    /// Exclusive mode: the parent `p` (last child `end`, room for one more) gains `new` (largest
+    /// gap `new_gap`) right after its child `p.offset`, which now ends at `left_hi` (largest gap
+    /// `left_gap`): the later slots, pivots and gaps move right by one, in place, and their
+    /// children are re-parented at their new offsets.
+    fn insert_child_after(
+        &self,
+        p: Level<'t, Write>,
+        end: usize,
+        left_hi: u64,
+        left_gap: u64,
+        new: Fresh<'t>,
+        new_gap: u64,
+    ) {
+        let (n, o) = (p.node, p.offset);
+        let kind = n.kind();
+        let (pivots, alloc) = (kind.pivots(), kind == Kind::ARange);
+        for i in (o..=end).rev() {
+            if i + 1 < pivots {
+                n.init_pivot(i + 1, n.slot_max(i, p.max));
+            }
+            if i == o {
+                break;
+            }
+            if alloc {
+                n.set_gap(i + 1, n.gap(i));
+            }
+            n.init_child(i + 1, n.child(i, kind));
+        }
+        if alloc {
+            n.set_gap(o + 1, new_gap);
+            n.set_gap(o, left_gap);
+        }
+        n.init_child(o + 1, new.into_child());
+        n.init_pivot(o, left_hi);
+    }
+}
+
+/// The items of the leaf `l` describes once its write is done: the slots before and after the
+/// write as they were, the write's pieces between them.
+fn leaf_items<'t>(l: &LeafWrite) -> LeafItems<'t> {
+    let mut items = LeafItems::new();
+    for i in 0..l.off {
+        items.push(Item::slot(l.his[i], l.ws[i]));
+    }
+    l.for_each_piece(|_, hi, w| items.push(Item::slot(hi, w)));
+    for i in l.off_end + 1..=l.end {
+        items.push(Item::slot(l.his[i], l.ws[i]));
+    }
+    debug_assert_eq!(items.len(), l.new_end + 1);
+    items
+}
+
 /// Item ranges `(start, end)` of the nodes a level is partitioned into.
 type Parts = SmallVec<[(usize, usize); 8]>;
 
@@ -53,10 +181,21 @@ pub(crate) fn partition(
     entry_pos: usize,
     leaf: bool,
 ) -> Parts {
-    let n = items.len();
+    let null_at = |b: usize| leaf && items.get(b - 1).is_null();
+    partition_by(items.len(), kind, right_edge, entry_pos, null_at)
+}
+
+/// [`partition`] of `n` items, `null_at(b)` telling whether item `b - 1` is a NULL a part must
+/// not end on.
+fn partition_by(
+    n: usize,
+    kind: Kind,
+    right_edge: bool,
+    entry_pos: usize,
+    null_at: impl Fn(usize) -> bool + Copy,
+) -> Parts {
     let cap = kind.slots();
     let min = kind.min_end() + 1;
-    let null_at = |b: usize| leaf && items.get(b - 1).is_null();
     let valid = |bounds: &[usize]| {
         bounds.windows(2).enumerate().all(|(j, w)| {
             let len = w[1] - w[0];

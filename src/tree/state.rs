@@ -44,6 +44,10 @@ pub struct Stats {
     /// rest of the old last range moved on (in place without readers, by copy-on-write of the
     /// leaf and its parent under them): in-order builds then fill leaves completely.
     pub append_fill: u64,
+    /// Of those, leaf splits done in place (exclusive mode, the parent has room): the left part
+    /// kept in its leaf, the right part in one fresh leaf, the parent's later slots moved right
+    /// by one. Also counted in `split`.
+    pub split_in_place: u64,
     /// The root split, growing the tree by one level.
     pub grow: u64,
     /// A node fell below minimum occupancy and was merged/redistributed (`wr_rebalance`).

@@ -10,6 +10,7 @@
 //! | slot store (2 or 3 slots) | `slot_store` | in place | node store | same |
 //! | node store | `node_store` | in place | fresh leaf, one pointer publish | readers see the old or the new leaf |
 //! | append split | `append_split` | truncation | truncation, or copy-on-write | see the module |
+//! | leaf split, parent has room | `split` (`wr_leaf_split`) | left part in place, one fresh leaf, parent's slots moved in place | the rebuild | — (exclusive mode only) |
 //! | split, rebalance | `rebuild` (`split`, `rebalance`) | fresh nodes | fresh nodes, one pointer publish | readers see the old or the new subtree |
 //! | spanning store | `spanning` → `rebuild` | fresh nodes | fresh nodes, one pointer publish | same |
 //!
@@ -210,9 +211,14 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             return Leafed::Done(first, last);
         }
         let is_root = lw.depth == 1;
-        if l.new_end >= RANGE_SLOTS
-            || (l.new_end < Kind::Leaf.min_end() && !is_root && l.max != u64::MAX)
-        {
+        if l.new_end >= RANGE_SLOTS {
+            // A split: in place when the parent has room (exclusive mode), else the rebuild.
+            if self.wr_leaf_split(lw, &l) {
+                return Leafed::Done(first, last);
+            }
+            return Leafed::Rebuild(first, last);
+        }
+        if l.new_end < Kind::Leaf.min_end() && !is_root && l.max != u64::MAX {
             return Leafed::Rebuild(first, last);
         }
         // Appends: the write starts in the last slot.

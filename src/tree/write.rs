@@ -523,7 +523,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 
     /// The stores of [`write_items_at`](Self::write_items_at), one loop per node kind.
     #[inline]
-    fn put_items(&self, n: Live<'_>, from: usize, items: &[Item<'_>]) {
+    pub(crate) fn put_items(&self, n: Live<'_>, from: usize, items: &[Item<'_>]) {
         let kind = n.kind();
         let p = kind.pivots();
         if kind == Kind::Leaf {
