@@ -4,48 +4,36 @@
 
 use crate::entry::{Entry, Word};
 
-use super::big_node::{Item, LeafWrite};
+use super::big_node::LeafWrite;
 use super::gap::range_size;
 use super::node::Mode;
 use super::node::Write;
-use super::node::{Kind, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::{Kind, Live, RANGE_PIVOTS};
 use super::walk::Walker;
 use super::write::Writer;
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
-    /// The node store of `l` in the leaf of `lw`: the leaf's items with `[first, last]` cut out
-    /// and `entry` in its place; the entries it drops are released, a range split around the
-    /// new entry shares its word.
+    /// The node store of `l` in the leaf of `lw`: the leaf's slots with `[first, last]` cut out
+    /// and `entry` in its place, written straight out of the image `l` read; the entries it
+    /// drops are released, a range split around the new entry shares its word.
     pub(crate) fn wr_node_store(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) {
+        self.release_replaced(l);
+        self.st.stats.node_store += 1;
+        let ancestors = &lw.path()[..lw.depth - 1];
+        // The new largest gap (a root leaf's is recorded nowhere).
+        let gap = match ancestors.last() {
+            Some(p) if self.is_alloc() => image_gap(l, p.node.gap(p.offset)),
+            _ => 0,
+        };
         if M::EXCLUSIVE {
-            self.release_replaced(l);
             self.node_store_in_place(lw, l);
+            self.propagate_gap(ancestors, gap);
             return;
         }
-        let (off, off_end) = (l.off, l.off_end);
-        let mut items: [Item<'t>; RANGE_SLOTS] = [Item::slot(0, 0); RANGE_SLOTS];
-        let mut len = 0;
-        let mut push = |it: Item<'t>| {
-            items[len] = it;
-            len += 1;
-        };
-        for i in 0..off {
-            push(Item::slot(l.his[i], l.ws[i]));
-        }
-        l.for_each_piece(|_, hi, w| push(Item::slot(hi, w)));
-        for i in off_end + 1..=l.end {
-            push(Item::slot(l.his[i], l.ws[i]));
-        }
-        debug_assert_eq!(len, l.new_end + 1);
-        self.release_replaced(l);
         // A fresh leaf, published by one store of its parent's slot (the old one retired).
-        let leaf = *lw.leaf();
-        self.st.stats.node_store += 1;
-        let items = &items[..len];
         let n = self.alloc_node(Kind::Leaf);
-        self.write_items(&n, items, leaf.max);
-        let g = self.items_gap(Kind::Leaf, items, leaf.min);
-        self.replace_child(&lw.path()[..lw.depth - 1], n, g);
+        self.put_image(n.node(), 0, l);
+        self.replace_child(ancestors, n, gap);
     }
 
     /// The entries of the slots the write covers leave the tree, but for the pieces left of
@@ -67,13 +55,24 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 
     /// The node store in exclusive mode (no reader): the leaf rewritten in place from the
     /// write's first slot on, out of the image `l` read (the slots before `off` stay as they
-    /// are; those the leaf no longer uses are cleared); the largest gap comes from the image
-    /// too.
+    /// are; those the leaf no longer uses are cleared).
     fn node_store_in_place(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) {
-        let leaf = *lw.leaf();
-        let n = leaf.node;
-        self.st.stats.node_store += 1;
-        let mut j = l.off;
+        let n = lw.leaf().node;
+        self.put_image(n, l.off, l);
+        for k in l.new_end + 1..=l.end {
+            n.clear_slot(k);
+            if k < RANGE_PIVOTS {
+                n.init_pivot(k, 0);
+            }
+        }
+    }
+
+    /// Writes the leaf `l` describes once its write is done into `n`, from slot `from` on
+    /// (`from <= l.off`): the image's slots before the write, the write's pieces, the image's
+    /// slots after it.
+    #[inline]
+    fn put_image(&self, n: Live<'_>, from: usize, l: &LeafWrite) {
+        let mut j = from;
         let mut put = |hi: u64, w: usize| {
             n.init_entry(j, Word::<E>::leaf(w));
             if j < RANGE_PIVOTS {
@@ -81,22 +80,14 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             }
             j += 1;
         };
+        for i in from..l.off {
+            put(l.his[i], l.ws[i]);
+        }
         l.for_each_piece(|_, hi, w| put(hi, w));
         for i in l.off_end + 1..=l.end {
             put(l.his[i], l.ws[i]);
         }
         debug_assert_eq!(j, l.new_end + 1);
-        for k in j..=l.end {
-            n.clear_slot(k);
-            if k < RANGE_PIVOTS {
-                n.init_pivot(k, 0);
-            }
-        }
-        if self.is_alloc() && lw.depth > 1 {
-            let parent = lw.path()[lw.depth - 2];
-            let old = parent.node.gap(parent.offset);
-            self.propagate_gap(&lw.path()[..lw.depth - 1], image_gap(l, old));
-        }
     }
 }
 
