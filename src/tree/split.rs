@@ -5,18 +5,18 @@
 
 use smallvec::SmallVec;
 
-use crate::entry::Entry;
+use core::ops::Range;
+
+use crate::entry::{Entry, Word};
 
 use super::big_node::{Item, Items, LeafWrite};
+use super::gap::range_size;
 use super::node::Mode;
 use super::node::Write;
-use super::node::{Fresh, Kind, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::{Fresh, Kind, Live, RANGE_PIVOTS, RANGE_SLOTS};
 use super::rebuild::Rebuild;
 use super::walk::{Level, Walker};
 use super::write::Writer;
-
-/// The items of one leaf after a write inside it: at most two more than its slots.
-type LeafItems<'t> = SmallVec<[Item<'t>; RANGE_SLOTS + 2]>;
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Partitions the level's items into fresh nodes (a split if more than one); pushes them
@@ -68,37 +68,43 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         if pend + 1 >= pkind.slots() || parent_fix {
             return false;
         }
-        let items = leaf_items(l);
-        // The rebuild's `fix_leaf_level`: rare here (the leaf store widened a NULL write over its
-        // NULL neighbours), and left to it.
-        let adjacent_nulls = items.windows(2).any(|w| w[0].is_null() && w[1].is_null());
-        let last_null = items[items.len() - 1].is_null() && leaf.max != u64::MAX;
-        if adjacent_nulls || last_null {
-            return false;
-        }
+        let items = LeafItems::new(l);
+        let n = items.len;
+        // The rebuild's `fix_leaf_level` has nothing to do here: no two ranges of the tree are
+        // adjacent NULLs (`validate`), the leaf store widened a NULL write over its NULL
+        // neighbours, and a NULL write reaching the max of a leaf that is not the rightmost
+        // went to the rebuild (`ends_in_null`).
+        debug_assert!((1..n).all(|i| items.ws[i - 1] != 0 || items.ws[i] != 0));
+        debug_assert!(items.ws[n - 1] != 0 || leaf.max == u64::MAX);
         let entry_pos = l.off + usize::from(l.r_min < l.first);
-        let null_at = |b: usize| items[b - 1].is_null();
+        let null_at = |b: usize| items.ws[b - 1] == 0;
         let right_edge = leaf.max == u64::MAX;
-        let parts = partition_by(items.len(), Kind::Leaf, right_edge, entry_pos, null_at);
-        let [(_, b), _] = parts[..] else {
+        let Some(b) = split_point(n, right_edge, entry_pos, null_at) else {
             return false;
         };
+        debug_assert_eq!(
+            partition_by(n, Kind::Leaf, right_edge, entry_pos, null_at)[..],
+            [(0, b), (b, n)]
+        );
         self.release_replaced(l);
-        let (left, right) = items.split_at(b);
-        let left_hi = left[b - 1].hi;
+        let left_hi = items.his[b - 1];
         let new = self.alloc_node(Kind::Leaf);
-        self.write_items(&new, right, leaf.max);
-        let right_gap = self.items_gap(Kind::Leaf, right, left_hi + 1);
-        let left_gap = self.items_gap(Kind::Leaf, left, leaf.min);
+        items.put::<E>(new.node(), b..n, 0);
+        let (left_gap, right_gap) = if self.is_alloc() {
+            (
+                items.max_gap(0..b, leaf.min),
+                items.max_gap(b..n, left_hi + 1),
+            )
+        } else {
+            (0, 0)
+        };
         // The left part in place: the slots before the write's first one are unchanged.
-        let n = leaf.node;
-        if b > l.off {
-            self.put_items(n, l.off, &left[l.off..]);
-        }
+        let node = leaf.node;
+        items.put::<E>(node, l.off.min(b)..b, l.off.min(b));
         for k in b..=l.end {
-            n.clear_slot(k);
+            node.clear_slot(k);
             if k < RANGE_PIVOTS {
-                n.init_pivot(k, 0);
+                node.init_pivot(k, 0);
             }
         }
         self.insert_child_after(parent, pend, left_hi, left_gap, new, right_gap);
@@ -151,19 +157,90 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 }
 
-/// The items of the leaf `l` describes once its write is done: the slots before and after the
-/// write as they were, the write's pieces between them.
-fn leaf_items<'t>(l: &LeafWrite) -> LeafItems<'t> {
-    let mut items = LeafItems::new();
-    for i in 0..l.off {
-        items.push(Item::slot(l.his[i], l.ws[i]));
+/// The ranges of one leaf after a write inside it (at most two more than its slots), as upper
+/// bounds and words: the slots before and after the write as they were, the write's pieces
+/// between them.
+struct LeafItems {
+    his: [u64; RANGE_SLOTS + 2],
+    ws: [usize; RANGE_SLOTS + 2],
+    len: usize,
+}
+
+impl LeafItems {
+    #[inline]
+    fn new(l: &LeafWrite) -> Self {
+        let mut items = LeafItems {
+            his: [0; RANGE_SLOTS + 2],
+            ws: [0; RANGE_SLOTS + 2],
+            len: 0,
+        };
+        let mut push = |hi: u64, w: usize| {
+            items.his[items.len] = hi;
+            items.ws[items.len] = w;
+            items.len += 1;
+        };
+        for i in 0..l.off {
+            push(l.his[i], l.ws[i]);
+        }
+        l.for_each_piece(|_, hi, w| push(hi, w));
+        for i in l.off_end + 1..=l.end {
+            push(l.his[i], l.ws[i]);
+        }
+        debug_assert_eq!(items.len, l.new_end + 1);
+        items
     }
-    l.for_each_piece(|_, hi, w| items.push(Item::slot(hi, w)));
-    for i in l.off_end + 1..=l.end {
-        items.push(Item::slot(l.his[i], l.ws[i]));
+
+    /// Writes the items of `range` into the leaf `n` from slot `at` on.
+    #[inline]
+    fn put<E: Entry>(&self, n: Live<'_>, range: Range<usize>, at: usize) {
+        for (j, i) in (at..).zip(range) {
+            n.init_entry(j, Word::<E>::leaf(self.ws[i]));
+            if j < RANGE_PIVOTS {
+                n.init_pivot(j, self.his[i]);
+            }
+        }
     }
-    debug_assert_eq!(items.len(), l.new_end + 1);
-    items
+
+    /// The largest NULL range among the items of `range`, the first of which starts at `lo`.
+    fn max_gap(&self, range: Range<usize>, mut lo: u64) -> u64 {
+        let mut best = 0;
+        for i in range {
+            if self.ws[i] == 0 {
+                best = best.max(range_size(lo, self.his[i]));
+            }
+            lo = self.his[i].wrapping_add(1);
+        }
+        best
+    }
+}
+
+/// Where [`partition`] cuts `n` leaf items (`n` one or two more than a leaf holds) when it cuts
+/// them in two, `None` when it needs three parts: the same packed then balanced bounds, for two
+/// parts only.
+fn split_point(
+    n: usize,
+    right_edge: bool,
+    entry_pos: usize,
+    null_at: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    let (cap, min) = (Kind::Leaf.slots(), Kind::Leaf.min_end() + 1);
+    debug_assert!(n > cap && n <= 2 * cap);
+    let valid = |b: usize| b >= min && b <= cap && n - b <= cap && !null_at(b);
+    if right_edge && entry_pos + 2 >= n {
+        let b = if null_at(cap) { cap - 1 } else { cap };
+        if valid(b) {
+            return Some(b);
+        }
+    }
+    let mut b = n.div_ceil(2);
+    if null_at(b) {
+        if b < cap && n - b > min {
+            b += 1;
+        } else {
+            b -= 1;
+        }
+    }
+    valid(b).then_some(b)
 }
 
 /// Item ranges `(start, end)` of the nodes a level is partitioned into.
