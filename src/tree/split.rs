@@ -1,7 +1,7 @@
 //! The split of a level (`mas_split`, and the kernel's bulk/rightmost packing): a level's items
 //! that overflow one node are partitioned into node-sized parts, each written into a fresh node;
-//! and, in exclusive mode, the split of one leaf whose parent has room, done in place
-//! (`wr_leaf_split`: the same parts as the rebuild's, the left one rewritten where it was).
+//! and, in exclusive mode, the split of one leaf done in place (`wr_leaf_split`: the same parts
+//! as the rebuild's at every level it climbs, the left one rewritten where it was).
 
 use smallvec::SmallVec;
 
@@ -46,28 +46,25 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 }
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
-    /// The split of the leaf of `lw` by the write `l` in exclusive mode, when its parent has
-    /// room (`mas_split` of one level): the leaf's items after the write are partitioned as the
-    /// rebuild would partition them ([`partition`]); the left part is rewritten in place from
-    /// the write's first slot on (the slots before it stay), the right part goes into one fresh
-    /// leaf, and the parent gains that leaf after the old one by moving its later slots right
-    /// by one, in place (no reader exists), their children re-parented. The tree it leaves is
-    /// the rebuild's, node for node. `false`, with nothing written, where the rebuild is
-    /// needed: RCU mode, a leaf that is the root, a full parent or one the rebuild would pull a
-    /// neighbour into, NULLs the rebuild would coalesce, or items that do not cut in two.
+    /// The split of the leaf of `lw` by the write `l` in exclusive mode (`mas_split`): the
+    /// leaf's items after the write are partitioned as the rebuild would partition them
+    /// ([`partition`]); the left part is rewritten in place from the write's first slot on
+    /// (the slots before it stay), the right part goes into one fresh leaf, and the parent
+    /// gains that leaf after the old one by moving its later slots right by one, in place (no
+    /// reader exists), their children re-parented. A full parent is split the same way (its
+    /// left part kept, its right part in a fresh node) and the new node climbs; a full root
+    /// grows a new root above its two parts. The tree it leaves is the rebuild's, node for
+    /// node. `false`, with nothing written, where the rebuild is needed: RCU mode, a parent the
+    /// rebuild would pull a neighbour into, or leaf items that do not cut in two.
     pub(crate) fn wr_leaf_split(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) -> bool {
-        if !M::EXCLUSIVE || lw.depth < 2 {
+        if !M::EXCLUSIVE {
             return false;
         }
         let path = lw.path();
-        let (leaf, parent) = (path[lw.depth - 1], path[lw.depth - 2]);
-        let pkind = parent.node.kind();
-        let pend = parent.node.end(parent.max);
-        // The rebuild's `fix_internal_level` of the parent's `pend + 2` children.
-        let parent_fix = pend + 2 < pkind.min_end() + 1 && parent.max != u64::MAX && lw.depth > 2;
-        if pend + 1 >= pkind.slots() || parent_fix {
+        let leaf = path[lw.depth - 1];
+        let Some(top) = split_top(&path[..lw.depth - 1]) else {
             return false;
-        }
+        };
         let items = LeafItems::new(l);
         let n = items.len;
         // The rebuild's `fix_leaf_level` has nothing to do here: no two ranges of the tree are
@@ -107,32 +104,91 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
                 node.init_pivot(k, 0);
             }
         }
-        self.insert_child_after(parent, pend, left_hi, left_gap, new, right_gap);
-        if self.is_alloc() {
-            let g = (0..=pend + 1)
-                .map(|i| parent.node.gap(i))
-                .max()
-                .unwrap_or(0);
-            self.propagate_gap(&path[..lw.depth - 2], g);
+        let mut up = Split {
+            left_hi,
+            left_gap,
+            new,
+            new_gap: right_gap,
+        };
+        // The full levels above split in turn, the lowest first.
+        let full_from = top.map_or(0, |(d, _)| d + 1);
+        for &p in path[full_from..lw.depth - 1].iter().rev() {
+            up = self.split_internal(p, up);
+        }
+        match top {
+            Some((d, end)) => {
+                let p = path[d];
+                self.insert_child_after(p, end, up);
+                if self.is_alloc() {
+                    let g = (0..=end + 1).map(|i| p.node.gap(i)).max().unwrap_or(0);
+                    self.propagate_gap(&path[..d], g);
+                }
+            }
+            None => self.grow_root(&[
+                Item::child(up.left_hi, path[0].node, up.left_gap),
+                Item::fresh(u64::MAX, up.new, up.new_gap),
+            ]),
         }
         self.st.stats.split += 1;
         self.st.stats.split_in_place += 1;
         true
     }
 
-    /// Exclusive mode: the parent `p` (last child `end`, room for one more) gains `new` (largest
-    /// gap `new_gap`) right after its child `p.offset`, which now ends at `left_hi` (largest gap
-    /// `left_gap`): the later slots, pivots and gaps move right by one, in place, and their
-    /// children are re-parented at their new offsets.
-    fn insert_child_after(
-        &self,
-        p: Level<'t, Write>,
-        end: usize,
-        left_hi: u64,
-        left_gap: u64,
-        new: Fresh<'t>,
-        new_gap: u64,
-    ) {
+    /// Exclusive mode: the full internal node of `p` split in place, its child `p.offset` now
+    /// ending at `up.left_hi` and followed by `up.new`: its children (with that one) are cut as
+    /// the rebuild cuts them ([`partition`]), the left part rewritten in place, the right part
+    /// written into a fresh node (its children re-parented there), which climbs.
+    fn split_internal(&mut self, p: Level<'t, Write>, up: Split<'t>) -> Split<'t> {
+        let (x, o) = (p.node, p.offset);
+        let kind = x.kind();
+        let mut items: SmallVec<[Item<'t>; RANGE_SLOTS + 1]> = SmallVec::new();
+        let mut new = Some(up.new);
+        for (i, (_, hi, slot)) in x.slots(p.min, p.max, self.internal).enumerate() {
+            let gap = self.child_gap(x, i);
+            if i == o {
+                let new = new.take().expect("one slot is the split child's");
+                items.push(Item {
+                    hi: up.left_hi,
+                    slot,
+                    gap: up.left_gap,
+                });
+                items.push(Item::fresh(hi, new, up.new_gap));
+            } else {
+                items.push(Item { hi, slot, gap });
+            }
+        }
+        let n = items.len();
+        let parts = partition_by(n, kind, p.max == u64::MAX, o, |_| false);
+        let [(_, b), _] = parts[..] else {
+            unreachable!("one node and one child more cut in two");
+        };
+        let (left, right) = items.split_at(b);
+        let left_hi = left[b - 1].hi;
+        let y = self.alloc_node(kind);
+        self.write_items(&y, right, p.max);
+        self.put_items(x, 0, left);
+        for k in b..n - 1 {
+            x.clear_slot(k);
+            if k < kind.pivots() {
+                x.init_pivot(k, 0);
+            }
+            if kind == Kind::ARange {
+                x.set_gap(k, 0);
+            }
+        }
+        Split {
+            left_hi,
+            left_gap: self.items_gap(kind, left, p.min),
+            new: y,
+            new_gap: self.items_gap(kind, right, left_hi + 1),
+        }
+    }
+
+    /// Exclusive mode: the parent `p` (last child `end`, room for one more) gains `up.new`
+    /// right after its child `p.offset`, which now ends at `up.left_hi`: the later slots,
+    /// pivots and gaps move right by one, in place, and their children are re-parented at
+    /// their new offsets.
+    fn insert_child_after(&self, p: Level<'t, Write>, end: usize, up: Split<'t>) {
         let (n, o) = (p.node, p.offset);
         let kind = n.kind();
         let (pivots, alloc) = (kind.pivots(), kind == Kind::ARange);
@@ -149,12 +205,39 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             n.init_child(i + 1, n.child(i, kind));
         }
         if alloc {
-            n.set_gap(o + 1, new_gap);
-            n.set_gap(o, left_gap);
+            n.set_gap(o + 1, up.new_gap);
+            n.set_gap(o, up.left_gap);
         }
-        n.init_child(o + 1, new.into_child());
-        n.init_pivot(o, left_hi);
+        n.init_child(o + 1, up.new.into_child());
+        n.init_pivot(o, up.left_hi);
     }
+}
+
+/// A node split in place: it now ends at `left_hi` (its largest gap `left_gap`), and `new`
+/// (largest gap `new_gap`) follows it with the rest.
+struct Split<'t> {
+    left_hi: u64,
+    left_gap: u64,
+    new: Fresh<'t>,
+    new_gap: u64,
+}
+
+/// Where the in-place split of the leaf below `ancestors` (root first, ending at its parent)
+/// stops climbing: `Some((d, end))` for the lowest ancestor with room (index `d`, last child
+/// `end`), `None` when every ancestor is full (the root grows). `None` overall (the rebuild's
+/// case) when the ancestor with room is one the rebuild's `fix_internal_level` would pull a
+/// neighbour into (below minimum occupancy with its new child, not on the right edge, not the
+/// root).
+fn split_top(ancestors: &[Level<'_, Write>]) -> Option<Option<(usize, usize)>> {
+    for (d, p) in ancestors.iter().enumerate().rev() {
+        let kind = p.node.kind();
+        let end = p.node.end(p.max);
+        if end + 1 < kind.slots() {
+            let fix = end + 2 < kind.min_end() + 1 && p.max != u64::MAX && d > 0;
+            return (!fix).then_some(Some((d, end)));
+        }
+    }
+    Some(None)
 }
 
 /// The ranges of one leaf after a write inside it (at most two more than its slots), as upper

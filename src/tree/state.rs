@@ -44,9 +44,9 @@ pub struct Stats {
     /// rest of the old last range moved on (in place without readers, by copy-on-write of the
     /// leaf and its parent under them): in-order builds then fill leaves completely.
     pub append_fill: u64,
-    /// Of those, leaf splits done in place (exclusive mode, the parent has room): the left part
-    /// kept in its leaf, the right part in one fresh leaf, the parent's later slots moved right
-    /// by one. Also counted in `split`.
+    /// Of those, leaf splits done in place (exclusive mode): at every level split, the left part
+    /// kept in its node and the right part in one fresh node; the first ancestor with room has
+    /// its later slots moved right by one (or the root grows). Also counted in `split`.
     pub split_in_place: u64,
     /// The root split, growing the tree by one level.
     pub grow: u64,
