@@ -113,14 +113,15 @@ impl<'g> Items<'g> {
 }
 
 /// A write of `entry` over `[first, last]` inside one leaf, as the store classifies it (the
-/// kernel's `ma_wr_state`): the leaf's slots within its end (`los`/`his`/`ws`), the first and
-/// last slot the write touches (`off`, `off_end`), the range those slots cover (`r_min`,
-/// `end_piv`) and the leaf's end after the write (`new_end`).
+/// kernel's `ma_wr_state`): the leaf's slots (`his`/`ws`, the upper bounds and words; read up to
+/// the sixteenth, meaningful within its end), the first and last slot the write touches (`off`,
+/// `off_end`), the range those slots cover (`r_min`, `end_piv`) and the leaf's end after the
+/// write (`new_end`).
 pub(crate) struct LeafWrite {
-    pub(crate) los: [u64; RANGE_SLOTS],
     pub(crate) his: [u64; RANGE_SLOTS],
     pub(crate) ws: [usize; RANGE_SLOTS],
     pub(crate) end: usize,
+    pub(crate) min: u64,
     pub(crate) max: u64,
     pub(crate) off: usize,
     pub(crate) off_end: usize,
@@ -151,14 +152,24 @@ impl LeafWrite {
         }
     }
 
+    /// The lower bound of slot `i` (within the end).
+    #[inline(always)]
+    pub(crate) fn lo(&self, i: usize) -> u64 {
+        if i == 0 {
+            self.min
+        } else {
+            self.his[i - 1].wrapping_add(1)
+        }
+    }
+
     /// An empty image, for [`read`](Self::read).
     #[inline]
     pub(crate) fn empty() -> Self {
         LeafWrite {
-            los: [0; RANGE_SLOTS],
             his: [0; RANGE_SLOTS],
             ws: [0; RANGE_SLOTS],
             end: 0,
+            min: 0,
             max: 0,
             off: 0,
             off_end: 0,
@@ -174,35 +185,36 @@ impl LeafWrite {
 
     /// Reads the leaf of `leaf` (whose slot `leaf.offset` holds `first`) and classifies the
     /// write into `self`; a NULL write is widened over empty neighbours (`mas_wr_extend_null`).
-    /// Filled in place: it is 400 bytes, and returning it by value cost a `memcpy` per store.
+    /// Filled in place: it is 350 bytes, and returning it by value cost a `memcpy` per store.
     /// Always inlined into its one caller (`leaf_store`, one copy per write mode).
     #[inline(always)]
     pub(crate) fn read(&mut self, leaf: Level<'_, Write>, first: u64, last: u64, entry: usize) {
         let n = leaf.node;
         let (min, max) = (leaf.min, leaf.max);
-        let end = n.end(max);
         let l = self;
-        (l.end, l.max, l.off, l.off_end) = (end, max, leaf.offset, leaf.offset);
-        (l.first, l.last, l.entry, l.ends_in_null) = (first, last, entry, false);
-        let mut lo = min;
-        for i in 0..=end {
-            let hi = if i < RANGE_PIVOTS {
-                n.range_pivot(i).min(max)
-            } else {
-                max
-            };
-            l.los[i] = lo;
-            l.his[i] = hi;
+        // All sixteen slots, whatever the end (the words beyond it are read and not used): the
+        // loop has a fixed length, so it stores every element and the zeroing of `empty` is
+        // dead. The end is the first bound at the max: the first pivot `>= max`, as `end`.
+        for i in 0..RANGE_PIVOTS {
+            l.his[i] = n.range_pivot(i).min(max);
             l.ws[i] = n.range_slot(i);
-            lo = hi.wrapping_add(1);
         }
+        l.his[RANGE_PIVOTS] = max;
+        l.ws[RANGE_PIVOTS] = n.range_slot(RANGE_PIVOTS);
+        let end = l.his[..RANGE_PIVOTS]
+            .iter()
+            .position(|&h| h == max)
+            .unwrap_or(RANGE_PIVOTS);
+        debug_assert_eq!(end, n.end(max));
+        (l.end, l.min, l.max, l.off, l.off_end) = (end, min, max, leaf.offset, leaf.offset);
+        (l.first, l.last, l.entry, l.ends_in_null) = (first, last, entry, false);
         while l.off_end < end && l.his[l.off_end] < last {
             l.off_end += 1;
         }
         if entry == 0 && !l.widen_null() {
             l.ends_in_null = true;
         } else {
-            l.r_min = l.los[l.off];
+            l.r_min = l.lo(l.off);
             l.end_piv = l.his[l.off_end];
             l.new_end = end + 2
                 - (l.off_end - l.off)
@@ -217,10 +229,10 @@ impl LeafWrite {
     fn widen_null(&mut self) -> bool {
         let (off, off_end, ws) = (self.off, self.off_end, &self.ws);
         if ws[off] == 0 {
-            self.first = self.los[off];
-        } else if self.first == self.los[off] && off > 0 && ws[off - 1] == 0 {
+            self.first = self.lo(off);
+        } else if self.first == self.lo(off) && off > 0 && ws[off - 1] == 0 {
             self.off -= 1;
-            self.first = self.los[self.off];
+            self.first = self.lo(self.off);
         }
         if ws[off_end] == 0 {
             self.last = self.his[off_end];

@@ -99,11 +99,13 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 fn image_gap(l: &LeafWrite, old: u64) -> u64 {
     let null = |lo: u64, hi: u64, w: usize| if w == 0 { range_size(lo, hi) } else { 0 };
     let slots = |from: usize, to: usize| {
-        let (los, his, ws) = (&l.los[from..to], &l.his[from..to], &l.ws[from..to]);
-        los.iter()
-            .zip(his)
-            .zip(ws)
-            .fold(0, |best, ((&lo, &hi), &w)| best.max(null(lo, hi, w)))
+        let mut lo = l.lo(from);
+        let (his, ws) = (&l.his[from..to], &l.ws[from..to]);
+        his.iter().zip(ws).fold(0, |best, (&hi, &w)| {
+            let g = null(lo, hi, w);
+            lo = hi.wrapping_add(1);
+            best.max(g)
+        })
     };
     let mut best = if slots(l.off, l.off_end + 1) < old {
         old
