@@ -1,7 +1,8 @@
-//! The two write modes build the same tree: every write through `exclusive()` (in place: the
-//! slot stores, the in-place node store, the in-place leaf split) leaves the tree node for node
-//! as the same write through the lock (copy-on-write and the rebuild), compared by their dumps
-//! with node addresses left out, each tree validated after every operation.
+//! The write paths build the same tree: every write through `exclusive()` (in place: the slot
+//! stores, the in-place node store, the in-place leaf split) and every write through the lock
+//! (copy-on-write; the direct leaf split) leaves the tree node for node as the same write
+//! through the lock with the direct leaf split turned off (every split a rebuild), compared by
+//! their dumps with node addresses left out, each tree validated after every operation.
 
 use maple_tree::{MapleTree, Options, Stats, Value, WriteGuard};
 use proptest::prelude::*;
@@ -30,32 +31,39 @@ fn shape(t: &mut MapleTree<Value>) -> String {
     out
 }
 
-/// Applies `ops` to one tree through `exclusive()` and to another through the lock, comparing
-/// their shapes after each; returns both trees' statistics.
-fn run(ops: &[Op], alloc: bool) -> (Stats, Stats) {
+/// Applies `ops` to one tree through `exclusive()`, to one through the lock and to one through
+/// the lock with every split a rebuild, comparing their shapes; returns the three trees'
+/// statistics.
+fn run(ops: &[Op], alloc: bool) -> [Stats; 3] {
     let opts = || Options::new().alloc(alloc);
     let mut x = MapleTree::<Value>::with_options(opts());
     let mut r = MapleTree::<Value>::with_options(opts());
+    let mut g = MapleTree::<Value>::with_options(opts());
+    g.set_leaf_split(false);
     for (step, &op) in ops.iter().enumerate() {
-        let got = apply(&mut x.exclusive(), op);
-        let want = apply(&mut r.lock(), op);
-        assert_eq!(got, want, "step {step}: {op:?}");
-        if let Err(e) = x.validate() {
-            panic!("step {step}: {op:?}: exclusive: {e}\n{}", x.lock().dump());
+        let want = apply(&mut g.lock(), op);
+        assert_eq!(apply(&mut x.exclusive(), op), want, "step {step}: {op:?}");
+        assert_eq!(apply(&mut r.lock(), op), want, "step {step}: {op:?}");
+        for (name, t) in [("exclusive", &mut x), ("lock", &mut r), ("rebuild", &mut g)] {
+            if let Err(e) = t.validate() {
+                panic!("step {step}: {op:?}: {name}: {e}\n{}", t.lock().dump());
+            }
         }
-        r.validate().unwrap();
         // Shapes after every write while the trees are small, then every 20th and the last
         // (a dump per write of a large tree is quadratic; a difference, once made, stays).
         if step >= 500 && step % 20 != 0 && step + 1 != ops.len() {
             continue;
         }
-        let (sx, sr) = (shape(&mut x), shape(&mut r));
-        assert!(
-            sx == sr,
-            "step {step}: {op:?}: the modes differ\nexclusive:\n{sx}\nlock:\n{sr}"
-        );
+        let want = shape(&mut g);
+        for (name, t) in [("exclusive", &mut x), ("lock", &mut r)] {
+            let got = shape(t);
+            assert!(
+                got == want,
+                "step {step}: {op:?}: {name} differs from the rebuild\n{name}:\n{got}\nrebuild:\n{want}"
+            );
+        }
     }
-    (x.stats(), r.stats())
+    [x.stats(), r.stats(), g.stats()]
 }
 
 /// One write through `w` (a write guard of either mode); what `erase` returned, if it ran.
@@ -105,14 +113,17 @@ fn random_ops(seed: u64, n: usize, space: u64) -> Vec<Op> {
 }
 
 #[test]
-fn random_stores_build_the_same_tree_in_both_modes() {
+fn random_stores_build_the_same_tree_on_every_path() {
     for alloc in [false, true] {
         for (seed, space) in [(1, 3_000), (2, 40_000), (3, u64::MAX - 1)] {
-            let (sx, sr) = run(&random_ops(seed, 4_000, space), alloc);
-            assert_eq!(sx.split, sr.split, "alloc {alloc}, seed {seed}");
-            // The in-place split ran (and the lock never takes it).
-            assert!(sx.split_in_place > 0, "alloc {alloc}, seed {seed}: {sx:?}");
-            assert_eq!(sr.split_in_place, 0);
+            let [sx, sr, sg] = run(&random_ops(seed, 4_000, space), alloc);
+            let what = format!("alloc {alloc}, seed {seed}");
+            assert_eq!(sx.split, sg.split, "{what}");
+            assert_eq!(sr.split, sg.split, "{what}");
+            // The direct split ran in both modes, and only when on.
+            assert!(sx.leaf_split > 0, "{what}: {sx:?}");
+            assert!(sr.leaf_split > 0, "{what}: {sr:?}");
+            assert_eq!(sg.leaf_split, 0, "{what}");
         }
     }
 }
@@ -149,7 +160,7 @@ fn op(space: u64) -> impl Strategy<Value = Op> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
-    fn any_writes_build_the_same_tree_in_both_modes(
+    fn any_writes_build_the_same_tree_on_every_path(
         alloc in any::<bool>(),
         ops in proptest::collection::vec(op(600), 1..700),
     ) {

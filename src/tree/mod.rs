@@ -294,6 +294,14 @@ impl<E: Entry> MapleTree<E> {
         self.root.lock().append = on;
     }
 
+    /// Turns the direct leaf split on or off (for benchmarks and tests). When off, every split
+    /// goes through the generic rebuild, which leaves the same tree with more work; the two
+    /// are compared node for node by the tests. Only with the `bench-internals` feature.
+    #[cfg(feature = "bench-internals")]
+    pub fn set_leaf_split(&self, on: bool) {
+        self.root.lock().leaf_split = on;
+    }
+
     /// Takes the writer lock for RCU-mode writes: concurrent readers stay correct; replaced nodes
     /// and entries are freed after a grace period.
     ///
@@ -762,6 +770,7 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
         let st = new.root.state_mut();
         st.height = self.state().height;
         st.append = self.state().append;
+        st.leaf_split = self.state().leaf_split;
         st.stats.nodes_allocated = count;
         new
     }

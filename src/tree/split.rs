@@ -46,18 +46,28 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 }
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
-    /// The split of the leaf of `lw` by the write `l` in exclusive mode (`mas_split`): the
-    /// leaf's items after the write are partitioned as the rebuild would partition them
-    /// ([`partition`]); the left part is rewritten in place from the write's first slot on
-    /// (the slots before it stay), the right part goes into one fresh leaf, and the parent
-    /// gains that leaf after the old one by moving its later slots right by one, in place (no
-    /// reader exists), their children re-parented. A full parent is split the same way (its
-    /// left part kept, its right part in a fresh node) and the new node climbs; a full root
-    /// grows a new root above its two parts. The tree it leaves is the rebuild's, node for
-    /// node. `false`, with nothing written, where the rebuild is needed: RCU mode, a parent the
-    /// rebuild would pull a neighbour into, or leaf items that do not cut in two.
+    /// The split of the leaf of `lw` by the write `l` (`mas_split`), without the rebuild's
+    /// buffers: the leaf's items after the write are partitioned as the rebuild would partition
+    /// them ([`partition`]), the right part goes into one fresh leaf, and the parent gains it
+    /// after the left part. A full parent is split the same way and its new node climbs; a
+    /// full root grows a new root above its two parts. The tree it leaves is the rebuild's,
+    /// node for node.
+    ///
+    /// In exclusive mode (no reader) everything is in place: each left part is rewritten where
+    /// it was (the leaf from the write's first slot on), and the ancestor with room moves its
+    /// later slots right by one, their children re-parented. Under readers every node it
+    /// changes is a fresh one (each left part too, and a copy of the ancestor with room, with
+    /// the new child in it), published by one store of the slot above (`replace_child`) or of
+    /// the root, the nodes they replace retired: readers see the old subtree or the new one.
+    ///
+    /// `false`, with nothing written, where the rebuild is needed: an ancestor with room the
+    /// rebuild would pull a neighbour into, or leaf items that do not cut in two (or the split
+    /// turned off: `MapleTree::set_leaf_split`, with the `bench-internals` feature).
+    // Out of line: inlined, it made the store's other paths dearer (erases through the lock
+    // +45 instructions each) for a call it saves once per split.
+    #[inline(never)]
     pub(crate) fn wr_leaf_split(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) -> bool {
-        if !M::EXCLUSIVE {
+        if !self.st.leaf_split {
             return false;
         }
         let path = lw.path();
@@ -87,7 +97,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         let left_hi = items.his[b - 1];
         let new = self.alloc_node(Kind::Leaf);
         items.put::<E>(new.node(), b..n, 0);
-        let (left_gap, right_gap) = if self.is_alloc() {
+        let (left_gap, new_gap) = if self.is_alloc() {
             (
                 items.max_gap(0..b, leaf.min),
                 items.max_gap(b..n, left_hi + 1),
@@ -95,28 +105,40 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         } else {
             (0, 0)
         };
-        // The left part in place: the slots before the write's first one are unchanged.
-        let node = leaf.node;
-        items.put::<E>(node, l.off.min(b)..b, l.off.min(b));
-        for k in b..=l.end {
-            node.clear_slot(k);
-            if k < RANGE_PIVOTS {
-                node.init_pivot(k, 0);
+        let left = if M::EXCLUSIVE {
+            // In place: the slots before the write's first one are unchanged.
+            let node = leaf.node;
+            items.put::<E>(node, l.off.min(b)..b, l.off.min(b));
+            for k in b..=l.end {
+                node.clear_slot(k);
+                if k < RANGE_PIVOTS {
+                    node.init_pivot(k, 0);
+                }
             }
-        }
+            None
+        } else {
+            let fresh = self.alloc_node(Kind::Leaf);
+            items.put::<E>(fresh.node(), 0..b, 0);
+            Some(fresh)
+        };
         let mut up = Split {
+            left,
             left_hi,
             left_gap,
             new,
-            new_gap: right_gap,
+            new_gap,
         };
-        // The full levels above split in turn, the lowest first.
+        // The full levels above split in turn, the lowest first; under readers the nodes they
+        // replace are retired once the new ones are published.
+        let mut replaced: SmallVec<[Live<'t>; 4]> = SmallVec::new();
+        replaced.push(leaf.node);
         let full_from = top.map_or(0, |(d, _)| d + 1);
         for &p in path[full_from..lw.depth - 1].iter().rev() {
             up = self.split_internal(p, up);
+            replaced.push(p.node);
         }
         match top {
-            Some((d, end)) => {
+            Some((d, end)) if M::EXCLUSIVE => {
                 let p = path[d];
                 self.insert_child_after(p, end, up);
                 if self.is_alloc() {
@@ -124,41 +146,67 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
                     self.propagate_gap(&path[..d], g);
                 }
             }
-            None => self.grow_root(&[
-                Item::child(up.left_hi, path[0].node, up.left_gap),
-                Item::fresh(u64::MAX, up.new, up.new_gap),
-            ]),
+            Some((d, _)) => {
+                // A copy of the ancestor with room, published in its place (which retires it).
+                let p = path[d];
+                let kind = p.node.kind();
+                let items = self.items_with_split(p, up);
+                let copy = self.alloc_node(kind);
+                self.write_items(&copy, &items, p.max);
+                let g = self.items_gap(kind, &items, p.min);
+                self.replace_child(&path[..d], copy, g);
+            }
+            None => {
+                let root = path[0].node;
+                let left = up.left_item(root);
+                self.grow_root(&[left, Item::fresh(u64::MAX, up.new, up.new_gap)]);
+            }
+        }
+        if !M::EXCLUSIVE {
+            for n in replaced {
+                self.retire_node(n);
+            }
         }
         self.st.stats.split += 1;
-        self.st.stats.split_in_place += 1;
+        self.st.stats.leaf_split += 1;
         true
     }
 
-    /// Exclusive mode: the full internal node of `p` split in place, its child `p.offset` now
-    /// ending at `up.left_hi` and followed by `up.new`: its children (with that one) are cut as
-    /// the rebuild cuts them ([`partition`]), the left part rewritten in place, the right part
-    /// written into a fresh node (its children re-parented there), which climbs.
-    fn split_internal(&mut self, p: Level<'t, Write>, up: Split<'t>) -> Split<'t> {
+    /// The children of the internal node of `p` with its child `p.offset` split: the left part
+    /// (`up.left`, or that child itself when split in place) ending at `up.left_hi`, then
+    /// `up.new`.
+    fn items_with_split(
+        &self,
+        p: Level<'t, Write>,
+        up: Split<'t>,
+    ) -> SmallVec<[Item<'t>; RANGE_SLOTS + 1]> {
         let (x, o) = (p.node, p.offset);
-        let kind = x.kind();
-        let mut items: SmallVec<[Item<'t>; RANGE_SLOTS + 1]> = SmallVec::new();
-        let mut new = Some(up.new);
+        let mut items = SmallVec::new();
+        let mut up = Some(up);
         for (i, (_, hi, slot)) in x.slots(p.min, p.max, self.internal).enumerate() {
-            let gap = self.child_gap(x, i);
             if i == o {
-                let new = new.take().expect("one slot is the split child's");
-                items.push(Item {
-                    hi: up.left_hi,
-                    slot,
-                    gap: up.left_gap,
-                });
-                items.push(Item::fresh(hi, new, up.new_gap));
+                let mut up = up.take().expect("one slot is the split child's");
+                items.push(up.left_item(slot.child()));
+                items.push(Item::fresh(hi, up.new, up.new_gap));
             } else {
+                let gap = self.child_gap(x, i);
                 items.push(Item { hi, slot, gap });
             }
         }
+        items
+    }
+
+    /// The full internal node of `p` split, its child `p.offset` split below
+    /// ([`items_with_split`](Self::items_with_split)): its children are cut as the rebuild cuts
+    /// them ([`partition`]); the left part is rewritten in place (exclusive mode) or written
+    /// into a fresh node, the right part into a fresh node (its children re-parented there),
+    /// which climbs.
+    fn split_internal(&mut self, p: Level<'t, Write>, up: Split<'t>) -> Split<'t> {
+        let x = p.node;
+        let kind = x.kind();
+        let items = self.items_with_split(p, up);
         let n = items.len();
-        let parts = partition_by(n, kind, p.max == u64::MAX, o, |_| false);
+        let parts = partition_by(n, kind, p.max == u64::MAX, p.offset, |_| false);
         let [(_, b), _] = parts[..] else {
             unreachable!("one node and one child more cut in two");
         };
@@ -166,17 +214,25 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         let left_hi = left[b - 1].hi;
         let y = self.alloc_node(kind);
         self.write_items(&y, right, p.max);
-        self.put_items(x, 0, left);
-        for k in b..n - 1 {
-            x.clear_slot(k);
-            if k < kind.pivots() {
-                x.init_pivot(k, 0);
+        let fresh = if M::EXCLUSIVE {
+            self.put_items(x, 0, left);
+            for k in b..n - 1 {
+                x.clear_slot(k);
+                if k < kind.pivots() {
+                    x.init_pivot(k, 0);
+                }
+                if kind == Kind::ARange {
+                    x.set_gap(k, 0);
+                }
             }
-            if kind == Kind::ARange {
-                x.set_gap(k, 0);
-            }
-        }
+            None
+        } else {
+            let f = self.alloc_node(kind);
+            self.write_items(&f, left, left_hi);
+            Some(f)
+        };
         Split {
+            left: fresh,
             left_hi,
             left_gap: self.items_gap(kind, left, p.min),
             new: y,
@@ -213,16 +269,28 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 }
 
-/// A node split in place: it now ends at `left_hi` (its largest gap `left_gap`), and `new`
-/// (largest gap `new_gap`) follows it with the rest.
+/// A node split: its left part (`left`, fresh; `None`: the node itself, rewritten in place)
+/// ends at `left_hi` (its largest gap `left_gap`), and `new` (largest gap `new_gap`) follows it
+/// with the rest.
 struct Split<'t> {
+    left: Option<Fresh<'t>>,
     left_hi: u64,
     left_gap: u64,
     new: Fresh<'t>,
     new_gap: u64,
 }
 
-/// Where the in-place split of the leaf below `ancestors` (root first, ending at its parent)
+impl<'t> Split<'t> {
+    /// The item of the left part: the fresh node, or `node` (the split node) itself.
+    fn left_item(&mut self, node: Live<'t>) -> Item<'t> {
+        match self.left.take() {
+            Some(f) => Item::fresh(self.left_hi, f, self.left_gap),
+            None => Item::child(self.left_hi, node, self.left_gap),
+        }
+    }
+}
+
+/// Where the split of the leaf below `ancestors` (root first, ending at its parent)
 /// stops climbing: `Some((d, end))` for the lowest ancestor with room (index `d`, last child
 /// `end`), `None` when every ancestor is full (the root grows). `None` overall (the rebuild's
 /// case) when the ancestor with room is one the rebuild's `fix_internal_level` would pull a

@@ -44,10 +44,11 @@ pub struct Stats {
     /// rest of the old last range moved on (in place without readers, by copy-on-write of the
     /// leaf and its parent under them): in-order builds then fill leaves completely.
     pub append_fill: u64,
-    /// Of those, leaf splits done in place (exclusive mode): at every level split, the left part
-    /// kept in its node and the right part in one fresh node; the first ancestor with room has
-    /// its later slots moved right by one (or the root grows). Also counted in `split`.
-    pub split_in_place: u64,
+    /// Of those, leaf splits done directly (`wr_leaf_split`) rather than by the rebuild: in
+    /// exclusive mode in place (each split node keeps its left part, the ancestor with room
+    /// moves its later slots right by one), under readers with fresh nodes published by one
+    /// store. Also counted in `split`.
+    pub leaf_split: u64,
     /// The root split, growing the tree by one level.
     pub grow: u64,
     /// A node fell below minimum occupancy and was merged/redistributed (`wr_rebalance`).
@@ -80,6 +81,8 @@ pub(crate) struct WriterState<E> {
     pub(crate) cyclic_wrapped: bool,
     /// The seed-001 switch: in-place appends (on by default).
     pub(crate) append: bool,
+    /// The direct leaf split (`wr_leaf_split`; on by default): off, every split is a rebuild.
+    pub(crate) leaf_split: bool,
     /// The path of the last in-place append, if no write changed the structure since (empty
     /// otherwise: every write empties it first; see `WriteGuard::write`).
     pub(crate) saved: SavedPath,
@@ -96,6 +99,7 @@ impl<E: Entry> WriterState<E> {
             stats: Stats::default(),
             cyclic_wrapped: false,
             append: true,
+            leaf_split: true,
             saved: SavedPath::default(),
             seals: Seals::new(),
         }
