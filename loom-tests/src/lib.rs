@@ -475,6 +475,7 @@ pub fn path_delta(before: &Stats, after: &Stats) -> Vec<(&'static str, u64)> {
             ("append_three_way", s.append_three_way),
             ("node_store", s.node_store),
             ("split", s.split),
+            ("leaf_split", s.leaf_split),
             ("append_split", s.append_split),
             ("append_fill", s.append_fill),
             ("grow", s.grow),

@@ -238,8 +238,8 @@ fn node_store_two_levels() {
     .check_all();
 }
 
-/// Leaf split: the full left leaf of a two-level tree gets two more slots; two fresh leaves and a
-/// fresh root published by the root pointer.
+/// Leaf split (the direct split): the full left leaf of a two-level tree gets two more slots;
+/// two fresh leaves and a copy of the root with both, published by the root pointer.
 #[test]
 fn leaf_split() {
     scenario(
@@ -247,7 +247,7 @@ fn leaf_split() {
         Op::Store(16, 17, 100),
         &[16, 18],
         (2, 2),
-        &[("split", 1)],
+        &[("split", 1), ("leaf_split", 1)],
     )
     .check_all();
 }
@@ -260,7 +260,7 @@ fn split_grow_root() {
         Op::Store(6, 7, 100),
         &[5, 6, 8],
         (1, 2),
-        &[("split", 1), ("grow", 1)],
+        &[("split", 1), ("leaf_split", 1), ("grow", 1)],
     )
     .check_all();
 }

@@ -184,7 +184,7 @@ fn leaf_split_free_at_once() {
         Op::Store(16, 17, 100),
         &[16],
         (2, 2),
-        &[("split", 1)],
+        &[("split", 1), ("leaf_split", 1)],
     )
     .check_timed(Reads::Forward);
 }

@@ -1,7 +1,8 @@
 //! The split of a level (`mas_split`, and the kernel's bulk/rightmost packing): a level's items
 //! that overflow one node are partitioned into node-sized parts, each written into a fresh node;
-//! and, in exclusive mode, the split of one leaf done in place (`wr_leaf_split`: the same parts
-//! as the rebuild's at every level it climbs, the left one rewritten where it was).
+//! and the direct split of one leaf (`wr_leaf_split`: the same parts as the rebuild's at every
+//! level it climbs, without its buffers; in exclusive mode the left ones rewritten where they
+//! were).
 
 use smallvec::SmallVec;
 

@@ -10,7 +10,7 @@
 //! | slot store (2 or 3 slots) | `slot_store` | in place | node store | same |
 //! | node store | `node_store` | in place | fresh leaf, one pointer publish | readers see the old or the new leaf |
 //! | append split | `append_split` | truncation | truncation, or copy-on-write | see the module |
-//! | leaf split | `split` (`wr_leaf_split`) | left parts in place, one fresh node per level split, the slots of the node with room moved in place | the rebuild | — (exclusive mode only) |
+//! | leaf split | `split` (`wr_leaf_split`) | left parts in place, one fresh node per level split, the slots of the ancestor with room moved in place | fresh nodes and a copy of the ancestor with room, one pointer publish | readers see the old or the new subtree |
 //! | split, rebalance | `rebuild` (`split`, `rebalance`) | fresh nodes | fresh nodes, one pointer publish | readers see the old or the new subtree |
 //! | spanning store | `spanning` → `rebuild` | fresh nodes | fresh nodes, one pointer publish | same |
 //!
