@@ -162,6 +162,20 @@ impl LeafWrite {
         }
     }
 
+    /// The leaf's slots once the write is done, from slot `from` on (`from <= off`), each given
+    /// to `f` as `(hi, word)`: the slots before the write as they are, the write's pieces, the
+    /// slots after it.
+    #[inline(always)]
+    pub(crate) fn for_each_slot_after(&self, from: usize, mut f: impl FnMut(u64, usize)) {
+        for i in from..self.off {
+            f(self.his[i], self.ws[i]);
+        }
+        self.for_each_piece(|_, hi, w| f(hi, w));
+        for i in self.off_end + 1..=self.end {
+            f(self.his[i], self.ws[i]);
+        }
+    }
+
     /// An empty image, for [`read`](Self::read).
     #[inline]
     pub(crate) fn empty() -> Self {
@@ -192,9 +206,9 @@ impl LeafWrite {
         let n = leaf.node;
         let (min, max) = (leaf.min, leaf.max);
         let l = self;
-        // All sixteen slots, whatever the end (the words beyond it are read and not used): the
-        // loop has a fixed length, so it stores every element and the zeroing of `empty` is
-        // dead. The end is the first bound at the max: the first pivot `>= max`, as `end`.
+        // All sixteen slots, whatever the end (the words beyond it are read and not used): a
+        // loop of fixed length, cheaper than one to the end; the end is then the first bound at
+        // the max (the first pivot `>= max`, as `end`), found without loading a pivot again.
         for i in 0..RANGE_PIVOTS {
             l.his[i] = n.range_pivot(i).min(max);
             l.ws[i] = n.range_slot(i);

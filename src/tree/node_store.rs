@@ -73,20 +73,14 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     #[inline]
     fn put_image(&self, n: Live<'_>, from: usize, l: &LeafWrite) {
         let mut j = from;
-        let mut put = |hi: u64, w: usize| {
+        let put = |hi: u64, w: usize| {
             n.init_entry(j, Word::<E>::leaf(w));
             if j < RANGE_PIVOTS {
                 n.init_pivot(j, hi);
             }
             j += 1;
         };
-        for i in from..l.off {
-            put(l.his[i], l.ws[i]);
-        }
-        l.for_each_piece(|_, hi, w| put(hi, w));
-        for i in l.off_end + 1..=l.end {
-            put(l.his[i], l.ws[i]);
-        }
+        l.for_each_slot_after(from, put);
         debug_assert_eq!(j, l.new_end + 1);
     }
 }

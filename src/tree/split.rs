@@ -326,18 +326,12 @@ impl LeafItems {
             ws: [0; RANGE_SLOTS + 2],
             len: 0,
         };
-        let mut push = |hi: u64, w: usize| {
+        let push = |hi: u64, w: usize| {
             items.his[items.len] = hi;
             items.ws[items.len] = w;
             items.len += 1;
         };
-        for i in 0..l.off {
-            push(l.his[i], l.ws[i]);
-        }
-        l.for_each_piece(|_, hi, w| push(hi, w));
-        for i in l.off_end + 1..=l.end {
-            push(l.his[i], l.ws[i]);
-        }
+        l.for_each_slot_after(0, push);
         debug_assert_eq!(items.len, l.new_end + 1);
         items
     }
