@@ -2743,6 +2743,24 @@ impl<'w> Live<'w> {
         self.init_word(i, 0);
     }
 
+    /// [`clear_slot`](Self::clear_slot) of each slot of `slots`, with its pivot (within the
+    /// pivots) and, in an allocation tree's internal node, its gap: the slots a node rewritten
+    /// in place (exclusive mode, no reader) no longer uses, so that no stale child or entry word
+    /// stays behind its end.
+    #[inline]
+    pub(crate) fn clear_slots(&self, slots: core::ops::Range<usize>) {
+        let kind = self.kind;
+        for k in slots {
+            self.clear_slot(k);
+            if k < kind.pivots() {
+                self.init_pivot(k, 0);
+            }
+            if kind == Kind::ARange {
+                self.set_gap(k, 0);
+            }
+        }
+    }
+
     /// Sets the gap of child `i` (Relaxed: gaps are hints for the search, see the module table).
     #[inline]
     pub(crate) fn set_gap(&self, i: usize, v: u64) {

@@ -59,12 +59,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     fn node_store_in_place(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) {
         let n = lw.leaf().node;
         self.put_image(n, l.off, l);
-        for k in l.new_end + 1..=l.end {
-            n.clear_slot(k);
-            if k < RANGE_PIVOTS {
-                n.init_pivot(k, 0);
-            }
-        }
+        n.clear_slots(l.new_end + 1..l.end + 1);
     }
 
     /// Writes the leaf `l` describes once its write is done into `n`, from slot `from` on

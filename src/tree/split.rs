@@ -110,12 +110,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             // In place: the slots before the write's first one are unchanged.
             let node = leaf.node;
             items.put::<E>(node, l.off.min(b)..b, l.off.min(b));
-            for k in b..=l.end {
-                node.clear_slot(k);
-                if k < RANGE_PIVOTS {
-                    node.init_pivot(k, 0);
-                }
-            }
+            node.clear_slots(b..l.end + 1);
             None
         } else {
             let fresh = self.alloc_node(Kind::Leaf);
@@ -217,15 +212,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         self.write_items(&y, right, p.max);
         let fresh = if M::EXCLUSIVE {
             self.put_items(x, 0, left);
-            for k in b..n - 1 {
-                x.clear_slot(k);
-                if k < kind.pivots() {
-                    x.init_pivot(k, 0);
-                }
-                if kind == Kind::ARange {
-                    x.set_gap(k, 0);
-                }
-            }
+            x.clear_slots(b..n - 1);
             None
         } else {
             let f = self.alloc_node(kind);

@@ -565,16 +565,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         debug_assert_eq!(items[len - 1].hi, max);
         let old_end = n.end(max);
         self.put_items(n, 0, items);
-        let p = kind.pivots();
-        for j in len..=old_end {
-            n.clear_slot(j);
-            if j < p {
-                n.init_pivot(j, 0);
-            }
-            if kind == Kind::ARange {
-                n.set_gap(j, 0);
-            }
-        }
+        n.clear_slots(len..old_end + 1);
     }
 
     /// [`node_max_gap`](Self::node_max_gap) of a node of `kind` just written with `items`
