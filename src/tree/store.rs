@@ -212,7 +212,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         }
         let is_root = lw.depth == 1;
         if l.new_end >= RANGE_SLOTS {
-            // A split: in place when the parent has room (exclusive mode), else the rebuild.
+            // A split: the direct one (`split`), else the rebuild (its fix-ups, three parts).
             if self.wr_leaf_split(lw, &l) {
                 return Leafed::Done(first, last);
             }
