@@ -5,7 +5,7 @@
 //! turn it off again (also when it panics), since the switches are process-wide and loom tests
 //! run one at a time (`--test-threads=1`). [`reset`] turns them all off.
 
-use std::sync::atomic::{AtomicBool, Ordering as StdOrdering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as StdOrdering};
 
 static RELAXED_PUBLISH: AtomicBool = AtomicBool::new(false);
 static RELAXED_SLOT_PUBLISH: AtomicBool = AtomicBool::new(false);
@@ -14,6 +14,7 @@ static FREE_AT_ONCE: AtomicBool = AtomicBool::new(false);
 static IGNORE_SEALS: AtomicBool = AtomicBool::new(false);
 static IGNORE_REPOINT_SEALS: AtomicBool = AtomicBool::new(false);
 static RELAXED_ROOT_PUBLISH: AtomicBool = AtomicBool::new(false);
+static RETIRE_BATCH: AtomicUsize = AtomicUsize::new(1);
 
 /// Publish in-place appends with a `Relaxed` store of the lowered end pivot instead of `Release`
 /// (a deliberate bug: a reader can see the new end but not the slots written beyond it).
@@ -56,6 +57,13 @@ pub fn set_ignore_repoint_seals(on: bool) {
     IGNORE_REPOINT_SEALS.store(on, StdOrdering::SeqCst);
 }
 
+/// Retired nodes an RCU-mode writer queues before it hands them to the collector (not a bug:
+/// the release build's batch is 32; loom models use 1 unless they set more, so that the frees
+/// of a model's few writes happen within the model). `n` must be at least 1.
+pub fn set_retire_batch(n: usize) {
+    RETIRE_BATCH.store(n.max(1), StdOrdering::SeqCst);
+}
+
 /// Publish a new root with a `Relaxed` store of the root word instead of `Release` (a
 /// deliberate bug: a reader can reach the new root without seeing its contents, nor those of
 /// the fresh nodes under it).
@@ -72,6 +80,7 @@ pub fn reset() {
     set_ignore_seals(false);
     set_ignore_repoint_seals(false);
     set_relaxed_root_publish(false);
+    set_retire_batch(1);
 }
 
 /// Whether seals are ignored.
@@ -123,4 +132,9 @@ pub(crate) fn reader_pivot_ordering() -> crate::sync::Ordering {
 /// Whether retired nodes are poisoned at once.
 pub(crate) fn free_at_once() -> bool {
     FREE_AT_ONCE.load(StdOrdering::SeqCst)
+}
+
+/// Retired nodes queued before they are handed on (see [`set_retire_batch`]).
+pub(crate) fn retire_batch() -> usize {
+    RETIRE_BATCH.load(StdOrdering::SeqCst)
 }

@@ -38,6 +38,14 @@ mod mutex {
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().unwrap_or_else(|e| e.into_inner())
         }
+        /// The lock if no one holds it now (a poisoned lock is taken as it is).
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            match self.0.try_lock() {
+                Ok(g) => Some(g),
+                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            }
+        }
         pub(crate) fn get_mut(&mut self) -> &mut T {
             self.0.get_mut().unwrap_or_else(|e| e.into_inner())
         }

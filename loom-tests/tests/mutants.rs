@@ -310,6 +310,20 @@ fn node_store_then_slot_store_free_at_once() {
         .check_timed(Reads::Points);
 }
 
+/// The batched twin: retired nodes handed on two at a time, and the batch freed at once when
+/// the second write hands it on (the first write's replaced leaf with it).
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn node_store_then_slot_store_batched_free_at_once() {
+    let _k = Knob::on(loom_knobs::set_free_at_once);
+    loom_knobs::set_retire_batch(2);
+    Sequence::new(spaced(3), 1)
+        .then(Op::Store(12, 22, 100), 1, &[("node_store", 1)])
+        .then(Op::Store(23, 26, 101), 1, &[("node_store", 1)])
+        .probes(&[15])
+        .check_timed(Reads::Points);
+}
+
 /// Rebalance then `+1` append, the append's pivot stored `Relaxed`: caught in the leaf the
 /// rebalance built.
 #[test]

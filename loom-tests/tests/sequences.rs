@@ -44,6 +44,22 @@ fn gap_first(n: u64) -> Vec<Op> {
         .collect()
 }
 
+/// Sets the retire batch (`loom_knobs::set_retire_batch`) for one model, back to 1 when dropped.
+struct RetireBatch;
+
+impl RetireBatch {
+    fn of(n: usize) -> RetireBatch {
+        maple_tree::loom_knobs::set_retire_batch(n);
+        RetireBatch
+    }
+}
+
+impl Drop for RetireBatch {
+    fn drop(&mut self) {
+        maple_tree::loom_knobs::set_retire_batch(1);
+    }
+}
+
 fn with(mut ops: Vec<Op>, more: &[Op]) -> Vec<Op> {
     ops.extend_from_slice(more);
     ops
@@ -233,6 +249,31 @@ fn node_store_then_slot_store() {
         .then(Op::Store(12, 22, 100), 1, &[("node_store", 1)])
         .then(Op::Store(23, 26, 101), 1, &[("node_store", 1)])
         .probes(&[15, 23, 27])
+        .check_all();
+}
+
+/// The same two node stores with retired nodes handed to the collector two at a time (release
+/// builds queue 32): the first write's replaced leaf waits in the writer's queue, the second
+/// write hands both leaves on in one deferred free, while the reader may still be in either.
+#[test]
+fn node_store_then_slot_store_batched() {
+    let _b = RetireBatch::of(2);
+    Sequence::new(spaced(3), 1)
+        .then(Op::Store(12, 22, 100), 1, &[("node_store", 1)])
+        .then(Op::Store(23, 26, 101), 1, &[("node_store", 1)])
+        .probes(&[15, 23, 27])
+        .check_all();
+}
+
+/// Leaf split then a node store in the left leaf, retired nodes handed on three at a time:
+/// the split's leaf and root wait for the node store's leaf, and the three go together.
+#[test]
+fn leaf_split_then_node_store_batched() {
+    let _b = RetireBatch::of(3);
+    Sequence::new(spaced(12), 2)
+        .then(Op::Store(16, 17, 100), 2, &[("split", 1), ("leaf_split", 1)])
+        .then(Op::Store(12, 13, 101), 2, &[("node_store", 1)])
+        .probes(&[12, 16])
         .check_all();
 }
 

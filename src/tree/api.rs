@@ -159,6 +159,12 @@ impl<E: Entry> MapleTree<E> {
     /// collector runs the deferred frees (in batches, on threads that pin, and on RCU-mode
     /// writers once they have deferred 64 frees; [`Guard::flush`] hurries it).
     ///
+    /// RCU-mode writers hand retired nodes to the collector 32 at a time (8 KiB, one deferred
+    /// free for the batch), so a tree written through the lock keeps up to 31 retired nodes
+    /// queued between writes; they count here. This call hands such a partial batch on (unless
+    /// a writer holds the lock then), so that the counts fall to zero once the guards are gone;
+    /// an exclusive-mode write (`&mut`) frees the queue at once, and so does the tree's drop.
+    ///
     /// ```
     /// use maple_tree::{MapleTree, Value};
     /// # fn main() -> Result<(), maple_tree::Error> {
@@ -173,6 +179,12 @@ impl<E: Entry> MapleTree<E> {
     /// # }
     /// ```
     pub fn pending_frees(&self) -> PendingFrees {
+        // Hand a partial batch of retired nodes on, unless a writer holds the lock (that
+        // writer, or a later one, will).
+        if let Some(mut l) = self.root.try_lock() {
+            let cell = core::cell::OnceCell::new();
+            super::write::flush_retired(&mut l, &cell, &self.pending);
+        }
         self.pending.snapshot(E::HEAP_SIZE)
     }
 }

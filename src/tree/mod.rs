@@ -330,6 +330,9 @@ impl<E: Entry> MapleTree<E> {
             pending,
             ..
         } = self;
+        // The nodes RCU-mode writes queued are freed at once by the exclusive writer (no
+        // reader exists): no longer pending.
+        pending.sub_nodes(root.queued_nodes());
         let mut x = root.exclusive();
         // `&mut` tree: no reader exists, none can hold a value an earlier store replaced.
         x.seals.clear();

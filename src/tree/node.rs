@@ -319,6 +319,20 @@ impl<S> Root<S> {
         }
     }
 
+    /// [`lock`](Self::lock), if no writer holds it now.
+    pub(crate) fn try_lock(&self) -> Option<WriterLock<'_, S>> {
+        Some(WriterLock {
+            root: &self.shared,
+            side: self.writer.try_lock()?,
+        })
+    }
+
+    /// Retired nodes queued by RCU-mode writers and not handed to the collector yet (see
+    /// [`retire_batch`]); exclusive mode frees them at once, without a grace period.
+    pub(crate) fn queued_nodes(&mut self) -> usize {
+        self.writer.get_mut().mem.nodes.len()
+    }
+
     /// Exclusive mode: `&mut` means no reader exists, so replaced nodes are freed without a
     /// grace period ([`ExclusiveRoot::writer`] makes the writer's view of the root).
     pub(crate) fn exclusive(&mut self) -> ExclusiveRoot<'_, S> {
@@ -414,9 +428,18 @@ impl<S> WriterLock<'_, S> {
         !self.side.mem.nodes.is_empty()
     }
 
-    /// Hands the nodes the writers before retired to the collector: each is freed once every
-    /// guard pinned now (`guard`, of this tree's collector, checked) has been dropped; `freed()`
-    /// makes the closure that runs after each free.
+    /// Whether the writers before queued a whole batch of retired nodes ([`retire_batch`]):
+    /// an RCU-mode write hands its retired nodes to the collector only then, all in one
+    /// deferred free, so that a write pays no pin, no deferral and no give-back lock per node.
+    #[inline]
+    pub(crate) fn retired_batch_full(&self) -> bool {
+        self.side.mem.nodes.len() >= retire_batch()
+    }
+
+    /// Hands the nodes the writers before retired to the collector, in one deferred free: they
+    /// are given back to the slab once every guard pinned now (`guard`, of this tree's
+    /// collector, checked) has been dropped; `freed(n)` makes the closure that runs after the
+    /// `n` nodes are given back.
     ///
     /// # Panics
     ///
@@ -425,7 +448,7 @@ impl<S> WriterLock<'_, S> {
     pub(crate) fn flush_retired<F: FnOnce() + 'static>(
         &mut self,
         guard: &Guard,
-        freed: impl FnMut() -> F,
+        freed: impl FnOnce(usize) -> F,
     ) {
         if !self.side.mem.nodes.is_empty() {
             self.flush_queued(guard, freed);
@@ -434,27 +457,24 @@ impl<S> WriterLock<'_, S> {
 
     #[cold]
     #[inline(never)]
-    fn flush_queued<F: FnOnce() + 'static>(&mut self, guard: &Guard, mut freed: impl FnMut() -> F) {
+    fn flush_queued<F: FnOnce() + 'static>(
+        &mut self,
+        guard: &Guard,
+        freed: impl FnOnce(usize) -> F,
+    ) {
         self.root.check_guard(guard);
         let mem = &mut self.side.mem;
-        let queued = mem.nodes.len();
-        for addr in mem.nodes.drain(..) {
-            let ptr = core::ptr::with_exposed_provenance_mut::<Node>(addr);
-            // SAFETY: a queued address is a node of the tree's slab (non-null).
-            let ptr = unsafe { NonNull::new_unchecked(ptr) };
-            let n: Live<'_> = NodeRef {
-                ptr,
-                kind: Kind::Leaf, // not read by `retire_on`
-                _guard: PhantomData,
-            };
-            // SAFETY: the node was queued by `WriterRoot::retire` from an `Unlinked` handle,
-            // once (its dead bit was clear): it is unreachable for guards pinned from now on,
-            // and retired once. `&mut self`: the borrows that made the writers before have
-            // ended, and with them their handles. `guard` is of this collector (checked), and
-            // the node is of the slab the returner gives it back to.
-            unsafe { n.retire_on(guard, mem.slab.returner(), freed()) };
-        }
-        paced_defers(guard, queued);
+        let batch = core::mem::replace(&mut mem.nodes, Vec::with_capacity(retire_batch()));
+        let n = batch.len();
+        // SAFETY: every queued address was queued once by `WriterRoot::retire` from an
+        // `Unlinked` handle (its dead bit was clear): a node of the tree's slab, unreachable for
+        // guards pinned from now on (it was unlinked before this call, by this thread or by a
+        // writer before it, whose lock release this thread's lock acquisition follows), and
+        // retired once (it leaves the queue here). `&mut self`: the borrows that made the
+        // writers before have ended, and with them their handles. `guard` is of this collector
+        // (checked), and the nodes are of the slab the returner gives them back to.
+        unsafe { retire_batch_on(batch, guard, mem.slab.returner(), freed(n)) };
+        paced_defers(guard, n);
     }
 
     /// The writer's view of the root in RCU mode, the writer state and the retire queue, for
@@ -889,11 +909,11 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     }
 
     /// Retires the unlinked node `u`: marks it dead (readers that meet it restart) and queues
-    /// it on `mem` (this tree's, checked). The queue is handed on when the writer's
+    /// it on `mem` (this tree's, checked). The queue is handed on only after the writer's
     /// borrow of the lock or of `&mut` has ended, so that no handle of this write outlives the
-    /// node and the write never touches a node it retired: in RCU mode to the collector
-    /// ([`WriterLock::flush_retired`], freed after a grace period), in exclusive mode to the
-    /// allocator ([`ExclusiveRoot::writer`] and its drop). `false` (nothing done) if the node
+    /// node and the write never touches a node it retired: in RCU mode to the collector once
+    /// a batch is full ([`retire_batch`], [`WriterLock::flush_retired`], freed after a grace
+    /// period), in exclusive mode to the allocator ([`ExclusiveRoot::writer`] and its drop). `false` (nothing done) if the node
     /// was retired already.
     ///
     /// # Panics
@@ -1038,9 +1058,10 @@ impl Unlinked<'_> {
 }
 
 /// The writer's node memory: the tree's [`Slab`], where its nodes come from and go back to, and
-/// the nodes the writer retired, unlinked and marked dead, handed on once the writer's borrow
-/// ends — to the collector in RCU mode ([`WriterLock::flush_retired`], back into the slab after
-/// a grace period), to the slab in exclusive mode ([`ExclusiveRoot::writer`] or its drop) — so
+/// the nodes the writer retired, unlinked and marked dead, handed on after the writer's borrow
+/// ends — to the collector in RCU mode, a batch at a time ([`retire_batch`],
+/// [`WriterLock::flush_retired`], back into the slab after a grace period), to the slab in
+/// exclusive mode ([`ExclusiveRoot::writer`] or its drop) — so
 /// that no node handle of the write that retired them can still be used, and the write never
 /// touches a node it has handed on. Belongs to one tree (checked by [`WriterRoot::retire`]).
 pub(crate) struct NodeMem {
@@ -1083,6 +1104,72 @@ pub(crate) fn paced_defers(guard: &Guard, n: usize) {
     }
     #[cfg(loom)]
     let _ = (guard, n);
+}
+
+/// Retired nodes an RCU-mode writer queues before it hands them to the collector, all in one
+/// deferred free (as `kvfree_rcu` gathers pointers into batches): 32 nodes, 8 KiB. A write
+/// that does not fill the batch hands nothing on and does not pin; the queue waits for later
+/// writes, for [`MapleTree::pending_frees`](crate::MapleTree::pending_frees) (which hands a
+/// partial batch on), for exclusive mode (which frees it at once) or for the tree's drop.
+/// Under loom: one node unless a model asks for more
+/// ([`loom_knobs::set_retire_batch`](crate::loom_knobs::set_retire_batch)), so that every
+/// model's frees happen within the model.
+#[inline]
+pub(crate) fn retire_batch() -> usize {
+    #[cfg(not(loom))]
+    {
+        32
+    }
+    #[cfg(loom)]
+    {
+        crate::loom_knobs::retire_batch()
+    }
+}
+
+/// Gives the nodes at `batch` back through `returner` once every guard pinned now has been
+/// dropped; `freed` runs right after (the pending-frees count).
+///
+/// # Safety
+///
+/// Each node must already be unreachable for guards pinned from now on (unlinked from the live
+/// tree), must not be retired twice, and must be a node of the slab `returner` holds. `guard`
+/// must belong to the tree's collector.
+unsafe fn retire_batch_on(
+    batch: Vec<usize>,
+    guard: &Guard,
+    returner: Returner,
+    freed: impl FnOnce() + 'static,
+) {
+    let nodes = move || {
+        batch.into_iter().map(|addr| {
+            let p = core::ptr::with_exposed_provenance_mut::<Node>(addr);
+            // SAFETY: a queued address is a node's (non-null).
+            unsafe { NonNull::new_unchecked(p) }
+        })
+    };
+    #[cfg(loom)]
+    if crate::loom_knobs::free_at_once() {
+        // Deliberately wrong (a loom mutant): poison now. The memory is leaked rather than
+        // deallocated, so the test process itself never reads freed memory.
+        for p in nodes() {
+            // SAFETY: under loom a node is a `Box` of its own (`alloc_boxed`); it is dropped in
+            // place exactly once and never deallocated, so later (racy, reported) reads still
+            // read allocated memory.
+            unsafe { core::ptr::drop_in_place(p.as_ptr()) };
+        }
+        drop(returner);
+        freed();
+        return;
+    }
+    // SAFETY: the nodes are unlinked (caller contract), so only guards pinned before this call
+    // can still reach them; crossbeam runs the closure after all of them are gone, which makes
+    // the give-back the last access, once, to the slab the nodes are of (caller contract).
+    unsafe {
+        guard.defer_unchecked(move || {
+            returner.give_back_all(nodes());
+            freed();
+        });
+    }
 }
 
 impl NodeMem {
@@ -2138,40 +2225,6 @@ impl<'g, A: Access> NodeRef<'g, A> {
     unsafe fn free_now(self, slab: &mut Slab) {
         // SAFETY: the caller's contract.
         unsafe { slab.free(self.ptr) };
-    }
-
-    /// Gives the node back through `returner` once every guard pinned now has been dropped;
-    /// `freed` runs right after (the pending-frees count).
-    ///
-    /// # Safety
-    ///
-    /// The node must already be unreachable for guards pinned from now on (unlinked from the live
-    /// tree), must not be retired twice, and must be a node of the slab `returner` holds.
-    /// `guard` must belong to the tree's collector.
-    unsafe fn retire_on(self, guard: &Guard, returner: Returner, freed: impl FnOnce() + 'static) {
-        #[cfg(loom)]
-        if crate::loom_knobs::free_at_once() {
-            // Deliberately wrong (a loom mutant): poison now. The memory is leaked rather than
-            // deallocated, so the test process itself never reads freed memory.
-            // SAFETY: under loom the node is a `Box` of its own (`alloc_boxed`); it is dropped
-            // in place exactly once and never deallocated, so later (racy, reported) reads
-            // still read allocated memory.
-            unsafe { core::ptr::drop_in_place(self.ptr.as_ptr()) };
-            drop(returner);
-            freed();
-            return;
-        }
-        let addr = self.ptr.as_ptr().expose_provenance();
-        // SAFETY: the node is unlinked (caller contract), so only guards pinned before this call
-        // can still reach it; crossbeam runs the closure after all of them are gone, which makes
-        // the give-back the last access, once, to the slab the node is of (caller contract).
-        unsafe {
-            guard.defer_unchecked(move || {
-                let p = core::ptr::with_exposed_provenance_mut::<Node>(addr);
-                returner.give_back(NonNull::new_unchecked(p));
-                freed();
-            });
-        }
     }
 
     #[inline]

@@ -26,10 +26,11 @@ impl Pending {
         self.retired_nodes.store(n + 1, Ordering::Relaxed);
     }
 
-    /// A deferred free ran.
+    /// A deferred free of `n` nodes ran, or `n` queued nodes were freed at once (exclusive
+    /// mode takes the queue over).
     #[inline]
-    pub(crate) fn sub_node(&self) {
-        self.freed_nodes.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn sub_nodes(&self, n: usize) {
+        self.freed_nodes.fetch_add(n, Ordering::Relaxed);
     }
 
     /// The writer released an entry (callers hold the writer lock).

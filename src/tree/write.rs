@@ -85,17 +85,19 @@ pub(crate) struct Writer<'w, E, M: Mode> {
 
 impl<E> Drop for WriteGuard<'_, E> {
     fn drop(&mut self) {
-        // RCU mode: hand the last writer's retired nodes to the collector while the lock and
+        // RCU mode: hand a full batch of retired nodes to the collector while the lock and
         // the pinned guard are still held (exclusive mode frees them as its root drops).
         if let (StateRef::Locked(l), Some(cell)) = (&mut self.lock, &self.guard) {
-            flush_retired(l, cell, self.pending);
+            if l.retired_batch_full() {
+                flush_retired(l, cell, self.pending);
+            }
         }
     }
 }
 
 /// RCU mode: hands the nodes the writes before retired to the collector, on `cell`'s guard
 /// (pinned now if this is its first need); nothing if there are none.
-fn flush_retired<E>(
+pub(crate) fn flush_retired<E>(
     l: &mut WriterLock<'_, WriterState<E>>,
     cell: &OnceCell<Guard>,
     pending: &Arc<Pending>,
@@ -104,9 +106,9 @@ fn flush_retired<E>(
         return;
     }
     let g = cell.get_or_init(|| l.pin());
-    l.flush_retired(g, || {
+    l.flush_retired(g, |n| {
         let pending = Arc::clone(pending);
-        move || pending.sub_node()
+        move || pending.sub_nodes(n)
     });
 }
 
@@ -166,7 +168,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             (self.internal, self.guard.as_ref(), self.len, self.pending);
         match &mut self.lock {
             StateRef::Locked(l) => {
-                flush_retired(l, guard.expect("RCU mode holds a guard cell"), pending);
+                if l.retired_batch_full() {
+                    flush_retired(l, guard.expect("RCU mode holds a guard cell"), pending);
+                }
                 let (root, st, mem) = l.writer();
                 AnyWriter::Rcu(Writer {
                     root,

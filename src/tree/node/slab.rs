@@ -359,16 +359,19 @@ mod chunked {
     pub(crate) struct Returner(Arc<Shared>);
 
     impl Returner {
-        /// Gives back `p` to the slab's writer.
+        /// Gives back every node of `ps` to the slab's writer, under one lock.
         ///
         /// # Safety
         ///
-        /// `p` is a node of this slab (from its [`Slab::alloc`] or [`Slab::alloc_fresh`]) that
-        /// nothing can reach any more, given back (or freed) once.
-        #[inline]
-        pub(crate) unsafe fn give_back(&self, p: NonNull<Node>) {
+        /// Each of `ps` is a node of this slab (from its [`Slab::alloc`] or
+        /// [`Slab::alloc_fresh`]) that nothing can reach any more, given back (or freed) once.
+        pub(crate) unsafe fn give_back_all(
+            &self,
+            ps: impl ExactSizeIterator<Item = NonNull<Node>>,
+        ) {
             let mut r = self.0.returned.lock();
-            r.push(NodePtr(p));
+            r.reserve(ps.len());
+            r.extend(ps.map(NodePtr));
             self.0.returned_len.store(r.len(), Ordering::Relaxed);
         }
     }
@@ -623,6 +626,21 @@ mod boxed {
             // SAFETY: the caller's contract; a slab's node is an `alloc_boxed` one.
             unsafe { super::super::free_boxed(p) };
         }
+
+        /// Frees every node of `ps`.
+        ///
+        /// # Safety
+        ///
+        /// As [`give_back`](Self::give_back), for each of `ps`.
+        pub(crate) unsafe fn give_back_all(
+            &self,
+            ps: impl ExactSizeIterator<Item = NonNull<Node>>,
+        ) {
+            for p in ps {
+                // SAFETY: the caller's contract.
+                unsafe { self.give_back(p) };
+            }
+        }
     }
 
     impl Slab {
@@ -812,10 +830,8 @@ mod tests {
         let ps: Vec<_> = (0..4 * SHRINK_MIN).map(|_| s.alloc()).collect();
         let before = s.chunks.len();
         let r = s.returner();
-        for p in ps {
-            // SAFETY: each node is this slab's, unused, given back once.
-            unsafe { r.give_back(p) };
-        }
+        // SAFETY: each node is this slab's, unused, given back once.
+        unsafe { r.give_back_all(ps.into_iter()) };
         // Use up the newest chunk; the next allocation takes the returned nodes.
         for _ in 0..s.run.left {
             s.alloc();
@@ -839,7 +855,7 @@ mod tests {
         let b = s.alloc();
         let r = s.returner();
         // SAFETY: `a` is this slab's, unused, given back once.
-        unsafe { r.give_back(a) };
+        unsafe { r.give_back_all([a].into_iter()) };
         // The first chunk (2 nodes) is used up: the next node is the one given back.
         assert_eq!(s.alloc(), a);
         // SAFETY: nothing uses the nodes.
@@ -847,7 +863,7 @@ mod tests {
         assert!(s.chunks.is_empty() && s.free.is_empty());
         // A late give-back of a node of the released chunk: the address is only kept.
         // SAFETY: `b` is of this slab, given back once; nothing reads through it.
-        unsafe { r.give_back(b) };
+        unsafe { r.give_back_all([b].into_iter()) };
         assert!(
             s.shared.is_none(),
             "the released slab takes nothing back from old returners"
