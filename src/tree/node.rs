@@ -33,9 +33,9 @@
 //! Enforced by the types: a reader's handles cannot store; a [`WriterRoot`] (hence every
 //! [`Live`], [`Fresh`] and [`Unlinked`]) exists only under this tree's writer lock or `&mut`
 //! and lives no longer than that borrow; a node is retired only through an [`Unlinked`], and
-//! at most once (the dead bit is set by a read-modify-write that tells a second retirement
-//! apart); no handle of the write that retired a node outlives the node, and the write never
-//! touches a node it handed on;
+//! at most once (the writer's marking of the dead bit tells a second retirement apart); no
+//! handle of the write that retired a node outlives the node, and the write never touches a
+//! node it handed on;
 //! deferred entry drops need an RCU-mode root, immediate ones an exclusive-mode root.
 //!
 //! Left to the writer's invariants (checked at run time, or not at all):
@@ -121,7 +121,7 @@
 //! | P14 | parent word (dead bit) | node retired | Release | Acquire | a reader that sees it restarts from the root |
 //! | P15 | tree root word | — | — | Relaxed (the **writer's own** loads, [`WriterRoot::node`]) | nothing: the writer is the only one that stores it, so it reads its own last store |
 //! | P16 | tree root word of a tree nobody can see yet (`dup`'s copy, built under `&mut`) | copy published | Release (as P1) | — | nothing needed: the tree reaches other threads only by being moved or shared afterwards, which synchronises by itself; the store is P1's code path |
-//! | P17 | parent word (re-parent, P13) next to the dead bit (P14) | re-parent | Relaxed | Acquire (`is_dead`) | a node is re-parented only while live, never after its `fetch_or` (P14); the `fetch_or` is a read-modify-write, so it reads the last re-parenting and keeps those bits; a reader's Acquire load that returns a Relaxed re-parenting reads "not dead", which is true |
+//! | P17 | parent word (re-parent, P13) next to the dead bit (P14) | re-parent | Relaxed | Acquire (`is_dead`) | a node is re-parented only while live, never after it is marked dead (P14); only the writer stores parent words, so the marking's load reads the last re-parenting and its store keeps those bits; a reader's Acquire load that returns a Relaxed re-parenting reads "not dead", which is true |
 //! | P18 | seal lift generation (`seal`) | deferred closure, a grace period after the sealing stores | Release | Acquire (the writer, before trusting a lifted seal) | the closure runs after every guard pinned when it is deferred (after the sealing stores, by the writer's guard, pinned then if it was not yet) is gone, so after every reader that could read before them (crossbeam's epoch fences order it after them) |
 //!
 //! Every Release, Acquire and read-modify-write site of `src/tree` names its row in an
@@ -2838,10 +2838,20 @@ impl<'w> Live<'w> {
         self.node().parent.store(w, Ordering::Relaxed);
     }
 
-    /// Marks a replaced node dead (Release), so readers that meet it restart.
+    /// Marks a replaced node dead (Release), so readers that meet it restart; `false` if it
+    /// was dead already. A load and a store, not a read-modify-write: only the writer stores
+    /// parent words (P13, P14), so its load reads the last of them (no locked instruction per
+    /// retired node).
     #[inline]
     fn mark_dead(&self) -> bool {
-        // ORDERING: P14 (and P17: the read-modify-write keeps the last re-parenting's bits).
-        self.node().parent.fetch_or(DEAD, Ordering::Release) & DEAD == 0
+        let parent = &self.node().parent;
+        // ORDERING: P13 (the writer's own word).
+        let w = parent.load(Ordering::Relaxed);
+        if w & DEAD != 0 {
+            return false;
+        }
+        // ORDERING: P14 (and P17: the store keeps the last re-parenting's bits).
+        parent.store(w | DEAD, Ordering::Release);
+        true
     }
 }
