@@ -348,7 +348,37 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// unless a lowered pivot seals that slot: then the parent is copied with `new` in it and
     /// replaces the parent the same way, one level up (the root word is never sealed). The
     /// replaced child and the copied parents are retired.
+    #[inline]
     pub(crate) fn replace_child(
+        &mut self,
+        ancestors: &[Level<'t, Write>],
+        new: Fresh<'t>,
+        new_gap: u64,
+    ) {
+        // The common case first: the parent's slot is not sealed (or the child is the root).
+        match ancestors.last() {
+            None => self.publish_root(new),
+            Some(&p)
+                if self.may_repoint(
+                    p.node,
+                    p.offset,
+                    p.node.slot_max(p.offset, p.max) == p.max,
+                ) =>
+            {
+                if let Some(old) = p.node.publish_child(p.offset, new) {
+                    self.retire(old);
+                }
+                self.propagate_gap(ancestors, new_gap);
+            }
+            Some(_) => self.replace_sealed_child(ancestors, new, new_gap),
+        }
+    }
+
+    /// [`replace_child`](Self::replace_child) under a sealed parent slot: the parents are
+    /// copied up to the first one whose slot may be re-pointed (or the root).
+    #[cold]
+    #[inline(never)]
+    fn replace_sealed_child(
         &mut self,
         ancestors: &[Level<'t, Write>],
         mut new: Fresh<'t>,
