@@ -1111,9 +1111,8 @@ pub(crate) fn paced_defers(guard: &Guard, n: usize) {
 /// that does not fill the batch hands nothing on and does not pin; the queue waits for later
 /// writes, for [`MapleTree::pending_frees`](crate::MapleTree::pending_frees) (which hands a
 /// partial batch on), for exclusive mode (which frees it at once) or for the tree's drop.
-/// Under loom: one node unless a model asks for more
-/// ([`loom_knobs::set_retire_batch`](crate::loom_knobs::set_retire_batch)), so that every
-/// model's frees happen within the model.
+/// Under loom: one node unless a model asks for more (`loom_knobs::set_retire_batch`), so that
+/// every model's frees happen within the model.
 #[inline]
 pub(crate) fn retire_batch() -> usize {
     #[cfg(not(loom))]

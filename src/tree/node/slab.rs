@@ -8,7 +8,7 @@
 //! - the writer's frees (exclusive mode, unpublished nodes, the whole tree's free) push onto
 //!   the free list at once;
 //! - a node retired in RCU mode comes back from its deferred free, on whichever thread runs it,
-//!   through [`Returner::give_back`] into the shared return list, which the writer takes in
+//!   through [`Returner::give_back_all`] into the shared return list, which the writer takes in
 //!   whole when its free list runs dry;
 //! - once the free list has grown past [`SHRINK_MIN`] nodes, half the nodes in use, and twice
 //!   what it held after the last shrink, [`Slab::shrink`] sorts it, gives every chunk whose
@@ -499,7 +499,7 @@ mod chunked {
             self.huge
         }
 
-        /// A holder of the slab for a deferred free (see [`Returner::give_back`]).
+        /// A holder of the slab for a deferred free (see [`Returner::give_back_all`]).
         #[inline]
         pub(crate) fn returner(&mut self) -> Returner {
             let sh = self.shared.get_or_insert_with(|| {
