@@ -396,14 +396,13 @@
 //! unless [`Options::collector`] names another).
 //! [`Guard`] and [`Collector`] are crossbeam-epoch's, re-exported. Everything RCU-mode writes
 //! retire waits for the guards pinned before: [`MapleTree::pending_frees`] reports how many
-//! nodes and entries (and their bytes) a long-pinned guard is holding back. A released entry is
-//! dropped after its grace period by whichever thread runs the deferred drop, which may be a
-//! writer of any tree in the middle of its write (RCU-mode writers make the collector collect
-//! once they have deferred 64 frees, so that frees never pile up). Retired nodes go to the
-//! collector 32 at a time (one deferred free per batch); `pending_frees` hands a partial batch
-//! on: an entry's `Drop` must not
-//! write to a tree (it could wait for a writer lock its own thread holds), and a panic in it
-//! is caught there.
+//! nodes and entries (and their bytes) a long-pinned guard is holding back (retired nodes go to
+//! the collector 32 at a time, one deferred free per batch; `pending_frees` hands a partial
+//! batch on). A released entry is dropped after its grace period by whichever thread runs the
+//! deferred drop, which may be a writer of any tree in the middle of its write (RCU-mode
+//! writers make the collector collect once they have deferred 64 frees, so that frees never
+//! pile up): an entry's `Drop` must not write to a tree (it could wait for a writer lock its
+//! own thread holds), and a panic in it is caught there.
 //!
 //! ## Verification
 //!

@@ -738,6 +738,18 @@ fn zero_entries_count_in_len() -> Result<(), Error> {
     Ok(())
 }
 
+/// Pins and flushes `collector` until `t` has nothing pending (asserted after 1,024 rounds).
+fn drain_pending<E: maple_tree::Entry>(t: &MapleTree<E>, collector: &Collector) {
+    let h = collector.register();
+    for _ in 0..1024 {
+        if t.pending_frees() == Default::default() {
+            break;
+        }
+        h.pin().flush();
+    }
+    assert_eq!(t.pending_frees(), Default::default());
+}
+
 /// A long-pinned guard holds back retired nodes and entries; dropping it releases them.
 #[test]
 fn pending_frees_held_by_a_pinned_guard() -> Result<(), Error> {
@@ -765,14 +777,7 @@ fn pending_frees_held_by_a_pinned_guard() -> Result<(), Error> {
     }
     assert!(t.pending_frees().entries >= 300);
     drop(reader);
-    let h = collector.register();
-    for _ in 0..1024 {
-        if t.pending_frees() == Default::default() {
-            break;
-        }
-        h.pin().flush();
-    }
-    assert_eq!(t.pending_frees(), Default::default());
+    drain_pending(&t, &collector);
     // Exclusive mode frees at once and counts nothing.
     let mut t = t;
     t.exclusive().store_range(0..=5, Box::new([9; 4]))?;
@@ -802,14 +807,7 @@ fn retired_nodes_are_handed_on_in_batches() -> Result<(), Error> {
     assert!(retired >= 4, "{retired}");
     assert_eq!(t.pending_frees().nodes as u64, retired);
     drop(held);
-    let h = collector.register();
-    for _ in 0..1024 {
-        if t.pending_frees() == Default::default() {
-            break;
-        }
-        h.pin().flush();
-    }
-    assert_eq!(t.pending_frees(), Default::default());
+    drain_pending(&t, &collector);
 
     // A partial batch left by RCU-mode writes, taken over by an exclusive-mode write.
     let before = t.stats().nodes_freed;

@@ -245,11 +245,14 @@ fn spanning_store_then_append_end() {
 /// readers).
 #[test]
 fn node_store_then_slot_store() {
+    two_node_stores().check_all();
+}
+
+fn two_node_stores() -> Sequence {
     Sequence::new(spaced(3), 1)
         .then(Op::Store(12, 22, 100), 1, &[("node_store", 1)])
         .then(Op::Store(23, 26, 101), 1, &[("node_store", 1)])
         .probes(&[15, 23, 27])
-        .check_all();
 }
 
 /// The same two node stores with retired nodes handed to the collector two at a time (release
@@ -258,11 +261,7 @@ fn node_store_then_slot_store() {
 #[test]
 fn node_store_then_slot_store_batched() {
     let _b = RetireBatch::of(2);
-    Sequence::new(spaced(3), 1)
-        .then(Op::Store(12, 22, 100), 1, &[("node_store", 1)])
-        .then(Op::Store(23, 26, 101), 1, &[("node_store", 1)])
-        .probes(&[15, 23, 27])
-        .check_all();
+    two_node_stores().check_all();
 }
 
 /// Leaf split then a node store in the left leaf, retired nodes handed on three at a time:

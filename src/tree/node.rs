@@ -913,8 +913,8 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     /// borrow of the lock or of `&mut` has ended, so that no handle of this write outlives the
     /// node and the write never touches a node it retired: in RCU mode to the collector once
     /// a batch is full ([`retire_batch`], [`WriterLock::flush_retired`], freed after a grace
-    /// period), in exclusive mode to the allocator ([`ExclusiveRoot::writer`] and its drop). `false` (nothing done) if the node
-    /// was retired already.
+    /// period), in exclusive mode to the allocator ([`ExclusiveRoot::writer`] and its drop).
+    /// `false` (nothing done) if the node was retired already.
     ///
     /// # Panics
     ///
@@ -1061,9 +1061,9 @@ impl Unlinked<'_> {
 /// the nodes the writer retired, unlinked and marked dead, handed on after the writer's borrow
 /// ends — to the collector in RCU mode, a batch at a time ([`retire_batch`],
 /// [`WriterLock::flush_retired`], back into the slab after a grace period), to the slab in
-/// exclusive mode ([`ExclusiveRoot::writer`] or its drop) — so
-/// that no node handle of the write that retired them can still be used, and the write never
-/// touches a node it has handed on. Belongs to one tree (checked by [`WriterRoot::retire`]).
+/// exclusive mode ([`ExclusiveRoot::writer`] or its drop) — so that no node handle of the write
+/// that retired them can still be used, and the write never touches a node it has handed on.
+/// Belongs to one tree (checked by [`WriterRoot::retire`]).
 pub(crate) struct NodeMem {
     owner: usize,
     /// Addresses of nodes of `slab`, unlinked and marked dead, each queued once.
