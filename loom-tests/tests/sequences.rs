@@ -270,7 +270,11 @@ fn node_store_then_slot_store_batched() {
 fn leaf_split_then_node_store_batched() {
     let _b = RetireBatch::of(3);
     Sequence::new(spaced(12), 2)
-        .then(Op::Store(16, 17, 100), 2, &[("split", 1), ("leaf_split", 1)])
+        .then(
+            Op::Store(16, 17, 100),
+            2,
+            &[("split", 1), ("leaf_split", 1)],
+        )
         .then(Op::Store(12, 13, 101), 2, &[("node_store", 1)])
         .probes(&[12, 16])
         .check_all();
