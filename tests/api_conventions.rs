@@ -802,11 +802,25 @@ fn retired_nodes_are_handed_on_in_batches() -> Result<(), Error> {
         t.store_range(i..=i, Value::new(100 + i))?;
         t.validate().unwrap();
     }
-    // Every node retired under `held` is pending (queued or deferred), none freed.
+    // Every node retired under `held` is queued, none handed on yet (fewer than a batch)...
     let retired = t.stats().nodes_freed - before;
     assert!(retired >= 4, "{retired}");
+    assert_eq!(t.stats().retire_batches, 0);
+    // ... and pending; asking hands them on as one batch.
     assert_eq!(t.pending_frees().nodes as u64, retired);
+    assert_eq!(t.stats().retire_batches, 1);
     drop(held);
+    drain_pending(&t, &collector);
+
+    // A full batch goes on with the write that fills it: 32 retirements, one batch. (Each
+    // store below splits a point off `[20, 24]`, the next merges it back: one leaf each.)
+    let (batches, before) = (t.stats().retire_batches, t.stats().nodes_freed);
+    for k in 0..16u64 {
+        t.store_range(20 + k % 4..=20 + k % 4, Value::new(k))?;
+        t.store_range(20..=24, Value::new(2))?;
+    }
+    assert_eq!(t.stats().nodes_freed - before, 32);
+    assert_eq!(t.stats().retire_batches, batches + 1);
     drain_pending(&t, &collector);
 
     // A partial batch left by RCU-mode writes, taken over by an exclusive-mode write.

@@ -66,6 +66,10 @@ pub struct Stats {
     pub reader_restarts: u64,
     /// Nodes freed or retired.
     pub nodes_freed: u64,
+    /// Batches of retired nodes RCU-mode writers handed to the collector, each in one deferred
+    /// free (up to 32 nodes; a partial batch when [`MapleTree::pending_frees`](crate::MapleTree::pending_frees)
+    /// hands one on).
+    pub retire_batches: u64,
 }
 
 /// Writer-private bookkeeping of a tree of `E`: only the holder of the writer lock (or `&mut`)

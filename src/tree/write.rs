@@ -88,15 +88,26 @@ impl<E> Drop for WriteGuard<'_, E> {
         // RCU mode: hand a full batch of retired nodes to the collector while the lock and
         // the pinned guard are still held (exclusive mode frees them as its root drops).
         if let (StateRef::Locked(l), Some(cell)) = (&mut self.lock, &self.guard) {
-            if l.retired_batch_full() {
-                flush_retired(l, cell, self.pending);
-            }
+            flush_full_batch(l, cell, self.pending);
         }
     }
 }
 
+/// RCU mode: [`flush_retired`] once the writes before have queued a whole batch
+/// ([`WriterLock::retired_batch_full`]); nothing before.
+#[inline]
+fn flush_full_batch<E>(
+    l: &mut WriterLock<'_, WriterState<E>>,
+    cell: &OnceCell<Guard>,
+    pending: &Arc<Pending>,
+) {
+    if l.retired_batch_full() {
+        flush_retired(l, cell, pending);
+    }
+}
+
 /// RCU mode: hands the nodes the writes before retired to the collector, on `cell`'s guard
-/// (pinned now if this is its first need); nothing if there are none.
+/// (pinned now if this is its first need), as one batch; nothing if there are none.
 pub(crate) fn flush_retired<E>(
     l: &mut WriterLock<'_, WriterState<E>>,
     cell: &OnceCell<Guard>,
@@ -106,6 +117,7 @@ pub(crate) fn flush_retired<E>(
         return;
     }
     let g = cell.get_or_init(|| l.pin());
+    l.stats.retire_batches += 1;
     l.flush_retired(g, |n| {
         let pending = Arc::clone(pending);
         move || pending.sub_nodes(n)
@@ -168,9 +180,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             (self.internal, self.guard.as_ref(), self.len, self.pending);
         match &mut self.lock {
             StateRef::Locked(l) => {
-                if l.retired_batch_full() {
-                    flush_retired(l, guard.expect("RCU mode holds a guard cell"), pending);
-                }
+                flush_full_batch(l, guard.expect("RCU mode holds a guard cell"), pending);
                 let (root, st, mem) = l.writer();
                 AnyWriter::Rcu(Writer {
                     root,
