@@ -180,6 +180,7 @@ use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 
 use crossbeam_epoch::{Collector, Guard};
+use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, Ledger, Released, Word, ZERO_WORD};
 use crate::sync::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
@@ -217,7 +218,10 @@ const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 /// tree's own lock guard ([`WriterLock::writer`], from [`Root::lock`]) or `&mut` of the tree
 /// ([`Root::exclusive`]) makes.
 pub(crate) struct Root<S> {
-    shared: RootWord,
+    /// On cache lines of its own: every reader loads the root word on every walk, and the
+    /// writer's stores beside it (the lock word, the writer state) would take the line from the
+    /// reader's cache on every write.
+    shared: CachePadded<RootWord>,
     writer: Mutex<Side<S>>,
 }
 
@@ -232,8 +236,9 @@ struct RootWord {
     word: AtomicUsize,
     restarts: AtomicU64,
     /// Nodes retired so far (the writer's own counter: Relaxed): a [`SavedNodes`] is trusted
-    /// only while it has not changed.
-    retired: AtomicU64,
+    /// only while it has not changed. Stored on every retirement, so on a cache line apart from
+    /// the root word's.
+    retired: CachePadded<AtomicU64>,
     internal: Kind,
     collector: Collector,
     default_collector: bool,
@@ -252,14 +257,14 @@ impl<S> Root<S> {
         state: S,
     ) -> Self {
         Root {
-            shared: RootWord {
+            shared: CachePadded::new(RootWord {
                 word: AtomicUsize::new(0),
                 restarts: AtomicU64::new(0),
-                retired: AtomicU64::new(0),
+                retired: CachePadded::new(AtomicU64::new(0)),
                 internal,
                 collector,
                 default_collector,
-            },
+            }),
             writer: Mutex::new(Side {
                 state,
                 mem: NodeMem {
