@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every benchmark of the tree and writes the report: RUNS full runs (default 1) of the
-# kernel ports, the peers and the concurrency benchmark, each run's criterion output kept under
-# target/bench-results/run-K/, then the memory table, then scripts/bench-report.py with the
-# median of the runs (tables in target/bench-results/report.md, BENCHMARKS.md updated in place,
-# docs/bench-chart.svg). MAPLE_BENCH_QUICK=1 for a smoke run (a couple of minutes).
+# kernel ports, the peers, the concurrency benchmark and the alternated RCU ÷ exclusive modes
+# benchmark, each run's criterion output kept under target/bench-results/run-K/, then the
+# memory table, then scripts/bench-report.py with the median of the runs (tables in
+# target/bench-results/report.md, BENCHMARKS.md updated in place, docs/bench-chart.svg).
+# MAPLE_BENCH_QUICK=1 for a smoke run (a couple of minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${RUNS:-1}"
@@ -17,11 +18,14 @@ for k in $(seq 1 "$runs"); do
   cargo bench --bench kernel 2>&1 | tee "$out/kernel.txt"
   cargo bench --bench peers 2>&1 | tee "$out/peers.txt"
   cargo bench --bench concurrent 2>&1 | tee "$out/concurrent.txt"
+  cargo bench --bench modes 2>&1 | tee "$out/modes.txt"
   rm -rf "$out/run-$k"
   mkdir -p "$out/run-$k"
   cp -r target/criterion "$out/run-$k/criterion"
   cp "$out/concurrent.json" "$out/run-$k/concurrent.json"
-  args+=(--criterion "$out/run-$k/criterion" --concurrent "$out/run-$k/concurrent.json")
+  cp "$out/modes.json" "$out/run-$k/modes.json"
+  args+=(--criterion "$out/run-$k/criterion" --concurrent "$out/run-$k/concurrent.json"
+         --modes "$out/run-$k/modes.json")
 done
 if [ -n "${MAPLE_BENCH_QUICK:-}" ] && [ "${MAPLE_BENCH_QUICK}" != 0 ]; then n=100000; else n=1000000; fi
 cargo run -q --release --example memory -- "$n" | tee "$out/memory.md"

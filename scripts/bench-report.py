@@ -148,27 +148,68 @@ def peer_table(res, lines):
     lines.append("")
 
 
-def modes_table(res, lines):
-    """The maple tree against itself: RCU mode (writes through the lock, readers allowed) ÷
-    exclusive mode, per write row, and reads of an RCU-built tree ÷ an exclusive-built one."""
-    sizes = sorted({int(v[2]) for v in res.values() if v[0].startswith("peers/") and v[2] and v[2].isdigit()})
+MODES_LABELS = dict(WORKLOADS, fork135_old="fork of 135 ranges, old form")
+READ_ROWS = {"lookup_hit", "lookup_miss", "iterate"}
+
+
+def load_modes(paths):
+    """Rows of modes.json (benches/modes.rs: RCU and exclusive mode timed alternately in one
+    process); with several runs, each figure is the median of the runs'."""
+    runs = [json.load(open(p)) for p in paths if os.path.exists(p)]
+    if not runs:
+        return []
     rows = []
-    for key, label in WORKLOADS:
-        for n in sizes:
-            r, e = res.get(f"peers/{key}/maple-rcu/{n}"), res.get(f"peers/{key}/maple/{n}")
-            if r and e:
-                rows.append(f"| {label} | {n:,} | {fmt_ns(e[3])} | {fmt_ns(r[3])} | {r[3] / e[3]:.2f} |")
-    for form in ["old", "new"]:
-        r, e = res.get(f"peers/fork135/{form}/maple-rcu"), res.get(f"peers/fork135/{form}/maple")
-        if r and e:
-            rows.append(f"| fork of 135 ranges, {form} form | 135 | {fmt_ns(e[3])} | {fmt_ns(r[3])} | {r[3] / e[3]:.2f} |")
+    for r in runs[0]:
+        same = [x for run in runs for x in run if (x["workload"], x["n"]) == (r["workload"], r["n"])]
+        rows.append({k: (statistics.median(x[k] for x in same) if k not in ("workload", "n") else v)
+                     for k, v in r.items()})
+    return rows
+
+
+def modes_table(res, modes_paths, lines):
+    """The maple tree against itself: RCU mode (writes through the lock, readers allowed) ÷
+    exclusive mode, per write row, and reads of an RCU-built tree ÷ an exclusive-built one:
+    the alternated figures of benches/modes.rs, next to the ratio of the two criterion rows."""
+    crit = {}
+    for k, v in res.items():
+        parts = k.split("/")
+        if len(parts) == 4 and parts[0] == "peers" and parts[2] in ("maple", "maple-rcu") and parts[3].isdigit():
+            crit.setdefault((parts[1], int(parts[3])), {})[parts[2]] = v[3]
+    for mode in ("maple", "maple-rcu"):
+        v = res.get(f"peers/fork135/old/{mode}")
+        if v:
+            crit.setdefault(("fork135_old", 135), {})[mode] = v[3]
+
+    def crit_ratio(key, n):
+        c = crit.get((key, n), {})
+        return f"{c['maple-rcu'] / c['maple']:.2f}" if "maple" in c and "maple-rcu" in c else ""
+
+    rows = []
+    modes = load_modes(modes_paths)
+    for r in modes:
+        goal = 1.05 if r["workload"] in READ_ROWS else 1.3
+        shown = round(r["ratio"], 2)
+        verdict = "meets" if shown <= goal else f"misses by {100 * (shown / goal - 1):.0f}%"
+        rows.append(f"| {MODES_LABELS.get(r['workload'], r['workload'])} | {r['n']:,} | {fmt_ns(r['exclusive_ns'])} | "
+                    f"{fmt_ns(r['rcu_ns'])} | {r['ratio']:.2f} | {r['ratio_min']:.2f}–{r['ratio_max']:.2f} | "
+                    f"≤ {goal} | {verdict} | {crit_ratio(r['workload'], r['n'])} |")
+    if not modes:
+        for (key, n), c in sorted(crit.items()):
+            if "maple" in c and "maple-rcu" in c:
+                rows.append(f"| {MODES_LABELS.get(key, key)} | {n:,} | {fmt_ns(c['maple'])} | {fmt_ns(c['maple-rcu'])} "
+                            f"|  |  |  |  | {crit_ratio(key, n)} |")
     if not rows:
         return
     lines.append("### RCU mode ÷ exclusive mode\n")
     lines.append("Write rows: the same writes through the lock (RCU mode) and through `exclusive()`. Read rows "
-                 "(lookups, iteration): a tree built in RCU mode read against one built exclusively.\n")
-    lines.append("| workload | n | exclusive ns | RCU ns | RCU ÷ exclusive |")
-    lines.append("|---|---:|---:|---:|---:|")
+                 "(lookups, iteration): a tree built in RCU mode read against one built exclusively, both alive. "
+                 "`benches/modes.rs` times the two modes alternately in one process (each round both, in turn "
+                 "first): ns are each mode's best round, the ratio is the median of the rounds' ratios, with "
+                 "their range. The last column divides the two criterion rows of the peers table, which ran "
+                 "a minute or more apart.\n")
+    lines.append("| workload | n | exclusive ns | RCU ns | RCU ÷ exclusive | rounds' range | goal | verdict "
+                 "| criterion rows ÷ |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---|---:|")
     lines.extend(rows)
     lines.append("")
 
@@ -502,6 +543,8 @@ def main():
                     help="criterion output directory; repeat it for several runs (median of runs)")
     ap.add_argument("--concurrent", action="append",
                     help="concurrent.json of a run; repeat it for several runs")
+    ap.add_argument("--modes", action="append",
+                    help="modes.json of a run (benches/modes.rs); repeat it for several runs")
     ap.add_argument("--results", default=os.path.join(ROOT, "target", "bench-results"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--svg", default=os.path.join(ROOT, "docs", "bench-chart.svg"))
@@ -522,6 +565,7 @@ def main():
         return
     crit = a.criterion or [os.path.join(ROOT, "target", "criterion")]
     conc = a.concurrent or [os.path.join(a.results, "concurrent.json")]
+    modes = a.modes or [os.path.join(a.results, "modes.json")]
     res = load_criterion(crit)
     if not res:
         sys.exit(f"no criterion results under {crit}: run cargo bench first")
@@ -531,7 +575,7 @@ def main():
         lines.insert(0, f"_Each figure is the median of {len(crit)} full runs._\n")
     other_goals(res, a.results, conc, lines)
     peer_table(res, lines)
-    modes_table(res, lines)
+    modes_table(res, modes, lines)
     kernel_tables(res, lines)
     concurrency_table(conc, lines)
     mem = os.path.join(a.results, "memory.md")
