@@ -139,6 +139,9 @@ fn timed<S, T>(setup: impl FnOnce() -> S, body: impl FnOnce(S) -> T) -> Duration
     d
 }
 
+/// Rounds of the read rows (cheap, and the closest to their goal).
+const READ_ROUNDS: usize = 25;
+
 /// Lookups at stored (`hit`) or gap indices of the two built trees, the same random indices for
 /// both in a round.
 fn lookups(n: u64, hit: bool, rows: &mut Vec<Row>) {
@@ -148,7 +151,7 @@ fn lookups(n: u64, hit: bool, rows: &mut Vec<Row>) {
     let mut start = seed.next_u64();
     let mut last = Mode::Rcu;
     let name = if hit { "lookup_hit" } else { "lookup_miss" };
-    rows.push(alternate(name, n, count, 15, |m| {
+    rows.push(alternate(name, n, count, READ_ROUNDS, |m| {
         // A new index sequence per round, shared by the two modes of the round.
         if m == last {
             start = seed.next_u64();
@@ -176,7 +179,7 @@ fn lookups(n: u64, hit: bool, rows: &mut Vec<Row>) {
 fn iterate(n: u64, rows: &mut Vec<Row>) {
     let trees = [build(Mode::Exclusive, n), build(Mode::Rcu, n)];
     let passes = (1_000_000 / n).max(1);
-    rows.push(alternate("iterate", n, n * passes, 15, |m| {
+    rows.push(alternate("iterate", n, n * passes, READ_ROUNDS, |m| {
         let t = &trees[(m == Mode::Rcu) as usize];
         let guard = t.pin();
         let t0 = Instant::now();
