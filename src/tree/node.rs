@@ -2859,3 +2859,39 @@ impl<'w> Live<'w> {
         true
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use core::mem::size_of_val;
+
+    use crossbeam_epoch::Collector;
+
+    use super::{Kind, Root};
+
+    /// The 128-byte blocks (a cache line and the neighbour the spatial prefetcher pairs it
+    /// with) that `len` bytes at `p` touch.
+    fn blocks(p: usize, len: usize) -> core::ops::RangeInclusive<usize> {
+        p / 128..=(p + len - 1) / 128
+    }
+
+    /// What every reader loads on every walk (the root word) shares no cache line with what
+    /// the writer stores on every write (the lock word and the writer state behind it, the
+    /// retirement counter): such a line would move to the writer's core on each write and
+    /// back on the reader's next load.
+    #[test]
+    fn root_word_lines_are_the_readers_own() {
+        let root = Root::new(Kind::ARange, Collector::new(), false, false, [0u64; 16]);
+        let word = blocks(core::ptr::from_ref(&root.shared.word).addr(), 8);
+        let writer = blocks(
+            core::ptr::from_ref(&root.writer).addr(),
+            size_of_val(&root.writer),
+        );
+        let retired = blocks(core::ptr::from_ref(&*root.shared.retired).addr(), 8);
+        for other in [writer, retired] {
+            assert!(
+                word.end() < other.start() || other.end() < word.start(),
+                "root word in blocks {word:?}, a writer's field in {other:?}"
+            );
+        }
+    }
+}
