@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use maple_tree::{MapleTree, Value};
 use support::btree_range::BTreeRangeMap;
-use support::{shape, XorShift64};
+use support::{pick, shape, XorShift64};
 
 /// A map shared by one writer and the reader.
 trait Shared: Sync {
@@ -33,11 +33,6 @@ trait Shared: Sync {
     fn read_batch(&self, rng: &mut XorShift64, n: u64, count: u64) -> u64;
     /// Erases range `i` and stores it again.
     fn rewrite(&self, i: u64);
-}
-
-#[inline]
-fn pick(x: u64, n: u64) -> u64 {
-    ((x as u128 * n as u128) >> 64) as u64
 }
 
 /// The index looked up and the range it falls in.

@@ -19,7 +19,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use maple_tree::{MapleTree, Options, Value};
-use support::{shape, XorShift64};
+use support::{pick, shape, XorShift64};
 
 /// The two write modes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -164,7 +164,7 @@ fn lookups(n: u64, hit: bool, rows: &mut Vec<Row>) {
         let mut found = 0u64;
         for _ in 0..count {
             let x = rng.next_u64();
-            let i = ((x as u128 * n as u128) >> 64) as u64;
+            let i = pick(x, n);
             let k = ((x & 0xffff) * if hit { 6 } else { 4 }) >> 16;
             let at = if hit { 10 * i + k } else { 10 * i + 6 + k };
             found += black_box(t.load(at, &guard)).is_some() as u64;

@@ -24,7 +24,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Cr
 use criterion::{measurement::WallTime, SamplingMode, Throughput};
 use maple_tree::{MapleTree, Options, Value};
 use support::btree_range::BTreeRangeMap;
-use support::{shape, XorShift64};
+use support::{pick, shape, XorShift64};
 
 // ----- the peers ---------------------------------------------------------------------------------
 
@@ -357,12 +357,6 @@ fn build<P: Peer>(n: u64) -> P {
 
 fn check_built<P: Peer>(p: &P, n: u64) {
     assert_eq!(p.sum(), (n, n * (n - 1) / 2), "{}", P::NAME);
-}
-
-/// A uniform value below `n` from one xorshift output (multiply-shift: no division).
-#[inline]
-fn pick(x: u64, n: u64) -> u64 {
-    ((x as u128 * n as u128) >> 64) as u64
 }
 
 /// Criterion settings for a group whose iterations may take a second.

@@ -148,37 +148,44 @@ def peer_table(res, lines):
     lines.append("")
 
 
-MODES_LABELS = dict(WORKLOADS, fork135_old="fork of 135 ranges, old form")
+MODES_LABELS = dict(WORKLOADS, fork135_old="fork of 135 ranges, old form",
+                    fork135_new="fork of 135 ranges, new form")
 READ_ROWS = {"lookup_hit", "lookup_miss", "iterate"}
 
 
-def load_modes(paths):
-    """Rows of modes.json (benches/modes.rs: RCU and exclusive mode timed alternately in one
-    process); with several runs, each figure is the median of the runs'."""
+def median_rows(paths, key):
+    """The rows of one JSON result file per run (a list of objects, one per row); with several
+    runs, each figure is the median of the runs' for the row with the same `key` fields."""
     runs = [json.load(open(p)) for p in paths if os.path.exists(p)]
     if not runs:
         return []
     rows = []
     for r in runs[0]:
-        same = [x for run in runs for x in run if (x["workload"], x["n"]) == (r["workload"], r["n"])]
-        rows.append({k: (statistics.median(x[k] for x in same) if k not in ("workload", "n") else v)
+        same = [x for run in runs for x in run if all(x[k] == r[k] for k in key)]
+        rows.append({k: (statistics.median(x[k] for x in same) if k not in key else v)
                      for k, v in r.items()})
     return rows
+
+
+def load_modes(paths):
+    """Rows of modes.json (benches/modes.rs: RCU and exclusive mode timed alternately in one
+    process), median of the runs'."""
+    return median_rows(paths, ("workload", "n"))
 
 
 def modes_table(res, modes_paths, lines):
     """The maple tree against itself: RCU mode (writes through the lock, readers allowed) ÷
     exclusive mode, per write row, and reads of an RCU-built tree ÷ an exclusive-built one:
     the alternated figures of benches/modes.rs, next to the ratio of the two criterion rows."""
-    crit = {}
+    crit = {}  # (workload, n) -> {"maple": ns, "maple-rcu": ns}
     for k, v in res.items():
         parts = k.split("/")
-        if len(parts) == 4 and parts[0] == "peers" and parts[2] in ("maple", "maple-rcu") and parts[3].isdigit():
+        if len(parts) != 4 or parts[0] != "peers":
+            continue
+        if parts[2] in ("maple", "maple-rcu") and parts[3].isdigit():
             crit.setdefault((parts[1], int(parts[3])), {})[parts[2]] = v[3]
-    for mode in ("maple", "maple-rcu"):
-        v = res.get(f"peers/fork135/old/{mode}")
-        if v:
-            crit.setdefault(("fork135_old", 135), {})[mode] = v[3]
+        elif parts[1] == "fork135" and parts[3] in ("maple", "maple-rcu"):
+            crit.setdefault((f"fork135_{parts[2]}", 135), {})[parts[3]] = v[3]
 
     def crit_ratio(key, n):
         c = crit.get((key, n), {})
@@ -193,11 +200,12 @@ def modes_table(res, modes_paths, lines):
         rows.append(f"| {MODES_LABELS.get(r['workload'], r['workload'])} | {r['n']:,} | {fmt_ns(r['exclusive_ns'])} | "
                     f"{fmt_ns(r['rcu_ns'])} | {r['ratio']:.2f} | {r['ratio_min']:.2f}–{r['ratio_max']:.2f} | "
                     f"≤ {goal} | {verdict} | {crit_ratio(r['workload'], r['n'])} |")
-    if not modes:
-        for (key, n), c in sorted(crit.items()):
-            if "maple" in c and "maple-rcu" in c:
-                rows.append(f"| {MODES_LABELS.get(key, key)} | {n:,} | {fmt_ns(c['maple'])} | {fmt_ns(c['maple-rcu'])} "
-                            f"|  |  |  |  | {crit_ratio(key, n)} |")
+    # Rows the modes bench does not time (the new fork form): the criterion rows alone.
+    timed = {(r["workload"], r["n"]) for r in modes}
+    for (key, n), c in sorted(crit.items()):
+        if (key, n) not in timed and "maple" in c and "maple-rcu" in c:
+            rows.append(f"| {MODES_LABELS.get(key, key)} | {n:,} | {fmt_ns(c['maple'])} | {fmt_ns(c['maple-rcu'])} "
+                        f"|  |  |  |  | {crit_ratio(key, n)} |")
     if not rows:
         return
     lines.append("### RCU mode ÷ exclusive mode\n")
@@ -206,7 +214,7 @@ def modes_table(res, modes_paths, lines):
                  "`benches/modes.rs` times the two modes alternately in one process (each round both, in turn "
                  "first): ns are each mode's best round, the ratio is the median of the rounds' ratios, with "
                  "their range. The last column divides the two criterion rows of the peers table, which ran "
-                 "a minute or more apart.\n")
+                 "a minute or more apart (the only figure for a row the modes bench does not time).\n")
     lines.append("| workload | n | exclusive ns | RCU ns | RCU ÷ exclusive | rounds' range | goal | verdict "
                  "| criterion rows ÷ |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|---|---:|")
@@ -332,16 +340,8 @@ def kernel_tables(res, lines):
 
 
 def load_concurrency(paths):
-    """Rows of concurrent.json; with several runs, each figure is the median of the runs'."""
-    runs = [json.load(open(p)) for p in paths if os.path.exists(p)]
-    if not runs:
-        return []
-    rows = []
-    for r in runs[0]:
-        same = [x for run in runs for x in run if x["name"] == r["name"]]
-        rows.append({k: (statistics.median(x[k] for x in same) if k != "name" else v)
-                     for k, v in r.items()})
-    return rows
+    """Rows of concurrent.json, median of the runs'."""
+    return median_rows(paths, ("name",))
 
 
 def concurrency_table(paths, lines):

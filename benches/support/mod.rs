@@ -64,6 +64,12 @@ impl Default for XorShift64 {
     }
 }
 
+/// A uniform value below `n` from one xorshift output (multiply-shift: no division).
+#[inline]
+pub fn pick(x: u64, n: u64) -> u64 {
+    ((x as u128 * n as u128) >> 64) as u64
+}
+
 /// The SPEC's shape: range `i` is `[10i, 10i + 5]` with value `i`.
 #[inline]
 pub fn shape(i: u64) -> (u64, u64) {
