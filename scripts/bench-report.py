@@ -589,6 +589,15 @@ def main():
             elif l.startswith("|"):
                 lines.append(l.rstrip("\n"))
         lines.append("")
+    vsk = os.path.join(a.results, "vs-kernel.md")
+    if os.path.exists(vsk):
+        # scripts/bench-vs-kernel.sh: its caption, then its table.
+        head, *rest = open(vsk).read().strip().split("\n")
+        lines.append("### The kernel's C tree on its own workloads, timed alternately\n")
+        lines.append(head.replace(" ns per op", " ns per op (examples/kernel_workloads.rs; "
+                                  "`_locked`: through the writer lock, RCU mode)") + "\n")
+        lines.extend(l for l in rest if l.startswith("|"))
+        lines.append("")
     out = a.out or os.path.join(a.results, "report.md")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
