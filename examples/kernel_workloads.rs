@@ -31,7 +31,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use maple_tree::{MapleTree, Value};
+use maple_tree::{Guard, MapleTree, Value};
 
 /// The C bench's generator: xorshift64, state 42 at the start of each random workload.
 struct Xs64(u64);
@@ -117,10 +117,7 @@ fn loads(t: &MapleTree<Value>, c: &Counts) {
     let g = t.pin();
     let idx = draw(false);
     let t0 = Instant::now();
-    let mut sum = 0u64;
-    for &i in &idx {
-        sum = sum.wrapping_add(t.load(i, &g).map_or(0, Value::get));
-    }
+    let sum = load_pass(t, &g, &idx);
     report("load_hit", t0, c.load);
     assert!(idx[..1000]
         .iter()
@@ -128,12 +125,21 @@ fn loads(t: &MapleTree<Value>, c: &Counts) {
     println!("# load_hit checksum {sum}");
     let idx = draw(true);
     let t0 = Instant::now();
-    let mut hits = 0u64;
-    for &i in &idx {
-        hits += u64::from(t.load(i, &g).is_some());
-    }
+    let hits = load_pass(t, &g, &idx);
     report("load_miss", t0, c.load);
     assert_eq!(hits, 0, "load_miss found entries");
+}
+
+/// The loads of `idx`, the sum of what they found. Out of line, so that a profiler can count
+/// it alone (`valgrind --tool=callgrind --toggle-collect='*load_pass*'`, as `mtree_load` on the
+/// C side).
+#[inline(never)]
+fn load_pass(t: &MapleTree<Value>, g: &Guard, idx: &[u64]) -> u64 {
+    let mut sum = 0u64;
+    for &i in idx {
+        sum = sum.wrapping_add(t.load(i, g).map_or(0, Value::get));
+    }
+    sum
 }
 
 fn forks(c: &Counts) {
@@ -272,11 +278,12 @@ fn main() {
         gap: 1_000_000 / div,
     };
     let mut t = seq_store(&c);
+    // The loads right after the build, as in the C bench (the locked build comes after them).
+    loads(&t, &c);
     let mut locked = MapleTree::new();
     let t0 = Instant::now();
     fill_seq(&mut locked, c.seq, true);
     report("seq_store_locked", t0, c.seq);
-    loads(&t, &c);
     forks(&c);
     iterate(&t, &c);
     gap_search(&c);
