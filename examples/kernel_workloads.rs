@@ -33,22 +33,10 @@ use std::time::Instant;
 
 use maple_tree::{Guard, MapleTree, Value};
 
-/// The C bench's generator: xorshift64, state 42 at the start of each random workload.
-struct Xs64(u64);
-
-impl Xs64 {
-    fn new() -> Self {
-        Xs64(42)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-}
+/// The benchmarks' xorshift64 (seeded 42): the C bench's generator, reseeded per workload.
+#[path = "../benches/support/mod.rs"]
+mod support;
+use support::XorShift64 as Xs64;
 
 /// The counts of one run.
 struct Counts {
@@ -80,22 +68,22 @@ fn fill_seq(t: &mut MapleTree<Value>, n: u64, locked: bool) {
     }
 }
 
-/// Bytes of node memory per range of `t` (nodes allocated and not freed, 256 bytes each).
-fn bytes_per_range(t: &MapleTree<Value>, n: u64) -> f64 {
+/// `seq_store` into `t` (`name`), timed; then the `#` line on its shape (`label`).
+fn timed_fill(name: &str, label: &str, t: &mut MapleTree<Value>, c: &Counts) {
+    let t0 = Instant::now();
+    fill_seq(t, c.seq, false);
+    report(name, t0, c.seq);
     let s = t.stats();
-    (s.nodes_allocated - s.nodes_freed) as f64 * 256.0 / n as f64
+    let bytes = (s.nodes_allocated - s.nodes_freed) as f64 * 256.0 / c.seq as f64;
+    println!(
+        "# {label}: bytes_per_entry={bytes:.2} height={}",
+        t.height()
+    );
 }
 
 fn seq_store(c: &Counts) -> MapleTree<Value> {
     let mut t = MapleTree::new();
-    let t0 = Instant::now();
-    fill_seq(&mut t, c.seq, false);
-    report("seq_store", t0, c.seq);
-    println!(
-        "# after W1: bytes_per_entry={:.2} height={}",
-        bytes_per_range(&t, c.seq),
-        t.height()
-    );
+    timed_fill("seq_store", "after W1", &mut t, c);
     t
 }
 
@@ -105,11 +93,11 @@ fn loads(t: &MapleTree<Value>, c: &Counts) {
         let mut x = Xs64::new();
         (0..c.load)
             .map(|_| {
-                let r = x.next() % n;
+                let r = x.next_u64() % n;
                 if gap {
-                    10 * r + 6 + x.next() % 4
+                    10 * r + 6 + x.next_u64() % 4
                 } else {
-                    10 * r + x.next() % 6
+                    10 * r + x.next_u64() % 6
                 }
             })
             .collect::<Vec<u64>>()
@@ -197,17 +185,10 @@ fn iterate(t: &MapleTree<Value>, c: &Counts) {
 
 fn gap_search(c: &Counts) {
     let mut t = MapleTree::new_alloc();
-    let t0 = Instant::now();
-    fill_seq(&mut t, c.seq, false);
-    report("seq_store_alloc_range", t0, c.seq);
-    println!(
-        "# alloc-range tree: bytes_per_entry={:.2} height={}",
-        bytes_per_range(&t, c.seq),
-        t.height()
-    );
+    timed_fill("seq_store_alloc_range", "alloc-range tree", &mut t, c);
     let mut x = Xs64::new();
     let lo: Vec<u64> = (0..c.gap)
-        .map(|_| x.next() % (10 * c.seq - GAP_WINDOW))
+        .map(|_| x.next_u64() % (10 * c.seq - GAP_WINDOW))
         .collect();
     let mut sum = 0u64;
     let t0 = Instant::now();
@@ -242,8 +223,8 @@ fn random_store(c: &Counts, locked: bool) {
     let mut x = Xs64::new();
     let ranges: Vec<(u64, u64)> = (0..c.rstore)
         .map(|_| {
-            let s = x.next() % ((1 << 32) - 64);
-            (s, s + x.next() % 64)
+            let s = x.next_u64() % ((1 << 32) - 64);
+            (s, s + x.next_u64() % 64)
         })
         .collect();
     let mut t = MapleTree::new();

@@ -19,21 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 
-bench_slab() {
-    if [[ -n "${BENCH_SLAB:-}" ]]; then
-        echo "$BENCH_SLAB"
-        return
-    fi
-    local dir=${ORACLE_DIR:-/tmp/kernel-oracle}
-    if [[ ! -x "$dir/build/bench_slab" ]]; then
-        local build=../shared/kernel-oracle/build.sh
-        [[ -f "$build" ]] || { echo "no bench_slab: set BENCH_SLAB or ORACLE_DIR" >&2; exit 2; }
-        bash "$build" "$dir" >&2
-    fi
-    echo "$dir/build/bench_slab"
-}
-
-C=$(bench_slab)
+source scripts/kernel-oracle-bin.sh
+C=${BENCH_SLAB:-$(oracle_bin bench_slab)}
 cargo build --release --example kernel_workloads >&2
 RUST=${CARGO_TARGET_DIR:-target}/release/examples/kernel_workloads
 out=target/bench-results/vs-kernel

@@ -20,21 +20,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-oracle() {
-    if [[ -n "${KERNEL_ORACLE:-}" ]]; then
-        echo "$KERNEL_ORACLE"
-        return
-    fi
-    local dir=${ORACLE_DIR:-/tmp/kernel-oracle}
-    if [[ ! -x "$dir/build/trace_debug" ]]; then
-        local build=../shared/kernel-oracle/build.sh
-        [[ -f "$build" ]] || { echo "no oracle: set KERNEL_ORACLE or ORACLE_DIR" >&2; exit 2; }
-        bash "$build" "$dir" >&2
-    fi
-    echo "$dir/build/trace_debug"
-}
-
-ORACLE=$(oracle)
+source scripts/kernel-oracle-bin.sh
+ORACLE=${KERNEL_ORACLE:-$(oracle_bin trace_debug)}
 cargo build --release --example kernel_oracle >&2
 GEN=${CARGO_TARGET_DIR:-target}/release/examples/kernel_oracle
 
