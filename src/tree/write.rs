@@ -487,30 +487,51 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         let Some(r) = self.st.ledger.release(w) else {
             return;
         };
-        let Some(rcu) = self.root.rcu() else {
-            // Exclusive mode: dropped when the write is complete (`drop_released`): an entry's
-            // `Drop` may panic, and the tree must be whole and valid by then.
-            self.st.ledger.queue(r);
-            return;
-        };
-        let pending = Arc::clone(self.pending);
-        pending.add_entry();
-        // The drop waits for every guard that could still read the word, and runs on whichever
-        // thread collects, long after the write returned: a panic in the entry's `Drop` is
-        // contained there, so that the collector's other deferred frees still run.
-        let guard = self.rcu_guard();
-        rcu.defer_drop_entry(r, guard, move || pending.sub_entry());
-        super::node::paced_defers(guard, 1);
+        // Both modes: dropped (exclusive mode) or handed to the collector (RCU mode) only once
+        // the write is complete (`drop_released`). In RCU mode the slot that held the word may
+        // still be published here (a node store releases before it publishes the new leaf): a
+        // drop deferred now could be handed to the collector before that publication (a full
+        // bag, or the pacing flush), and a reader pinned after the hand-over but before the
+        // publication could load the word and keep it past its free. In exclusive mode an
+        // entry's `Drop` may panic, and the tree must be whole and valid by then.
+        self.st.ledger.queue(r);
     }
 
-    /// Exclusive mode: drops the entries the completed write released. If one entry's `Drop`
-    /// panics, the rest are still dropped (once each) while the panic unwinds, and the tree is
-    /// already in its new, valid state.
+    /// Ends a write: the entries it released leave the tree's ownership. Exclusive mode drops
+    /// them now: if one entry's `Drop` panics, the rest are still dropped (once each) while the
+    /// panic unwinds, and the tree is already in its new, valid state. RCU mode hands them to
+    /// the collector, on the writer's guard, after the write's last publishing store: a reader
+    /// that could still load one of them was pinned before this deferral, so its guard holds
+    /// the drop back.
     #[inline]
     pub(crate) fn drop_released(&mut self) {
         if self.st.ledger.has_queued() {
-            self.drop_released_slow();
+            if M::EXCLUSIVE {
+                self.drop_released_slow();
+            } else {
+                self.defer_released();
+            }
         }
+    }
+
+    /// RCU mode: see [`drop_released`](Self::drop_released).
+    #[cold]
+    fn defer_released(&mut self) {
+        let Some(rcu) = self.root.rcu() else {
+            return;
+        };
+        let guard = self.rcu_guard();
+        let mut n = 0;
+        while let Some(r) = self.st.ledger.dequeue() {
+            let pending = Arc::clone(self.pending);
+            pending.add_entry();
+            // The drop waits for every guard that could still read the word, and runs on
+            // whichever thread collects, long after the write returned: a panic in the entry's
+            // `Drop` is contained there, so that the collector's other deferred frees still run.
+            rcu.defer_drop_entry(r, guard, move || pending.sub_entry());
+            n += 1;
+        }
+        super::node::paced_defers(guard, n);
     }
 
     #[cold]
