@@ -12,7 +12,8 @@
 //! - per index, the versions a reader sees never go backwards;
 //! - iterations (forward, backward, windowed) yield strictly monotonic, non-overlapping ranges.
 //!
-//! Time-bounded (`STRESS_SECS`, default 2.5 s per tree kind, two kinds) and seeded (`STRESS_SEED`).
+//! Time-bounded (`STRESS_SECS`, default 2.5 s per tree kind, two kinds; `scripts/test-all.sh`
+//! gives it 30 s, `scripts/stress-long.sh` ten minutes) and seeded (`STRESS_SEED`).
 //! The writer checks its own view against a `BTreeMap` model after every round, phases alternate
 //! between RCU-mode writes with the readers running and exclusive-mode writes with the readers
 //! stopped (slot stores and the `+1` append at the start exist only there), and at the end every
@@ -20,7 +21,7 @@
 //! after the tree (with its own collector) is dropped.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_epoch::Collector;
@@ -32,8 +33,11 @@ const DEAD: u64 = 0xdead_dead_dead_dead;
 const REGIONS: u64 = 16;
 const SPAN: u64 = 1000;
 const TAIL: u64 = REGIONS * SPAN;
-/// Entries a run may create (drop flags are preallocated).
-const MAX_ENTRIES: usize = if cfg!(miri) { 1 << 12 } else { 1 << 22 };
+/// Drop flags come in chunks of this many entries, made as the writer reaches them, so that a
+/// run of any length (`scripts/stress-long.sh`: ten minutes per kind) has room for its entries.
+const CHUNK: usize = if cfg!(miri) { 1 << 10 } else { 1 << 20 };
+/// Chunks a run may make: 2^32 entries (a byte each, made only as needed).
+const CHUNKS: usize = if cfg!(miri) { 1 << 4 } else { 1 << 12 };
 
 /// One entry. `first..=last` is the range it was stored over (it may later be trimmed, never
 /// grown); `version` comes from the writer's clock (0 for sentinels).
@@ -52,25 +56,33 @@ impl Drop for Payload {
         // being optimised away before the box is freed, so a reader racing with the drop (a tree
         // bug) sees it, and TSan reports the race.
         unsafe { std::ptr::write_volatile(&mut self.magic, DEAD) };
-        let prev = self.flags.0[self.serial].fetch_add(1, Ordering::Relaxed);
+        let prev = self.flags.flag(self.serial).fetch_add(1, Ordering::Relaxed);
         assert_eq!(prev, 0, "entry {} dropped twice", self.serial);
     }
 }
 
-/// Per-entry drop counts, indexed by serial.
-struct DropFlags(Vec<AtomicU8>, AtomicU64);
+/// Per-entry drop counts, indexed by serial, in chunks made on demand (by the writer, before the
+/// entry exists: a drop always finds its chunk), and the count of entries made.
+struct DropFlags(Box<[OnceLock<Box<[AtomicU8]>>]>, AtomicU64);
 
 impl DropFlags {
     fn new() -> Arc<Self> {
         Arc::new(DropFlags(
-            (0..MAX_ENTRIES).map(|_| AtomicU8::new(0)).collect(),
+            (0..CHUNKS).map(|_| OnceLock::new()).collect(),
             AtomicU64::new(0),
         ))
     }
 
+    /// The drop count of entry `serial` (its chunk made if it is the first of it).
+    fn flag(&self, serial: usize) -> &AtomicU8 {
+        let chunk = self.0.get(serial / CHUNK).expect("raise CHUNKS");
+        let chunk = chunk.get_or_init(|| (0..CHUNK).map(|_| AtomicU8::new(0)).collect());
+        &chunk[serial % CHUNK]
+    }
+
     fn entry(self: &Arc<Self>, first: u64, last: u64, version: u64) -> Box<Payload> {
         let serial = self.1.fetch_add(1, Ordering::Relaxed) as usize;
-        assert!(serial < MAX_ENTRIES, "raise MAX_ENTRIES");
+        self.flag(serial);
         Box::new(Payload {
             magic: LIVE,
             first,
@@ -83,13 +95,9 @@ impl DropFlags {
 
     fn assert_all_dropped_once(&self) {
         let n = self.1.load(Ordering::Relaxed) as usize;
-        for (i, f) in self.0[..n].iter().enumerate() {
-            assert_eq!(
-                f.load(Ordering::Relaxed),
-                1,
-                "entry {i} dropped {} times",
-                f.load(Ordering::Relaxed)
-            );
+        for i in 0..n {
+            let f = self.flag(i).load(Ordering::Relaxed);
+            assert_eq!(f, 1, "entry {i} dropped {f} times");
         }
     }
 }
