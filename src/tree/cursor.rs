@@ -132,9 +132,15 @@ impl<'g, A: Access> Core<'g, A> {
         if !empty && max == u64::MAX {
             // No limit to stop at: the walker's tight entry loop (`find` to the end, as in
             // dup_mmap's loop); on failure it stands on the last slot, which is empty.
-            if self.w.next_entry().is_some() {
-                self.take_pos();
-                return self.w.word;
+            while self.w.next_entry().is_some() {
+                // Past a replaced node the walker re-walks from the root, to the range that
+                // holds `at + 1` now, which may reach back to `at`: on past it, as the
+                // kernel's `mas_next_slot` re-walks to its saved point and moves on. A move
+                // never returns a range ending at or before the previous one's end.
+                if self.w.lo > at {
+                    self.take_pos();
+                    return self.w.word;
+                }
             }
             self.take_pos();
             self.status = Status::Overflow;
@@ -145,6 +151,9 @@ impl<'g, A: Access> Core<'g, A> {
                 // Unreachable: `hi < max` above, so a next slot exists.
                 self.status = Status::Overflow;
                 return Loaded::NONE;
+            }
+            if self.w.lo <= at {
+                continue; // a re-walk that reached back to `at` (see above)
             }
             self.take_pos();
             let word = self.w.word;
@@ -174,6 +183,9 @@ impl<'g, A: Access> Core<'g, A> {
                 // Unreachable: `lo > min` above, so a previous slot exists.
                 self.status = Status::Underflow;
                 return Loaded::NONE;
+            }
+            if self.w.hi >= at {
+                continue; // a re-walk that reached forward to `at` (as in `next_slot`)
             }
             self.take_pos();
             let word = self.w.word;
@@ -481,7 +493,11 @@ impl<'g, A: Access> Core<'g, A> {
             return word;
         }
         if let Some(word) = self.find_setup(max) {
-            return word;
+            // The setup's walk may land on a reserved zero entry at `index`: `find` skips it,
+            // as its steps do (the kernel's `mas_find` would return it to its own callers).
+            if word.is_entry() || word == Loaded::NONE || self.status != Status::Active {
+                return word;
+            }
         }
         let word = self.next_slot(max, false);
         // `mas_find` ignores overflow.
@@ -500,7 +516,10 @@ impl<'g, A: Access> Core<'g, A> {
 
     fn find_rev(&mut self, min: u64) -> Loaded<'g> {
         if let Some(word) = self.find_rev_setup(min) {
-            return word;
+            // As in `find`: a zero entry at `index` is stepped over.
+            if word.is_entry() || word == Loaded::NONE || self.status != Status::Active {
+                return word;
+            }
         }
         self.prev_slot(min, false)
     }

@@ -301,8 +301,11 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         hi: u64,
         b: E::Borrowed<'g>,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
+        let reaches_yielded = self.back_yielded && hi > self.back_pos;
         self.finish();
-        if lo > self.back_pos {
+        // A range reaching into what the back has yielded changed since the back passed it
+        // (a write between the two ends' steps): its indices there came out already.
+        if lo > self.back_pos || reaches_yielded {
             return None;
         }
         Some((lo, hi, b))
@@ -463,7 +466,12 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         self.front_yielded = true;
         let (lo, hi) = (self.front.lo, self.front.hi);
         if hi >= self.back_pos {
+            // As in `yield_last`: never into what the back has yielded.
+            let reaches_yielded = self.back_yielded && hi > self.back_pos;
             self.finish();
+            if reaches_yielded {
+                return None;
+            }
         } else {
             self.cache_path();
             self.hi = hi;
@@ -705,7 +713,9 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 }
                 // Read under the guard of 'g that created this iterator.
                 if let Some(b) = w.entry::<E>() {
-                    self.back_yield(self.blo);
+                    if !self.back_yield(self.blo) {
+                        return None;
+                    }
                     break (self.blo, self.bmax, b);
                 }
                 continue;
@@ -773,7 +783,9 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             // Read under the guard of 'g that created this iterator.
             if let Some(b) = n.range_word(j).entry::<E>() {
                 (self.boff, self.blo) = (j, lo);
-                self.back_yield(lo);
+                if !self.back_yield(lo) {
+                    return Some(None);
+                }
                 return Some(Some((lo, hi, b)));
             }
             if j == 0 {
@@ -784,15 +796,22 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         }
     }
 
-    /// Records that the back yielded a range starting at `lo`.
+    /// Records that the back yields a range starting at `lo`; `false` if it must not: the
+    /// range reaches below what the front has yielded (it changed since the front passed it,
+    /// a write between the two ends' steps, and its indices there came out already). The
+    /// iteration ends when the back reaches the front.
     #[inline(always)]
-    fn back_yield(&mut self, lo: u64) {
+    #[must_use]
+    fn back_yield(&mut self, lo: u64) -> bool {
         self.back_yielded = true;
         if lo == 0 || self.before_front(lo - 1) {
+            let overlaps = self.front_yielded && lo < self.front_pos();
             self.finish();
+            !overlaps
         } else {
             self.back_pos = lo - 1;
             self.bound_front();
+            true
         }
     }
 
@@ -946,7 +965,9 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             {
                 if let Some(b) = self.back.word.entry::<E>() {
                     let (lo, hi) = (self.back.lo, self.back.hi);
-                    self.back_yield(lo);
+                    if !self.back_yield(lo) {
+                        return None;
+                    }
                     if !self.done {
                         self.cache_back_path(lo);
                     }

@@ -417,7 +417,7 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// `mt_next`: the first entry after the range containing `index` that starts at or below
-    /// `max`, with its range.
+    /// `max`, with its range. Beside a writer too, the range returned starts after `index`.
     ///
     /// # Panics
     ///
@@ -435,6 +435,11 @@ impl<E: Entry> MapleTree<E> {
             if w.lo > max {
                 return None;
             }
+            // Past a replaced node the walker re-walks from the root to the range holding
+            // its old end + 1, which may now reach back over `index`: never returned.
+            if w.lo <= index {
+                continue;
+            }
             if let Some(b) = w.word.entry::<E>() {
                 return Some((w.lo, w.hi, b));
             }
@@ -442,7 +447,7 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// `mt_prev`: the last entry before the range containing `index` that ends at or above
-    /// `min`, with its range.
+    /// `min`, with its range. Beside a writer too, the range returned ends before `index`.
     ///
     /// # Panics
     ///
@@ -459,6 +464,10 @@ impl<E: Entry> MapleTree<E> {
             w.prev_slot()?;
             if w.hi < min {
                 return None;
+            }
+            // As in `next`: a re-walk's range reaching forward over `index` is never returned.
+            if w.hi >= index {
+                continue;
             }
             if let Some(b) = w.word.entry::<E>() {
                 return Some((w.lo, w.hi, b));

@@ -142,6 +142,8 @@ struct MCursor {
     /// The kernel's state would be `ma_root` here (an empty tree after a reverse find that
     /// found nothing); the crate reports [`Status::None`].
     root: bool,
+    /// The last find setup's walk landed on the zero entry (`find`/`find_rev` step over it).
+    zero: bool,
 }
 
 /// What a cursor move returned: `(val, serial)` of an entry.
@@ -159,6 +161,7 @@ impl MCursor {
             status: Status::Start,
             walked: false,
             root: false,
+            zero: false,
         }
     }
 
@@ -325,6 +328,7 @@ impl MCursor {
                 }
                 let c = self.walk(m);
                 if c.is_some() {
+                    self.zero = matches!(c, Some(Content::Zero));
                     return Some(as_got(c));
                 }
             }
@@ -336,6 +340,7 @@ impl MCursor {
             }
             let c = self.walk(m);
             if c.is_some() {
+                self.zero = matches!(c, Some(Content::Zero));
                 return Some(as_got(c));
             }
         }
@@ -380,6 +385,7 @@ impl MCursor {
             }
             let c = self.walk(m);
             if c.is_some() {
+                self.zero = matches!(c, Some(Content::Zero));
                 return Some(as_got(c));
             }
             if self.status == Status::None {
@@ -391,9 +397,19 @@ impl MCursor {
         (self.index < min).then_some(None)
     }
 
+    /// Whether the find setup's walk landed, active, on a range holding the zero entry.
+    fn on_zero(&mut self, _m: &Model) -> bool {
+        std::mem::take(&mut self.zero) && self.status == Status::Active
+    }
+
     fn find(&mut self, m: &Model, max: u64) -> Got {
+        self.zero = false;
         if let Some(g) = self.find_setup(m, max) {
-            return g;
+            // The crate's documented difference: a zero entry at `index` is stepped over
+            // (the kernel's `mas_find` returns it to its own callers).
+            if g.is_some() || !self.on_zero(m) {
+                return g;
+            }
         }
         let g = self.next_slot(m, max, false);
         // `mas_find` ignores overflow.
@@ -409,8 +425,11 @@ impl MCursor {
     }
 
     fn find_rev(&mut self, m: &Model, min: u64) -> Got {
+        self.zero = false;
         if let Some(g) = self.find_rev_setup(m, min) {
-            return g;
+            if g.is_some() || !self.on_zero(m) {
+                return g;
+            }
         }
         self.prev_slot(m, min, false)
     }
@@ -562,6 +581,7 @@ fn drive(
                 status: Status::Start,
                 walked: false,
                 root: false,
+                zero: false,
             };
         }
         CurOp::Reset => {
@@ -679,6 +699,7 @@ fn session(w: &mut World, kind: Kind, start: Ix, ops: &[CurOp]) {
                             status: Status::Active,
                             walked: false,
                             root: false,
+                            zero: false,
                         };
                     }
                     CurOp::StoreNull => {
@@ -696,6 +717,7 @@ fn session(w: &mut World, kind: Kind, start: Ix, ops: &[CurOp]) {
                             status: Status::Active,
                             walked: false,
                             root: false,
+                            zero: false,
                         };
                     }
                     CurOp::Erase => {
@@ -710,6 +732,7 @@ fn session(w: &mut World, kind: Kind, start: Ix, ops: &[CurOp]) {
                                 status: Status::None,
                                 walked: false,
                                 root: false,
+                                zero: false,
                             };
                             expect_eq(
                                 step,
@@ -729,6 +752,7 @@ fn session(w: &mut World, kind: Kind, start: Ix, ops: &[CurOp]) {
                                 status: Status::Active,
                                 walked: false,
                                 root: false,
+                                zero: false,
                             };
                         } else {
                             mc = MCursor {
@@ -737,6 +761,7 @@ fn session(w: &mut World, kind: Kind, start: Ix, ops: &[CurOp]) {
                                 status: Status::Active,
                                 walked: true,
                                 root: false,
+                                zero: false,
                             };
                         }
                     }
