@@ -50,26 +50,39 @@ if [ -d loom-tests ]; then
     RUST_BACKTRACE=0 cargo test --release -- --test-threads=1 --nocapture)
 fi
 
-step "seeds demo (quick mode): every patch has a row with a verdict, lines fit 120 columns"
+step "seeds demo (quick mode): one section per patch, both verdicts on every row, lines fit 100 columns"
 out=$(cargo run --release --quiet -p maple-seeds -- --quick)
 printf '%s\n' "$out"
 # Each patch's section (from its "== title ==" line to the next one) must have its rows (at
-# least: 2 layouts x appends and __mt_dup; 2 cost settings; poll2 and poll1 x 2 strategies), each
-# ending in the ratio, its min-max, the patch's figure and the verdict.
-for want in "4 maple_tree: optimize mas_wr_append(), also improve duplicating VMAs" \
+# least: 2 layouts for appends and for __mt_dup; 2 cost settings; poll2 and poll1 x 2
+# strategies), each ending in the ratio, its min-max, the patch's figure, the direction verdict
+# and the magnitude verdict (with the letter of its cause, if any).
+for want in "2 maple_tree: optimize mas_wr_append(), also improve duplicating VMAs" \
+            "2 fork: use __mt_dup() to duplicate maple tree in dup_mmap()" \
             "2 userfaultfd: early return in dup_userfaultfd()" \
             "4 fs/select.c: batch user writes in do_sys_poll"; do
   n=${want%% *} title=${want#* }
-  rows=$(printf '%s\n' "$out" | awk -v t="== $title ==" \
-    '$0 == t { s = 1; next } /^== / { s = 0 } s && /[0-9]x +[0-9.]+-[0-9.]+ .*  (reproduced|not reproduced)$/' | wc -l)
-  [ "$rows" -ge "$n" ] || { echo "seeds: $rows of $n rows with a verdict for \"$title\""; exit 1; }
+  heads=$(printf '%s\n' "$out" | grep -cxF "== $title ==" || true)
+  [ "$heads" -eq 1 ] || { echo "seeds: $heads headings \"== $title ==\" (want 1)"; exit 1; }
+  rows=$(printf '%s\n' "$out" | awk -v t="== $title ==" '$0 == t { s = 1; next } /^== / { s = 0 }
+    s && /[0-9]x +[0-9.]+-[0-9.]+ +([0-9.]+x|> 1) +(reproduced|not reproduced) +(within|larger|smaller|no figure)( \([a-z]\))?$/' | wc -l)
+  [ "$rows" -ge "$n" ] || { echo "seeds: $rows of $n rows with both verdicts for \"$title\""; exit 1; }
 done
-wide=$(printf '%s\n' "$out" | awk 'length($0) > 120' | wc -l)
-[ "$wide" -eq 0 ] || { echo "seeds: $wide lines wider than 120 columns"; exit 1; }
+printf '%s\n' "$out" | grep -q '^summary: [0-9]* rows; direction reproduced in ' \
+  || { echo "seeds: no summary line"; exit 1; }
+wide=$(printf '%s\n' "$out" | awk 'length($0) > 100' | wc -l)
+[ "$wide" -eq 0 ] || { echo "seeds: $wide lines wider than 100 columns"; exit 1; }
 if printf '%s\n' "$out" | grep -q $'\e'; then echo "seeds: escape codes in output to a pipe"; exit 1; fi
-cargo run --release --quiet -p maple-seeds -- --quick --format json | python3 -c \
-  'import json, sys; rows = json.load(sys.stdin); assert rows and all(r["verdict"] for r in rows)' \
-  || { echo "seeds: --format json is not valid JSON with a verdict per row"; exit 1; }
+cargo run --release --quiet -p maple-seeds -- --quick --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+rows, s, st = d["rows"], d["summary"], d["settings"]
+assert rows and s["rows"] == len(rows), "summary row count"
+assert all(r["direction"] and r["magnitude"] for r in rows), "both verdicts per row"
+assert s["direction_reproduced"] == sum(r["direction"] == "reproduced" for r in rows)
+assert len(s["patches"]) == 4 and all(p["rows"] > 0 for p in s["patches"]), "rows per patch"
+assert st["repetitions"] >= 1 and st["maps"] and "commit" in st, "settings"
+' || { echo "seeds: --format json lacks its summary, settings or a verdict per row"; exit 1; }
 
 if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
   step "benchmarks compile"
