@@ -606,3 +606,94 @@ fn check_all(t: &MapleTree<Value>) {
         panic!("{e}\n{}", t.dump());
     }
 }
+
+/// Issue 40: a lowered pivot stays sealed for a whole grace period after the store that
+/// lowered it, even when a lift was already pending when the store was made.
+///
+/// A reader stands in a leaf's last slot, `[30, MAX]`, with its bound loaded (a reader is
+/// preempted between the pivot and the slot at any time; `Walker::walk` then re-loading the
+/// slot word models that). A `+1` append (`mas_wr_append`) lowers that pivot to 39 and seals
+/// the slot; the epoch advances until every lift deferred before the reader pinned has run;
+/// then an exact fit (`mas_wr_exact_fit`) of `[30, 39]` must be done by copy-on-write
+/// (`sealed_repoint`): re-pointing the slot in place would let the reader pair its bound
+/// `MAX` with the new entry, a range `[30, MAX]` that never held it. The lift that ran was
+/// scheduled (`Seals::schedule`) by an earlier write, before the append: it covers the seals
+/// made before it was scheduled, not the append's.
+#[test]
+fn a_lift_scheduled_before_a_seal_does_not_lift_it() {
+    let c = crossbeam_epoch::Collector::new();
+    let mut t = MapleTree::<Value>::with_options(crate::Options::new().collector(c.clone()));
+    {
+        // Exclusive mode: no seal yet.
+        let mut g = t.exclusive();
+        g.store_range(0..=9, Value::new(1)).unwrap();
+        g.store_range(10..=19, Value::new(2)).unwrap();
+        g.store_range(20..=u64::MAX, Value::new(3)).unwrap();
+    }
+    // Each handle's first pin collects (a fresh participant); use those up now, so that the
+    // epoch advances below only where the test says so.
+    let reader = c.register();
+    let helper = c.register();
+    drop(reader.pin());
+    drop(helper.pin());
+    let advance = || helper.pin().flush();
+    let mut states = vec![tree_ranges(&t)];
+
+    // A +1 append: pivot 2 lowered to 29, seal of generation 1.
+    let s0 = t.stats();
+    t.store_range(30..=u64::MAX, Value::new(4)).unwrap();
+    assert_eq!(t.stats().append_end, s0.append_end + 1, "{:?}", t.stats());
+    states.push(tree_ranges(&t));
+    // Any write: schedules the lift of generation 1 (deferred on the writer's guard).
+    t.store_range(0..=9, Value::new(11)).unwrap();
+    states.push(tree_ranges(&t));
+    // One advance: the reader pins in a later epoch than the lift's, so it does not hold the
+    // lift back.
+    advance();
+    let guard = reader.pin();
+    let mut w = super::walk::Walker::new(t.reader(&guard));
+    w.walk(35).unwrap();
+    let (lo, hi, leaf) = (w.lo, w.hi, *w.leaf());
+    assert_eq!((lo, hi), (30, u64::MAX));
+
+    // The append into the reader's slot: pivot 3 lowered to 39, sealed.
+    let s1 = t.stats();
+    t.store_range(40..=u64::MAX, Value::new(5)).unwrap();
+    assert_eq!(t.stats().append_end, s1.append_end + 1, "{:?}", t.stats());
+    states.push(tree_ranges(&t));
+    // Two advances and more (the reader holds the epoch back from here on): the lift of
+    // generation 1 runs.
+    for _ in 0..4 {
+        advance();
+    }
+    // The exact fit of the slot the append sealed, while the reader is pinned.
+    let s2 = t.stats();
+    t.store_range(30..=39, Value::new(6)).unwrap();
+    let s3 = t.stats();
+    states.push(tree_ranges(&t));
+
+    // What the reader reads now: the slot word under the bound it loaded before the append.
+    let v = leaf
+        .node
+        .leaf_word(leaf.offset)
+        .entry::<Value>()
+        .map(|v| v.get());
+    let seen = (lo, hi, v.unwrap_or(0));
+    assert!(
+        states.iter().any(|s| s.contains(&seen)),
+        "the reader read {seen:?}, a range that never held that entry (states: {states:?}; \
+         stats before the exact fit {s2:?}, after {s3:?})"
+    );
+    assert_eq!(seen, (30, u64::MAX, 4));
+    assert_eq!(
+        (s3.sealed_repoint, s3.exact_fit),
+        (s2.sealed_repoint + 1, s2.exact_fit),
+        "the exact fit must copy the sealed leaf: {s3:?}"
+    );
+    drop(guard);
+    check_all(&t);
+    assert_eq!(
+        &tree_ranges(&t)[2..],
+        [(20, 29, 3), (30, 39, 6), (40, u64::MAX, 5)]
+    );
+}
