@@ -71,7 +71,7 @@ trait RangePeer: Peer {
 /// its nodes in huge-page chunks (`Options::huge_pages`).
 struct Maple<const ALLOC: bool, const RCU: bool, const HUGE: bool = false>(MapleTree<Value>);
 
-struct MapleReader<'a>(&'a MapleTree<Value>, crossbeam_epoch::Guard);
+struct MapleReader<'a>(&'a MapleTree<Value>, maple_tree::TreeGuard<'a>);
 impl Reader for MapleReader<'_> {
     #[inline]
     fn get(&self, index: u64) -> Option<u64> {

@@ -433,6 +433,6 @@ pub use crossbeam_epoch::{Collector, Guard};
 pub use entry::{Entry, Value};
 pub use error::Error;
 pub use tree::{
-    Cursor, CursorMut, Gaps, Iter, MapleTree, Options, PendingFrees, Stats, Status, ValidateError,
-    WriteGuard,
+    Cursor, CursorMut, Gaps, Iter, MapleTree, Options, PendingFrees, Stats, Status, TreeGuard,
+    ValidateError, WriteGuard,
 };

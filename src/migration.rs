@@ -138,3 +138,21 @@
 //! # Ok(())
 //! # }
 //! ```
+
+//! # From earlier versions of this crate
+//!
+//! | before | now | why |
+//! |---|---|---|
+//! | `let g: Guard = tree.pin();` | `let g: TreeGuard<'_> = tree.pin();` (or `let g = tree.pin();`) | the guard borrows the tree and cannot outlive it (see [`MapleTree::pin`](crate::MapleTree::pin)); `&g` is still a `&Guard` for every read |
+//! | a guard of the tree's collector kept past the tree | `tree.collector().register().pin()`, with a clone of the [`Collector`](crate::Collector) kept alive past the guard | the guard must not hold the collector's last reference |
+//! | `Cursor::find` / `find_rev` stopping (`None`, active) on a zero entry at the start index | the zero entry is stepped over, as by every later `find` | the documented rule; `find_range` still stops on it |
+//!
+//! ```
+//! use maple_tree::{MapleTree, TreeGuard, Value};
+//!
+//! let tree = MapleTree::new();
+//! tree.store_range(1..=9, Value::new(1)).unwrap();
+//! let guard: TreeGuard<'_> = tree.pin();
+//! let g: &maple_tree::Guard = &guard; // what the explicit-guard reads take
+//! assert_eq!(tree.load(5, g), Some(Value::new(1)));
+//! ```

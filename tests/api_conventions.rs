@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use maple_tree::tree::{inclusive, Allocator, Placement};
-use maple_tree::{Collector, Error, Guard, MapleTree, Options, Value};
+use maple_tree::{Collector, Error, MapleTree, Options, TreeGuard, Value};
 use proptest::prelude::*;
 
 #[path = "kit/ranges.rs"]
@@ -671,7 +671,7 @@ fn std_traits() -> Result<(), Error> {
         let c = w.cursor(3);
         assert!(format!("{c:?}").contains("index: 3"));
     }
-    let g: Guard = t.pin();
+    let g: TreeGuard<'_> = t.pin();
     let c = t.cursor(7, &g);
     assert!(format!("{c:?}").starts_with("Cursor"));
     drop(g);

@@ -207,7 +207,9 @@ fn a_tree_dropped_with_frees_pending() {
     let drops = Arc::new(AtomicUsize::new(0));
     let mut made = 0;
     let tree = MapleTree::<Box<Bomb>>::with_options(Options::new().collector(collector.clone()));
-    let held = tree.pin();
+    // A guard of the tree's collector that is not borrowed from the tree (`tree.pin()`'s guard
+    // cannot outlive it); `collector` keeps the collector alive past the guard.
+    let held = collector.register().pin();
     for i in 0..2_000u64 {
         tree.store_range(10 * i..=10 * i + 5, bomb(i, false, &drops))
             .unwrap();

@@ -254,10 +254,27 @@ impl<E: Entry> MapleTree<E> {
         self.root.collector()
     }
 
-    /// Pins a guard of this tree's collector: the explicit-guard read API takes it, and
-    /// everything read through it stays valid until it is dropped.
-    pub fn pin(&self) -> Guard {
-        self.root.pin()
+    /// Pins a guard of this tree's collector: the explicit-guard read API takes it (a
+    /// `&TreeGuard` is a `&Guard` by deref), and everything read through it stays valid until
+    /// it is dropped. The guard borrows the tree, so the tree cannot be dropped while it lives:
+    /// with a collector of the tree's own ([`Options::collector`]), the guard may hold the
+    /// last reference to that collector, and crossbeam-epoch 0.9.21 frees the collector from
+    /// inside the guard's drop in a way Miri rejects (a protected `&Local` outliving its
+    /// allocation); the borrow rules that sequence out.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// let tree = MapleTree::new();
+    /// tree.store_range(10..=19, Value::new(1)).unwrap();
+    /// let guard = tree.pin();
+    /// assert_eq!(tree.load(15, &guard), Some(Value::new(1)));
+    /// ```
+    pub fn pin(&self) -> TreeGuard<'_> {
+        TreeGuard {
+            guard: self.root.pin(),
+            _tree: PhantomData,
+        }
     }
 
     /// The reader view of the root under `guard`. Every explicit-guard read checks this way,
@@ -804,3 +821,34 @@ fn free_tree<E: Entry>(root: &mut node::Root<WriterState<E>>) {
 
 #[cfg(test)]
 mod tests;
+
+/// A pinned guard of a tree's collector, from [`MapleTree::pin`]; derefs to crossbeam's
+/// [`Guard`], which every explicit-guard read takes. It borrows the tree it came from, so it
+/// cannot outlive it (see [`MapleTree::pin`] for why).
+///
+/// ```compile_fail
+/// use maple_tree::{MapleTree, Options, Collector, Value};
+///
+/// let tree = MapleTree::<Value>::with_options(Options::new().collector(Collector::new()));
+/// let guard = tree.pin();
+/// drop(tree); // error: `tree` is borrowed by `guard`
+/// drop(guard);
+/// ```
+pub struct TreeGuard<'t> {
+    guard: Guard,
+    _tree: PhantomData<&'t ()>,
+}
+
+impl core::ops::Deref for TreeGuard<'_> {
+    type Target = Guard;
+
+    fn deref(&self) -> &Guard {
+        &self.guard
+    }
+}
+
+impl core::fmt::Debug for TreeGuard<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TreeGuard").finish_non_exhaustive()
+    }
+}

@@ -225,7 +225,7 @@ mod vma;
 use maple_tree::Guard;
 use sync::{Arc, AtomicU64, IdCounter, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use maple_tree::{Iter, MapleTree, Stats, ValidateError};
+use maple_tree::{Iter, MapleTree, Stats, TreeGuard, ValidateError};
 
 pub use error::MmError;
 pub use fork::{DupMode, ForkEnv, ForkHook, NoHook};
@@ -427,7 +427,7 @@ impl Mm {
     }
 
     /// Pins an epoch guard for [`Mm::lock_vma_under_rcu`].
-    pub fn pin(&self) -> Guard {
+    pub fn pin(&self) -> TreeGuard<'_> {
         self.tree.pin()
     }
 
@@ -673,7 +673,7 @@ pub struct VmaTree<'a>(&'a MapleTree<Arc<Vma>>);
 
 impl<'a> VmaTree<'a> {
     /// Pins a guard for the reads below.
-    pub fn pin(&self) -> Guard {
+    pub fn pin(&self) -> TreeGuard<'a> {
         self.0.pin()
     }
 
@@ -819,7 +819,7 @@ macro_rules! vma_reads {
 pub struct MmReadGuard<'a> {
     mm: &'a Mm,
     state: RwLockReadGuard<'a, MmState>,
-    guard: Guard,
+    guard: TreeGuard<'a>,
 }
 
 impl MmReadGuard<'_> {
@@ -836,7 +836,7 @@ impl MmReadGuard<'_> {
 pub struct MmWriteGuard<'a> {
     mm: &'a Mm,
     state: RwLockWriteGuard<'a, MmState>,
-    guard: Guard,
+    guard: TreeGuard<'a>,
     /// userfaultfd events prepared under the lock. Declared after `state`, so they complete
     /// (each waiting for its monitor) after the mmap lock has been released.
     events: uffd::PendingEvents,

@@ -120,7 +120,7 @@ impl FdTable {
     }
 
     /// Pins a guard for [`fdget`](Self::fdget).
-    pub fn pin(&self) -> Guard {
+    pub fn pin(&self) -> maple_tree::TreeGuard<'_> {
         self.fdt.pin()
     }
 
