@@ -726,6 +726,15 @@ macro_rules! cursor_reads {
 ///   `find_rev`, `next`, `prev`) and reported by [`Cursor::is_zero`] on the range moves and
 ///   walks, which return `None` for it.
 ///
+/// # Beside a writer
+///
+/// A reading cursor's moves are monotone across any number of writes: `find`, `next` and
+/// `next_range` never return a range ending at or before the previous answer's end, `find_rev`,
+/// `prev` and `prev_range` never one starting at or after the previous answer's start. Past a
+/// node the writer replaced, the cursor re-walks to where it was and steps past the range
+/// holding that point (the kernel's `mas_next_slot`), so a range that changed between two moves
+/// may be passed over; a range unchanged since the previous move is not.
+///
 /// # Status after a move
 ///
 /// As in the kernel: a move that finds something is [`Status::Active`]. `next` and

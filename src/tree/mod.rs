@@ -493,7 +493,10 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// Iterates over every `(first, last, entry)` in index order; double-ended. Zero entries
-    /// are skipped.
+    /// are skipped. Beside a writer, the front yields strictly increasing ranges and the back
+    /// strictly decreasing ones, each a range of some state during the iteration; one iterator
+    /// driven from both ends never yields an index twice (each end stops at what the other has
+    /// yielded), and a range unchanged for the whole iteration is never skipped.
     ///
     /// # Panics
     ///
