@@ -48,6 +48,8 @@ if [ -d loom-tests ]; then
   step "loom models: single writes, sequences of writes, mutants (each prints its executions and time)"
   (cd loom-tests && RUSTFLAGS="--cfg loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
     RUST_BACKTRACE=0 cargo test --release -- --test-threads=1 --nocapture)
+  step "ordering mutants: each Release/Acquire row of src/tree/node/ord.rs weakened to Relaxed must fail a loom model"
+  scripts/ordering-mutants.sh
 fi
 
 step "seeds demo (quick mode): one section per patch, both verdicts on every row, lines fit 100 columns"

@@ -31,8 +31,8 @@ pub fn set_relaxed_slot_publish(on: bool) {
 
 /// Readers load pivots with `Relaxed` instead of `Acquire` (a deliberate bug on the reader side:
 /// a lowered end pivot no longer carries the slots written beyond it). Covers the pivot loads of
-/// point loads (`NodeRef::pivot`) and of iteration steps (`NodeRef::range_pivot`); the scan of
-/// `walk::find_slot` loads through `pivot_words` and keeps `Acquire`.
+/// point loads and iteration steps (`NodeRef::pivot`, `NodeRef::range_pivot`) and of the node
+/// scans (`NodeRef::find_pivot`, `NodeRef::find_slot`, `NodeRef::pivot_at_or_above`).
 pub fn set_relaxed_reader(on: bool) {
     RELAXED_READER.store(on, StdOrdering::SeqCst);
 }
@@ -93,40 +93,33 @@ pub(crate) fn ignore_repoint_seals() -> bool {
     IGNORE_REPOINT_SEALS.load(StdOrdering::SeqCst)
 }
 
-/// Ordering of the single store that publishes an in-place append.
-pub(crate) fn publish_ordering() -> crate::sync::Ordering {
-    if RELAXED_PUBLISH.load(StdOrdering::SeqCst) {
-        crate::sync::Ordering::Relaxed
-    } else {
-        crate::sync::Ordering::Release
-    }
+// The ordering overrides: `Some(Relaxed)` while a switch is on, `None` (the protocol's own
+// ordering, `tree::node::ord`) otherwise. They never supply an ordering of their own.
+
+/// `Relaxed` if `set_relaxed_publish` is on (overrides P9's publishing store).
+pub(crate) fn publish_override() -> Option<crate::sync::Ordering> {
+    relaxed_if(&RELAXED_PUBLISH)
 }
 
-/// Ordering of the store of the root word that publishes a new root.
-pub(crate) fn root_publish_ordering() -> crate::sync::Ordering {
-    if RELAXED_ROOT_PUBLISH.load(StdOrdering::SeqCst) {
-        crate::sync::Ordering::Relaxed
-    } else {
-        crate::sync::Ordering::Release
-    }
+/// `Relaxed` if `set_relaxed_root_publish` is on (overrides P1's store of a new root).
+pub(crate) fn root_publish_override() -> Option<crate::sync::Ordering> {
+    relaxed_if(&RELAXED_ROOT_PUBLISH)
 }
 
-/// Ordering of a store into a slot readers can reach.
-pub(crate) fn slot_publish_ordering() -> crate::sync::Ordering {
-    if RELAXED_SLOT_PUBLISH.load(StdOrdering::SeqCst) {
-        crate::sync::Ordering::Relaxed
-    } else {
-        crate::sync::Ordering::Release
-    }
+/// `Relaxed` if `set_relaxed_slot_publish` is on (overrides P3/P5's in-place slot store).
+pub(crate) fn slot_publish_override() -> Option<crate::sync::Ordering> {
+    relaxed_if(&RELAXED_SLOT_PUBLISH)
 }
 
-/// Ordering of a reader's pivot load.
-pub(crate) fn reader_pivot_ordering() -> crate::sync::Ordering {
-    if RELAXED_READER.load(StdOrdering::SeqCst) {
-        crate::sync::Ordering::Relaxed
-    } else {
-        crate::sync::Ordering::Acquire
-    }
+/// `Relaxed` if `set_relaxed_reader` is on (overrides P9's reader pivot loads).
+pub(crate) fn reader_pivot_override() -> Option<crate::sync::Ordering> {
+    relaxed_if(&RELAXED_READER)
+}
+
+fn relaxed_if(switch: &AtomicBool) -> Option<crate::sync::Ordering> {
+    switch
+        .load(StdOrdering::SeqCst)
+        .then_some(crate::sync::Ordering::Relaxed)
 }
 
 /// Whether retired nodes are poisoned at once.

@@ -125,7 +125,10 @@
 //! | P18 | seal lift generation (`seal`) | deferred closure, a grace period after the sealing stores | Release | Acquire (the writer, before trusting a lifted seal) | the closure runs after every guard pinned when it is deferred (after the sealing stores, by the writer's guard, pinned then if it was not yet) is gone, so after every reader that could read before them (crossbeam's epoch fences order it after them) |
 //!
 //! Every Release, Acquire and read-modify-write site of `src/tree` names its row in an
-//! `// ORDERING: Pn` comment.
+//! `// ORDERING: Pn` comment. The orderings of rows P1, P3/P5, P9 and P14 (writer and reader
+//! side) are one constant each in `ord`, which the shipping build and the loom models both use
+//! (a loom knob may only override one, for a broken twin): weakening a row there is what the
+//! loom models must catch (`scripts/ordering-mutants.sh`).
 //!
 //! `dup`'s node copies ([`WriterRoot::alloc_cloned_leaf`], [`WriterRoot::alloc_copied_internal`]) are
 //! fresh nodes written before anyone else can reach them — one `memcpy` of the source node and
@@ -184,6 +187,9 @@ use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, Ledger, Released, Word, ZERO_WORD};
 use crate::sync::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+
+// The orderings of the table's Release and Acquire rows, one constant each (see `ord`).
+mod ord;
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("maple-tree stores pointers in u64 words and needs a 64-bit target");
@@ -649,7 +655,7 @@ impl<'g, A: Access> RootRef<'g, A> {
     #[inline]
     pub(crate) fn node(self) -> Option<NodeRef<'g, A>> {
         // ORDERING: P1 (the reader's load of the root word).
-        let w = self.root.word.load(Ordering::Acquire);
+        let w = self.root.word.load(ord::P1_LOAD_ROOT);
         if w == 0 {
             None
         } else {
@@ -787,12 +793,8 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     fn store_root(self, n: Live<'t>) -> Option<Unlinked<'t>> {
         let old = self.node();
         n.set_parent(None, 0);
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::root_publish_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Release;
         // ORDERING: P1 (and P16 for a tree nobody can see yet, e.g. a `dup` copy).
-        self.root.word.store(node_word(n), ord);
+        self.root.word.store(node_word(n), ord::p1_publish_root());
         // The old root is unlinked unless the new root's subtree took it in (its parent word
         // would name the node it went into).
         old.filter(|&o| o != n && o.parent_info().0 == 0)
@@ -805,7 +807,7 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     pub(crate) fn publish_empty(self) -> Option<Unlinked<'t>> {
         let old = self.node();
         // ORDERING: P1 (a reader that loads 0 sees an empty tree; nothing to pair with).
-        self.root.word.store(0, Ordering::Release);
+        self.root.word.store(0, ord::P1_PUBLISH_ROOT);
         old.map(Unlinked)
     }
 
@@ -2265,10 +2267,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
     #[inline]
     pub(crate) fn pivot(&self, i: usize) -> u64 {
         debug_assert!(i < self.kind.pivots());
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::reader_pivot_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Acquire;
+        let ord = ord::p9_load_pivot();
         // ORDERING: P9 (a pivot is loaded before the slots and pivots it exposes; P7/P8 are
         // Relaxed stores published by the pointer or the pivot that exposes them).
         self.node().words[i].load(ord)
@@ -2279,10 +2278,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
     #[inline]
     pub(crate) fn range_pivot(&self, i: usize) -> u64 {
         debug_assert!(self.kind != Kind::ARange && i < RANGE_PIVOTS);
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::reader_pivot_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Acquire;
+        let ord = ord::p9_load_pivot();
         // ORDERING: P9 (as `pivot`).
         self.node().words[i].load(ord)
     }
@@ -2292,7 +2288,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
     pub(crate) fn range_slot(&self, i: usize) -> usize {
         debug_assert!(self.kind != Kind::ARange && i < RANGE_SLOTS);
         // ORDERING: P3/P5/P6 (as `slot`).
-        self.node().words[RANGE_PIVOTS + i].load(Ordering::Acquire) as usize
+        self.node().words[RANGE_PIVOTS + i].load(ord::P3_P5_LOAD_SLOT) as usize
     }
 
     /// The offset of the first pivot `>= index`, or the pivot count if there is none: the slot
@@ -2302,10 +2298,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// loads bounds-checked once per node (`mtree_load`'s scan).
     #[inline]
     pub(crate) fn find_pivot(&self, index: u64) -> usize {
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::reader_pivot_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Acquire;
+        let ord = ord::p9_load_pivot();
         let pivots = &self.node().words[..self.kind.pivots()];
         let mut chunks = pivots.chunks_exact(4);
         let mut base = 0;
@@ -2339,10 +2332,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// reader's ordering (Acquire; the loom knob's under loom), as [`pivot`](Self::pivot).
     #[inline]
     pub(crate) fn find_slot(&self, index: u64, min: u64, max: u64) -> (usize, u64, u64) {
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::reader_pivot_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Acquire;
+        let ord = ord::p9_load_pivot();
         let pivots = &self.node().words[..self.kind.pivots()];
         // The first pivot `>= index` ends the slot (at `max` if it is `>= max`: `index <= max`,
         // so a pivot that reaches `max` always stops the scan); the pivot before it, as loaded
@@ -2390,7 +2380,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
         debug_assert!(i < self.kind.slots());
         // ORDERING: P3/P5 (pairs with the in-place Release store of a child or an entry; P6 is
         // exposed by the pivot loaded before, P9).
-        self.node().words[self.kind.slot_base() + i].load(Ordering::Acquire) as usize
+        self.node().words[self.kind.slot_base() + i].load(ord::P3_P5_LOAD_SLOT) as usize
     }
 
     /// Reader load of leaf slot `i` (Acquire, as [`slot`](Self::slot)), typed so that its entry
@@ -2442,7 +2432,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
     #[inline]
     pub(crate) fn is_dead(&self) -> bool {
         // ORDERING: P14 (P17: a Relaxed re-parenting read here reads "not dead").
-        self.node().parent.load(Ordering::Acquire) & DEAD != 0
+        self.node().parent.load(ord::P14_LOAD_DEAD) & DEAD != 0
     }
 
     // ----- derived ----------------------------------------------------------------------------
@@ -2591,7 +2581,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
         // (Slot `P`, the last, has no pivot.)
         let hi = if i < P { self.pivot(i).min(max) } else { max };
         // ORDERING: P3/P5 (as `slot`).
-        let w = self.node().words[P + i].load(Ordering::Acquire) as usize;
+        let w = self.node().words[P + i].load(ord::P3_P5_LOAD_SLOT) as usize;
         if w == 0 {
             return None;
         }
@@ -2620,10 +2610,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// (as [`pivot`](Self::pivot)), and no bounds checks.
     #[inline]
     pub(crate) fn pivot_at_or_above(&self, target: u64) -> (usize, u64, u64) {
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::reader_pivot_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Acquire;
+        let ord = ord::p9_load_pivot();
         let pivots = &self.node().words[..self.kind.pivots()];
         let mut prev = 0;
         // Two pivots a round (the pivot counts, 15 and 9, are odd): half the loop overhead.
@@ -2668,12 +2655,8 @@ impl<'w> Live<'w> {
     #[inline]
     pub(crate) fn publish_pivot(&self, i: usize, v: u64) {
         debug_assert!(i < self.kind.pivots());
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::publish_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Release;
         // ORDERING: P9 (the single publishing store of an in-place append).
-        self.node().words[i].store(v, ord);
+        self.node().words[i].store(v, ord::p9_publish_pivot());
     }
 
     /// Writer store of a slot on a fresh node or beyond the published end (Relaxed).
@@ -2688,12 +2671,8 @@ impl<'w> Live<'w> {
     #[inline]
     fn publish_word(&self, i: usize, w: usize) {
         debug_assert!(i < self.kind.slots());
-        #[cfg(loom)]
-        let ord = crate::loom_knobs::slot_publish_ordering();
-        #[cfg(not(loom))]
-        let ord = Ordering::Release;
         // ORDERING: P3/P5 (pairs with the readers' Acquire slot load).
-        self.node().words[self.kind.slot_base() + i].store(w as u64, ord);
+        self.node().words[self.kind.slot_base() + i].store(w as u64, ord::p3_p5_publish_slot());
     }
 
     /// Writer store of the entry word `w` (0: nothing) into leaf slot `i` of a fresh node or
@@ -2855,7 +2834,7 @@ impl<'w> Live<'w> {
             return false;
         }
         // ORDERING: P14 (and P17: the store keeps the last re-parenting's bits).
-        parent.store(w | DEAD, Ordering::Release);
+        parent.store(w | DEAD, ord::P14_MARK_DEAD);
         true
     }
 }
