@@ -15,6 +15,7 @@ static IGNORE_SEALS: AtomicBool = AtomicBool::new(false);
 static IGNORE_REPOINT_SEALS: AtomicBool = AtomicBool::new(false);
 static RELAXED_ROOT_PUBLISH: AtomicBool = AtomicBool::new(false);
 static RETIRE_BATCH: AtomicUsize = AtomicUsize::new(1);
+static TRUST_REWALK: AtomicBool = AtomicBool::new(false);
 
 /// Publish in-place appends with a `Relaxed` store of the lowered end pivot instead of `Release`
 /// (a deliberate bug: a reader can see the new end but not the slots written beyond it).
@@ -71,8 +72,17 @@ pub fn set_relaxed_root_publish(on: bool) {
     RELAXED_ROOT_PUBLISH.store(on, StdOrdering::SeqCst);
 }
 
+/// Read paths trust the range a re-walk from the root lands on (a deliberate bug, as before
+/// issue 34: past a replaced node a cursor move returns the range now holding its old end + 1,
+/// which may reach back over its previous answer; `MapleTree::next`/`prev` return a range holding
+/// their index; the two ends of one iterator do not stop at what the other has yielded).
+pub fn set_trust_rewalk(on: bool) {
+    TRUST_REWALK.store(on, StdOrdering::SeqCst);
+}
+
 /// Turns every switch off.
 pub fn reset() {
+    set_trust_rewalk(false);
     set_relaxed_publish(false);
     set_relaxed_slot_publish(false);
     set_relaxed_reader(false);
@@ -81,6 +91,11 @@ pub fn reset() {
     set_ignore_repoint_seals(false);
     set_relaxed_root_publish(false);
     set_retire_batch(1);
+}
+
+/// Whether read paths trust a re-walk's range (see [`set_trust_rewalk`]).
+pub(crate) fn trust_rewalk() -> bool {
+    TRUST_REWALK.load(StdOrdering::SeqCst)
 }
 
 /// Whether seals are ignored.

@@ -406,6 +406,17 @@ pub enum Reads {
     Backward,
     /// `empty_area(min, max, size)` (allocation trees: the answer must be the old or the new one).
     EmptyArea(u64, u64, u64),
+    /// One iterator over the span driven from both ends alternately (`next`, `next_back`, ...):
+    /// the front's and the back's ranges together, in index order, must never hold an index
+    /// twice (issue 34).
+    BothEnds,
+    /// A cursor from the given index, `find` to the span's end until nothing is left: each
+    /// answer starts after the previous one's end (issue 34: a re-walk past a replaced node
+    /// must not move the cursor backwards).
+    CursorFind(u64),
+    /// `next(i)` then `prev(i)` of the given index: a range starting after `i`, one ending
+    /// before it, each a range of some state.
+    NextPrev(u64),
 }
 
 /// One model: the tree before the write, the write, what must be observed.
@@ -799,6 +810,9 @@ fn read_pinned(
                 exp(new)
             );
         }
+        Reads::BothEnds | Reads::CursorFind(_) | Reads::NextPrev(_) => {
+            unimplemented!("{reads:?} is a reader of a `Sequence`")
+        }
     }
 }
 
@@ -1131,6 +1145,54 @@ fn read_seq(
             *lo = check_ranges_seq(&got, states, start, span, reads);
         }
         Reads::EmptyArea(..) => unimplemented!("empty_area across several writes"),
+        Reads::BothEnds => {
+            let (mut front, mut back) = (Vec::new(), Vec::new());
+            let mut it = tree.range(span.0..=span.1, guard);
+            loop {
+                let Some((a, b, p)) = it.next() else { break };
+                front.push((a, b, p.read()));
+                let Some((a, b, p)) = it.next_back() else {
+                    break;
+                };
+                back.push((a, b, p.read()));
+            }
+            // In index order: the ordering check rejects an index yielded by both ends.
+            let got: Vec<_> = front.into_iter().chain(back.into_iter().rev()).collect();
+            let start = *lo;
+            *lo = check_ranges_seq(&got, states, start, span, reads);
+        }
+        Reads::CursorFind(from) => {
+            let mut c = tree.cursor(from, guard);
+            let mut got: Vec<(u64, u64, u64)> = Vec::new();
+            while let Some(p) = c.find(span.1) {
+                let r = (c.index(), c.last(), p.read());
+                if let Some(prev) = got.last() {
+                    assert!(
+                        r.0 > prev.1,
+                        "{reads:?}: the cursor moved backwards: {r:?} after {prev:?}"
+                    );
+                }
+                got.push(r);
+            }
+            let start = *lo;
+            *lo = check_ranges_seq(&got, states, start, (from, span.1), reads);
+        }
+        Reads::NextPrev(i) => {
+            let next = tree
+                .next(i, u64::MAX, guard)
+                .map(|(a, b, p)| (a, b, p.read()));
+            let prev = tree.prev(i, 0, guard).map(|(a, b, p)| (a, b, p.read()));
+            for (what, r) in [("next", next), ("prev", prev)] {
+                let Some(r) = r else { continue };
+                let beyond = if what == "next" { r.0 > i } else { r.1 < i };
+                assert!(beyond, "{what}({i}) = {r:?}: holds or passes its index");
+                assert!(
+                    first_state(states, *lo, |s| s.has(r)).is_some(),
+                    "{what}({i}) = {r:?}: a range of no state from s{} on",
+                    *lo
+                );
+            }
+        }
     }
 }
 

@@ -137,7 +137,7 @@ impl<'g, A: Access> Core<'g, A> {
                 // holds `at + 1` now, which may reach back to `at`: on past it, as the
                 // kernel's `mas_next_slot` re-walks to its saved point and moves on. A move
                 // never returns a range ending at or before the previous one's end.
-                if self.w.lo > at {
+                if self.w.lo > at || !super::walk::check_rewalk() {
                     self.take_pos();
                     return self.w.word;
                 }
@@ -152,7 +152,7 @@ impl<'g, A: Access> Core<'g, A> {
                 self.status = Status::Overflow;
                 return Loaded::NONE;
             }
-            if self.w.lo <= at {
+            if self.w.lo <= at && super::walk::check_rewalk() {
                 continue; // a re-walk that reached back to `at` (see above)
             }
             self.take_pos();
@@ -184,7 +184,7 @@ impl<'g, A: Access> Core<'g, A> {
                 self.status = Status::Underflow;
                 return Loaded::NONE;
             }
-            if self.w.hi >= at {
+            if self.w.hi >= at && super::walk::check_rewalk() {
                 continue; // a re-walk that reached forward to `at` (as in `next_slot`)
             }
             self.take_pos();

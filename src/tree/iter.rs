@@ -13,7 +13,7 @@ use super::node::{
     FastLeaf, FrontLeaf, FrontParent, Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS,
     RANGE_SLOTS,
 };
-use super::walk::{Level, Walker, MAX_DEPTH};
+use super::walk::{check_rewalk, Level, Walker, MAX_DEPTH};
 
 /// The offsets of the front's two-slot step (`FrontLeaf::at`): pivots `j` and `j + 1`.
 const FRONT_ROOM: usize = RANGE_PIVOTS - 1;
@@ -301,7 +301,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         hi: u64,
         b: E::Borrowed<'g>,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        let reaches_yielded = self.back_yielded && hi > self.back_pos;
+        let reaches_yielded = self.back_yielded && hi > self.back_pos && check_rewalk();
         self.finish();
         // A range reaching into what the back has yielded changed since the back passed it
         // (a write between the two ends' steps): its indices there came out already.
@@ -467,7 +467,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         let (lo, hi) = (self.front.lo, self.front.hi);
         if hi >= self.back_pos {
             // As in `yield_last`: never into what the back has yielded.
-            let reaches_yielded = self.back_yielded && hi > self.back_pos;
+            let reaches_yielded = self.back_yielded && hi > self.back_pos && check_rewalk();
             self.finish();
             if reaches_yielded {
                 return None;
@@ -805,7 +805,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     fn back_yield(&mut self, lo: u64) -> bool {
         self.back_yielded = true;
         if lo == 0 || self.before_front(lo - 1) {
-            let overlaps = self.front_yielded && lo < self.front_pos();
+            let overlaps = self.front_yielded && lo < self.front_pos() && check_rewalk();
             self.finish();
             !overlaps
         } else {

@@ -454,7 +454,7 @@ impl<E: Entry> MapleTree<E> {
             }
             // Past a replaced node the walker re-walks from the root to the range holding
             // its old end + 1, which may now reach back over `index`: never returned.
-            if w.lo <= index {
+            if w.lo <= index && walk::check_rewalk() {
                 continue;
             }
             if let Some(b) = w.word.entry::<E>() {
@@ -483,7 +483,7 @@ impl<E: Entry> MapleTree<E> {
                 return None;
             }
             // As in `next`: a re-walk's range reaching forward over `index` is never returned.
-            if w.hi >= index {
+            if w.hi >= index && walk::check_rewalk() {
                 continue;
             }
             if let Some(b) = w.word.entry::<E>() {

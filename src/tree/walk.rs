@@ -8,6 +8,22 @@ use super::node::{
     RANGE_PIVOTS,
 };
 
+
+/// Whether a read path checks the range a walk lands on against what it already returned
+/// (cursor moves, `MapleTree::next`/`prev`, the two ends of an iterator): always, but in a loom
+/// broken twin (`loom_knobs::set_trust_rewalk`).
+#[inline(always)]
+pub(crate) fn check_rewalk() -> bool {
+    #[cfg(loom)]
+    {
+        !crate::loom_knobs::trust_rewalk()
+    }
+    #[cfg(not(loom))]
+    {
+        true
+    }
+}
+
 /// Deepest tree the walkers can follow. The kernel allows 31 levels; here every level above the
 /// leaves has a full node left of the right spine (splits fill the left node), so a tree of
 /// `h` levels holds at least `15^(h-2)` leaves: 24 levels would need more memory than exists.
