@@ -8,7 +8,6 @@ use super::node::{
     RANGE_PIVOTS,
 };
 
-
 /// Whether a read path checks the range a walk lands on against what it already returned
 /// (cursor moves, `MapleTree::next`/`prev`, the two ends of an iterator): always, but in a loom
 /// broken twin (`loom_knobs::set_trust_rewalk`).
