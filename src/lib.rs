@@ -4,7 +4,7 @@
 //! ranges `[first, last]` of `u64` indices, each mapped to an owned, pointer-sized entry. This
 //! crate is the tree alone (its one runtime dependency besides the small `smallvec` is
 //! crossbeam-epoch); three of the kernel's users of the tree, modelled closely enough to
-//! reproduce three kernel patches' results, are crates of their own built on its public API:
+//! reproduce four kernel patches' results, are crates of their own built on its public API:
 //! `maple-mm` (a VMA manager and the userfaultfd contexts that ride on its VMAs) and
 //! `maple-poll` (`poll(2)`'s result copy-out, Linux only).
 //!
