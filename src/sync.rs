@@ -5,6 +5,9 @@
 //! through its own loom support — on loom's model checker. The selector is a cfg, never a Cargo
 //! feature, so `--all-features` cannot switch loom on by accident.
 
+#[cfg(all(loom, not(feature = "loom")))]
+compile_error!("loom builds of maple-tree need its `loom` feature (loom-tests/ enables it)");
+
 #[cfg(all(loom, not(crossbeam_loom)))]
 compile_error!(
     "loom builds need both cfgs: RUSTFLAGS=\"--cfg loom --cfg crossbeam_loom\" \
