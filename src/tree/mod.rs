@@ -653,7 +653,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// `size` indices lies inside the window.
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
-        gap::empty_area_at(self.reader(&guard), min, max, size, false)
+        gap::empty_area_read(self.reader(&guard), min, max, size, 1, false)
     }
 
     /// `mas_empty_area_rev`: the highest start of a free range of `size` indices inside
@@ -664,7 +664,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// As [`empty_area`](Self::empty_area).
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
-        gap::empty_area_at(self.reader(&guard), min, max, size, true)
+        gap::empty_area_read(self.reader(&guard), min, max, size, 1, true)
     }
 
     /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` inside

@@ -124,6 +124,15 @@ pub(crate) fn flush_retired<E>(
     });
 }
 
+impl<E, M: Mode> Drop for Writer<'_, E, M> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(r) = self.root.rcu() {
+            r.end_write();
+        }
+    }
+}
+
 /// A [`Writer`] in the mode of the guard that made it ([`WriteGuard::any_writer`]).
 pub(crate) enum AnyWriter<'w, E> {
     Rcu(Writer<'w, E, Rcu>),
@@ -182,6 +191,9 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             StateRef::Locked(l) => {
                 flush_full_batch(l, guard.expect("RCU mode holds a guard cell"), pending);
                 let (root, st, mem) = l.writer();
+                // Readers' gap searches confirm `NoRoom` only across no write (row P19); the
+                // writer's `Drop` ends it.
+                root.begin_write();
                 AnyWriter::Rcu(Writer {
                     root,
                     internal,
