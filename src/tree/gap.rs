@@ -293,7 +293,7 @@ const CONFIRM_ROUNDS: u32 = 32;
 /// prunes it. Every such mix needs a write under way, so a fit found is an answer (it lies in a
 /// NULL slot of a leaf, loaded with its bounds as they were together in some state: a range
 /// that was free at that moment), but `NoRoom` is trusted only from a search that no write
-/// overlapped: the writer's sequence (row P19, odd during an RCU-mode write operation) read
+/// overlapped: the writer's sequence (row P19, odd while an RCU-mode write guard that wrote is held) read
 /// even before it and unchanged after it — a seqlock read. The first search runs without the
 /// sequence (a fit needs no confirmation, and its cache line, stored twice per write, is then
 /// never loaded); a `NoRoom` is searched again between two loads of it until they confirm it.
@@ -301,8 +301,8 @@ const CONFIRM_ROUNDS: u32 = 32;
 /// Bounded at [`CONFIRM_ROUNDS`] searches: a race only makes a search miss while a write is
 /// under way, so once the writer finishes the operation that misled the first search, the next
 /// search finds the hole; the bound is hit only when every round overlapped a write — a
-/// writer writing without pause, or one holding a writing operation open across them all (a
-/// [`CursorMut`](crate::CursorMut) keeps its operation open while it lives) — and then the
+/// writer writing without pause, or one holding a write guard ([`MapleTree::lock`](crate::MapleTree::lock))
+/// across them all — and then the
 /// answer is the last search's. Unbounded, a reader whose answer is a genuine `NoRoom` would
 /// wait for such a writer, and a reader must never wait for the writer.
 pub(crate) fn empty_area_read(

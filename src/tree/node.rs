@@ -123,7 +123,7 @@
 //! | P16 | tree root word of a tree nobody can see yet (`dup`'s copy, built under `&mut`) | copy published | Release (as P1) | — | nothing needed: the tree reaches other threads only by being moved or shared afterwards, which synchronises by itself; the store is P1's code path |
 //! | P17 | parent word (re-parent, P13) next to the dead bit (P14) | re-parent | Relaxed | Acquire (`is_dead`) | a node is re-parented only while live, never after it is marked dead (P14); only the writer stores parent words, so the marking's load reads the last re-parenting and its store keeps those bits; a reader's Acquire load that returns a Relaxed re-parenting reads "not dead", which is true |
 //! | P18 | seal lift generation (`seal`) | deferred closure, a grace period after the sealing stores | Release | Acquire (the writer, before trusting a lifted seal) | the closure runs after every guard pinned when it is deferred (after the sealing stores, by the writer's guard, pinned then if it was not yet) is gone, so after every reader that could read before them (crossbeam's epoch fences order it after them) |
-//! | P19 | write sequence (`RootWord::writes`) | odd before an RCU-mode write operation's first store, even after its last ([`WriterRoot::begin_write`], [`WriterRoot::end_write`]) | Relaxed then a Release fence (odd); Release (even) | Acquire (before), an Acquire fence then Relaxed (after: [`RootRef::write_seq`], [`RootRef::write_seq_recheck`]) | a seqlock: a reader that read the same even value before and after its loads read no store of any write (a gap search confirms `NoRoom` only so) |
+//! | P19 | write sequence (`RootWord::writes`) | odd before the first store of an RCU-mode write guard, even again when the guard drops ([`WriterRoot::begin_write`], [`WriterRoot::end_write`]) | Relaxed then a Release fence (odd); Release (even) | Acquire (before), an Acquire fence then Relaxed (after: [`RootRef::write_seq`], [`RootRef::write_seq_recheck`]) | a seqlock: a reader that read the same even value before and after its loads read no store of any write (a gap search confirms `NoRoom` only so) |
 //!
 //! Every Release, Acquire and read-modify-write site of `src/tree` names its row in an
 //! `// ORDERING: Pn` comment.
@@ -749,21 +749,28 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
         })
     }
 
-    /// Marks the start of a write operation for readers (row P19): the write sequence becomes
-    /// odd before any store of the operation.
+    /// Marks the start of a write guard's writes for readers (row P19): the write sequence
+    /// becomes odd before any store (if it is not already, for an earlier operation of the
+    /// same guard).
     #[inline]
     pub(crate) fn begin_write(self) {
         let s = self.root.writes.load(Ordering::Relaxed);
-        debug_assert_eq!(s & 1, 0, "maple tree: nested write operations");
+        if s & 1 != 0 {
+            return; // open already (an earlier operation of the same write guard)
+        }
         self.root.writes.store(s.wrapping_add(1), Ordering::Relaxed);
         // ORDERING: P19 (every later store of the write is ordered after the odd value).
         fence(Ordering::Release);
     }
 
-    /// Marks the end of a write operation (row P19): the write sequence becomes even again.
+    /// Marks the end of a write guard's writes (row P19), if any was opened: the write
+    /// sequence becomes even again.
     #[inline]
     pub(crate) fn end_write(self) {
         let s = self.root.writes.load(Ordering::Relaxed);
+        if s & 1 == 0 {
+            return; // no write operation was opened
+        }
         // ORDERING: P19 (every store of the write is ordered before the even value).
         self.root.writes.store(s.wrapping_add(1), Ordering::Release);
     }

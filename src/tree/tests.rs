@@ -597,7 +597,6 @@ fn unlinked_check_tells_linked_from_replaced() {
     let _relinked_below = old_root; // not retired: it is published again
     assert!(w.root.promote(root).is_none(), "the tree was empty");
     assert!(w.root.unlinked(new).is_none(), "linked again");
-    drop(w);
     drop(g);
     check_all(&t);
 }

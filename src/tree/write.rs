@@ -90,6 +90,9 @@ impl<E> Drop for WriteGuard<'_, E> {
         if let (StateRef::Locked(l), Some(cell)) = (&mut self.lock, &self.guard) {
             flush_full_batch(l, cell, self.pending);
         }
+        if let StateRef::Locked(l) = &mut self.lock {
+            l.writer().0.end_write();
+        }
     }
 }
 
@@ -122,15 +125,6 @@ pub(crate) fn flush_retired<E>(
         let pending = Arc::clone(pending);
         move || pending.sub_nodes(n)
     });
-}
-
-impl<E, M: Mode> Drop for Writer<'_, E, M> {
-    #[inline]
-    fn drop(&mut self) {
-        if let Some(r) = self.root.rcu() {
-            r.end_write();
-        }
-    }
 }
 
 /// A [`Writer`] in the mode of the guard that made it ([`WriteGuard::any_writer`]).
@@ -191,8 +185,8 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             StateRef::Locked(l) => {
                 flush_full_batch(l, guard.expect("RCU mode holds a guard cell"), pending);
                 let (root, st, mem) = l.writer();
-                // Readers' gap searches confirm `NoRoom` only across no write (row P19); the
-                // writer's `Drop` ends it.
+                // Readers' gap searches confirm `NoRoom` only across no write (row P19): the
+                // guard's first write operation opens it, the guard's `Drop` closes it.
                 root.begin_write();
                 AnyWriter::Rcu(Writer {
                     root,
