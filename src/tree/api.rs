@@ -601,7 +601,7 @@ impl<E: Entry> MapleTree<E> {
         align: u64,
     ) -> Result<u64, Error> {
         let guard = self.pin();
-        super::gap::empty_area_aligned_at(self.reader(&guard), min, max, size, align, false)
+        super::gap::empty_area_read(self.reader(&guard), min, max, size, align, false)
     }
 
     /// The highest aligned fit (see [`empty_area_aligned`](Self::empty_area_aligned)):
@@ -618,7 +618,7 @@ impl<E: Entry> MapleTree<E> {
         align: u64,
     ) -> Result<u64, Error> {
         let guard = self.pin();
-        super::gap::empty_area_aligned_at(self.reader(&guard), min, max, size, align, true)
+        super::gap::empty_area_read(self.reader(&guard), min, max, size, align, true)
     }
 }
 

@@ -211,6 +211,8 @@ fn look<'g>(n: NodeRef<'g>, i: usize, lo: u64, hi: u64, internal: Kind, q: Query
         }
         return fit(lo, hi, q.min, q.max, q).map_or(Look::Pass, Look::Fit);
     }
+    #[cfg(test)]
+    hook::before_gap_load();
     if internal == Kind::ARange && n.gap(i) < q.size {
         return Look::Pass;
     }
@@ -251,7 +253,8 @@ fn step<const REV: bool>(
     }
 }
 
-/// `mas_empty_area` (`rev = false`) and `mas_empty_area_rev` (`rev = true`).
+/// `mas_empty_area` (`rev = false`) and `mas_empty_area_rev` (`rev = true`) for the writer,
+/// whose view of the tree is consistent: one search, its answer final.
 pub(crate) fn empty_area_at(
     root: RootRef<'_>,
     min: u64,
@@ -271,21 +274,128 @@ pub(crate) fn empty_area_aligned_at(
     align: u64,
     rev: bool,
 ) -> Result<u64, Error> {
+    let q = query(min, max, size, align, rev)?;
+    search_root(root, q).ok_or(Error::NoRoom)
+}
+
+/// How many searches a reader makes to confirm a `NoRoom` beside a writer before it gives the
+/// answer anyway (see [`empty_area_read`]).
+const CONFIRM_ROUNDS: u32 = 32;
+
+/// The gap search of a reader (under a guard, beside a writer): [`empty_area_aligned_at`]
+/// whose `NoRoom` is confirmed by a consistent view.
+///
+/// A reader's view of a node is not one state of it: the recorded gaps are hints loaded
+/// Relaxed (row P12), and a write between the load of a slot's bounds and the load of its gap
+/// can pair the two wrongly — the in-place `+1` append of a child (an append split climbing)
+/// lowers the old last child's gap to its kept part before the pivot that shrinks it, so a
+/// reader holding the old pivot sees the whole tail gap recorded as the kept part's gap and
+/// prunes it. Every such mix needs a write under way, so a fit found is an answer (it lies in a
+/// NULL slot of a leaf, loaded with its bounds as they were together in some state: a range
+/// that was free at that moment), but `NoRoom` is trusted only from a search that no write
+/// overlapped: the writer's sequence (row P19, odd while an RCU-mode write guard that wrote is held) read
+/// even before it and unchanged after it — a seqlock read. The first search runs without the
+/// sequence (a fit needs no confirmation, and its cache line, stored twice per write, is then
+/// never loaded); a `NoRoom` is searched again between two loads of it until they confirm it.
+///
+/// Bounded at [`CONFIRM_ROUNDS`] searches: a race only makes a search miss while a write is
+/// under way, so once the writer finishes the operation that misled the first search, the next
+/// search finds the hole; the bound is hit only when every round overlapped a write — a
+/// writer writing without pause, or one holding a write guard ([`MapleTree::lock`](crate::MapleTree::lock))
+/// across them all — and then the
+/// answer is the last search's. Unbounded, a reader whose answer is a genuine `NoRoom` would
+/// wait for such a writer, and a reader must never wait for the writer.
+pub(crate) fn empty_area_read(
+    root: RootRef<'_>,
+    min: u64,
+    max: u64,
+    size: u64,
+    align: u64,
+    rev: bool,
+) -> Result<u64, Error> {
+    let q = query(min, max, size, align, rev)?;
+    if let Some(s) = search_root(root, q) {
+        return Ok(s);
+    }
+    confirm_no_room(root, q)
+}
+
+/// [`empty_area_read`]'s searches after a first `NoRoom`.
+#[cold]
+#[inline(never)]
+fn confirm_no_room(root: RootRef<'_>, q: Query) -> Result<u64, Error> {
+    for _ in 0..CONFIRM_ROUNDS {
+        let seq = root.write_seq();
+        if let Some(s) = search_root(root, q) {
+            return Ok(s);
+        }
+        if seq & 1 == 0 && root.write_seq_recheck() == seq {
+            break;
+        }
+        root.restarted();
+        core::hint::spin_loop();
+    }
+    Err(Error::NoRoom)
+}
+
+fn query(min: u64, max: u64, size: u64, align: u64, rev: bool) -> Result<Query, Error> {
     check_window(min, max, size)?;
     check_align(align)?;
-    let q = Query {
+    Ok(Query {
         min,
         max,
         size,
         align,
         rev,
-    };
-    let found = match root.node() {
-        None => fit(0, u64::MAX, min, max, q),
-        Some(r) if rev => search::<true>(r, root.internal(), q),
+    })
+}
+
+/// One search from the root, for `q`.
+#[inline(always)]
+fn search_root(root: RootRef<'_>, q: Query) -> Option<u64> {
+    match root.node() {
+        None => fit(0, u64::MAX, q.min, q.max, q),
+        Some(r) if q.rev => search::<true>(r, root.internal(), q),
         Some(r) => search::<false>(r, root.internal(), q),
-    };
-    found.ok_or(Error::NoRoom)
+    }
+}
+
+/// A test hook in the reader's search: a closure run just before the `n`-th load of a recorded
+/// gap (after the slot's bounds were loaded), to interleave a write there deterministically.
+#[cfg(test)]
+pub(crate) mod hook {
+    use std::cell::{Cell, RefCell};
+
+    std::thread_local! {
+        static LEFT: Cell<usize> = const { Cell::new(0) };
+        static RUN: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `f` just before the `n`-th (from 1) gap load of this thread's next searches;
+    /// `n = 0` clears the hook.
+    pub(crate) fn at_gap_load(n: usize, f: impl FnOnce() + 'static) {
+        LEFT.with(|l| l.set(n));
+        let f: Option<Box<dyn FnOnce()>> = if n == 0 { None } else { Some(Box::new(f)) };
+        RUN.with(|r| *r.borrow_mut() = f);
+    }
+
+    /// Whether the hook set last has run (or none is set).
+    pub(crate) fn ran() -> bool {
+        RUN.with(|r| r.borrow().is_none())
+    }
+
+    pub(super) fn before_gap_load() {
+        let left = LEFT.with(Cell::get);
+        if left == 0 {
+            return;
+        }
+        LEFT.with(|l| l.set(left - 1));
+        if left == 1 {
+            if let Some(f) = RUN.with(|r| r.borrow_mut().take()) {
+                f();
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -503,5 +613,68 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Issue 34, deterministically: a reader's search loads a slot's bounds, then the writer
+    /// writes into the tail gap, then the reader loads the slot's recorded gap — which may
+    /// describe a child that no longer covers the bounds the reader holds (the in-place `+1`
+    /// append of a child lowers the gap of the old last child before the pivot that shrinks it).
+    /// The writes: contiguous appends (every full leaf an append split climbing in place),
+    /// appends with holes between them, and those alternating with `alloc_rrange`s from the top.
+    /// The window lies in the tail gap where the writer never writes: every answer is its edge,
+    /// never `NoRoom`.
+    #[test]
+    fn search_across_a_write_between_bounds_and_gap() {
+        use std::sync::Arc;
+        const W: u64 = 1 << 40;
+        const RR_MIN: u64 = 1 << 50;
+        fn write(t: &MapleTree<Value>, mode: u32, k: u64) {
+            match mode {
+                0 => t.store_range(10 * k..=10 * k + 9, Value::new(k)).unwrap(),
+                1 => t.store_range(10 * k..=10 * k + 5, Value::new(k)).unwrap(),
+                _ if k % 2 == 1 => {
+                    t.alloc_rrange(Value::new(k), 7, RR_MIN, u64::MAX).unwrap();
+                }
+                _ => t.store_range(10 * k..=10 * k + 5, Value::new(k)).unwrap(),
+            }
+        }
+        let mut failed = Vec::new();
+        for mode in 0..3 {
+            for rev in [false, true] {
+                // The `n`-th gap load of the search: deeper loads on taller trees.
+                for n in 1..=3 {
+                    let tree = Arc::new(MapleTree::<Value>::new_alloc());
+                    let mut wrong = Vec::new();
+                    for k in 0..1_500u64 {
+                        let t = Arc::clone(&tree);
+                        hook::at_gap_load(n, move || write(&t, mode, k));
+                        let (min, max) = (W, W + 999);
+                        let got = if rev {
+                            tree.empty_area_rev(min, max, 100)
+                        } else {
+                            tree.empty_area(min, max, 100)
+                        };
+                        let want = if rev { max - 99 } else { min };
+                        if got != Ok(want) {
+                            wrong.push((k, got));
+                        }
+                        if !hook::ran() {
+                            // The search loaded fewer gaps: write now.
+                            hook::at_gap_load(0, || {});
+                            write(&tree, mode, k);
+                        }
+                    }
+                    tree.validate().unwrap();
+                    if !wrong.is_empty() {
+                        failed.push(format!(
+                            "mode {mode} rev {rev} gap load {n}: {} of 1500 wrong, first {:?}",
+                            wrong.len(),
+                            &wrong[..wrong.len().min(3)]
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(failed.is_empty(), "\n{}", failed.join("\n"));
     }
 }

@@ -671,9 +671,14 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// [`Error::InvalidWindow`](crate::Error::InvalidWindow) for `min > max`, `size == 0` or a
     /// window smaller than `size`; [`Error::NoRoom`](crate::Error::NoRoom) when no free range of
     /// `size` indices lies inside the window.
+    ///
+    /// Beside a writer, never `NoRoom` for a window that held a fitting hole for the whole
+    /// search: a `NoRoom` is confirmed by a search no write overlapped (up to 32 searches; a
+    /// write guard (`MapleTree::lock`) held across all of them, or a writer writing without pause, can
+    /// still make the last one answer). An answer is a range that was free at some moment.
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
-        gap::empty_area_at(self.reader(&guard), min, max, size, false)
+        gap::empty_area_read(self.reader(&guard), min, max, size, 1, false)
     }
 
     /// `mas_empty_area_rev`: the highest start of a free range of `size` indices inside
@@ -681,10 +686,11 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     ///
     /// # Errors
     ///
-    /// As [`empty_area`](Self::empty_area).
+    /// As [`empty_area`](Self::empty_area). Beside a writer, never `NoRoom` for a window that
+    /// held a fitting hole for the whole search (see [`empty_area`](Self::empty_area)).
     pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
-        gap::empty_area_at(self.reader(&guard), min, max, size, true)
+        gap::empty_area_read(self.reader(&guard), min, max, size, 1, true)
     }
 
     /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` inside

@@ -123,6 +123,7 @@
 //! | P16 | tree root word of a tree nobody can see yet (`dup`'s copy, built under `&mut`) | copy published | Release (as P1) | — | nothing needed: the tree reaches other threads only by being moved or shared afterwards, which synchronises by itself; the store is P1's code path |
 //! | P17 | parent word (re-parent, P13) next to the dead bit (P14) | re-parent | Relaxed | Acquire (`is_dead`) | a node is re-parented only while live, never after it is marked dead (P14); only the writer stores parent words, so the marking's load reads the last re-parenting and its store keeps those bits; a reader's Acquire load that returns a Relaxed re-parenting reads "not dead", which is true |
 //! | P18 | seal lift generation (`seal`) | deferred closure, a grace period after the sealing stores | Release | Acquire (the writer, before trusting a lifted seal) | the closure runs after every guard pinned when it is deferred (after the sealing stores, by the writer's guard, pinned then if it was not yet) is gone, so after every reader that could read before them (crossbeam's epoch fences order it after them) |
+//! | P19 | write sequence (`RootWord::writes`) | odd before the first store of an RCU-mode write guard, even again when the guard drops ([`WriterRoot::begin_write`], [`WriterRoot::end_write`]) | Relaxed then a Release fence (odd); Release (even) | Acquire (before), an Acquire fence then Relaxed (after: [`RootRef::write_seq`], [`RootRef::write_seq_recheck`]) | a seqlock: a reader that read the same even value before and after its loads read no store of any write (a gap search confirms `NoRoom` only so) |
 //!
 //! Every Release, Acquire and read-modify-write site of `src/tree` names its row in an
 //! `// ORDERING: Pn` comment. The orderings of rows P1, P3/P5, P9 and P14 (writer and reader
@@ -186,7 +187,7 @@ use crossbeam_epoch::{Collector, Guard};
 use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, Ledger, Released, Word, ZERO_WORD};
-use crate::sync::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sync::{fence, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 // The orderings of the table's Release and Acquire rows, one constant each (see `ord`).
 mod ord;
@@ -245,6 +246,10 @@ struct RootWord {
     /// only while it has not changed. Stored on every retirement, so on a cache line apart from
     /// the root word's.
     retired: CachePadded<AtomicU64>,
+    /// The write sequence (row P19): odd while an RCU-mode write operation is under way, bumped
+    /// before its first store and after its last. Loaded by readers only to confirm a gap
+    /// search's `NoRoom` (`gap`), so on a cache line apart from the root word's too.
+    writes: CachePadded<AtomicU64>,
     internal: Kind,
     collector: Collector,
     default_collector: bool,
@@ -267,6 +272,7 @@ impl<S> Root<S> {
                 word: AtomicUsize::new(0),
                 restarts: AtomicU64::new(0),
                 retired: CachePadded::new(AtomicU64::new(0)),
+                writes: CachePadded::new(AtomicU64::new(0)),
                 internal,
                 collector,
                 default_collector,
@@ -684,6 +690,23 @@ impl<'g, A: Access> RootRef<'g, A> {
         self.root.default_collector
     }
 
+    /// The write sequence before a consistent read (row P19): odd while a write is under way.
+    #[inline]
+    pub(crate) fn write_seq(self) -> u64 {
+        // ORDERING: P19 (pairs with the Release store ending each write).
+        self.root.writes.load(Ordering::Acquire)
+    }
+
+    /// The write sequence after the loads of a consistent read (row P19): equal to an even
+    /// [`write_seq`](Self::write_seq) from before them only if they read no store of a write.
+    #[inline]
+    pub(crate) fn write_seq_recheck(self) -> u64 {
+        // ORDERING: P19 (the fence orders every load before it ahead of this one; it pairs with
+        // the Release fence after the odd store).
+        fence(Ordering::Acquire);
+        self.root.writes.load(Ordering::Relaxed)
+    }
+
     /// Counts one reader restart.
     #[cold]
     pub(crate) fn restarted(self) {
@@ -730,6 +753,32 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
             root: self.root,
             _m: PhantomData,
         })
+    }
+
+    /// Marks the start of a write guard's writes for readers (row P19): the write sequence
+    /// becomes odd before any store (if it is not already, for an earlier operation of the
+    /// same guard).
+    #[inline]
+    pub(crate) fn begin_write(self) {
+        let s = self.root.writes.load(Ordering::Relaxed);
+        if s & 1 != 0 {
+            return; // open already (an earlier operation of the same write guard)
+        }
+        self.root.writes.store(s.wrapping_add(1), Ordering::Relaxed);
+        // ORDERING: P19 (every later store of the write is ordered after the odd value).
+        fence(Ordering::Release);
+    }
+
+    /// Marks the end of a write guard's writes (row P19), if any was opened: the write
+    /// sequence becomes even again.
+    #[inline]
+    pub(crate) fn end_write(self) {
+        let s = self.root.writes.load(Ordering::Relaxed);
+        if s & 1 == 0 {
+            return; // no write operation was opened
+        }
+        // ORDERING: P19 (every store of the write is ordered before the even value).
+        self.root.writes.store(s.wrapping_add(1), Ordering::Release);
     }
 
     /// The reader view, for walkers of the writer.
