@@ -92,6 +92,18 @@ pub(crate) unsafe fn clone_word<E: Entry + Clone>(word: usize) -> E {
     E::clone(&view)
 }
 
+/// Drops the values of a released word taken apart by [`Released::into_raw_parts`] (a plain
+/// function, so that a postponed drop of any `E` is one `unsafe fn(usize, usize)` pointer).
+///
+/// # Safety
+///
+/// `(raw, count)` came from [`Released::into_raw_parts`] of a `Released<E>`, and is dropped
+/// once; the contract of [`Released::drop_values`] holds.
+pub(crate) unsafe fn drop_released_raw<E: Entry>(raw: usize, count: usize) {
+    // SAFETY: the caller's contract: the parts of one `Released<E>`, consumed here once.
+    unsafe { Released::<E>::new(raw, count).drop_values() }
+}
+
 /// An entry converted into its word but not stored yet: dropping it drops the entry;
 /// [`into_raw`](Self::into_raw) hands the word to the tree, which owns it from then on. Made only
 /// by [`Owned::new`], so its word is never a reserved one.
@@ -239,12 +251,28 @@ impl<E: Entry> Released<E> {
     /// a grace period passed after the last node holding it was unlinked (its collector runs
     /// this as a deferred function).
     pub(crate) unsafe fn drop_values(self) {
-        for _ in 0..self.count {
-            // SAFETY: the ledger made `self` when the last slot of the word went, with one
-            // count per `into_word` that stored it and none taken back (each `Released` is
-            // made once and consumed here once); no reader can load it (the caller's contract).
-            drop(unsafe { E::from_word(self.raw) });
+        // If one value's `Drop` panics, the others are still dropped while it unwinds (as a
+        // `Vec`'s elements are).
+        struct Rest<E: Entry>(Released<E>);
+        impl<E: Entry> Drop for Rest<E> {
+            fn drop(&mut self) {
+                while self.0.count > 0 {
+                    self.0.count -= 1;
+                    // SAFETY: the ledger made the `Released` when the last slot of the word
+                    // went, with one count per `into_word` that stored it and none taken back
+                    // (each `Released` is made once and consumed here once, one count per
+                    // `from_word`); no reader can load it (the caller's contract).
+                    drop(unsafe { E::from_word(self.0.raw) });
+                }
+            }
         }
+        drop(Rest(self));
+    }
+
+    /// The word and its count, for a drop the node layer postpones (an RCU-mode deferred drop
+    /// that ran while its thread held a writer lock); taken back once by [`drop_released_raw`].
+    pub(crate) fn into_raw_parts(self) -> (usize, usize) {
+        (self.raw, self.count)
     }
 
     /// Takes the first value back and drops the others; for types without drop glue, whose

@@ -401,8 +401,12 @@
 //! batch on). A released entry is dropped after its grace period by whichever thread runs the
 //! deferred drop, which may be a writer of any tree in the middle of its write (RCU-mode
 //! writers make the collector collect once they have deferred 64 frees, so that frees never
-//! pile up): an entry's `Drop` must not write to a tree (it could wait for a writer lock its
-//! own thread holds), and a panic in it is caught there.
+//! pile up); a panic in it is caught there. Entry drops never run while their thread holds a
+//! writer lock: a drop the collector runs on such a thread waits until the thread has released
+//! its last writer lock (before the write call returns), so an entry's `Drop` may read or
+//! write any tree, its own included. Dropping a tree, or an exclusive-mode write, drops every
+//! entry it removes even if one `Drop` panics, then the first panic goes on; a `Clone` that
+//! panics in [`MapleTree::dup`] leaves no clone behind.
 //!
 //! ## Verification
 //!

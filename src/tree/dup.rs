@@ -21,7 +21,7 @@ pub(crate) fn copy_node<'t, E: Entry + Clone>(
         return dst.alloc_cloned_leaf::<E>(src, max, mem);
     }
     let internal = dst.internal();
-    dst.alloc_copied_internal(src, max, mem, |mem, i, hi| {
+    dst.alloc_copied_internal::<E>(src, max, mem, |mem, i, hi| {
         copy_node::<E>(dst, mem, src.child(i, internal), hi, count)
     })
 }

@@ -330,9 +330,11 @@ impl<S> Root<S> {
     /// Takes the tree's writer lock (RCU mode: readers may run meanwhile). The guard derefs to
     /// the writer state; [`WriterLock::writer`] makes the writer's view of the root from it.
     pub(crate) fn lock(&self) -> WriterLock<'_, S> {
+        let side = self.writer.lock();
         WriterLock {
             root: &self.shared,
-            side: self.writer.lock(),
+            side,
+            _held: WriterHeld::new(),
         }
     }
 
@@ -341,6 +343,7 @@ impl<S> Root<S> {
         Some(WriterLock {
             root: &self.shared,
             side: self.writer.try_lock()?,
+            _held: WriterHeld::new(),
         })
     }
 
@@ -376,17 +379,23 @@ impl<S> Root<S> {
         let chunked = !cfg!(any(loom, maple_tree_box_nodes));
         let internal = self.shared.internal;
         let w = atomic_take(&mut self.shared.word);
+        // An entry's `Drop` may panic: as `Vec` and `BTreeMap` do, the other entries are still
+        // dropped (once each) and every node freed, then the first panic goes on.
+        let mut panic = None;
         if w != 0 && (core::mem::needs_drop::<E>() || !chunked) {
             // SAFETY: a non-zero root word is a node word of this tree, and under `&mut self` no
             // reader or writer can reach the tree: every node stays allocated until freed here.
             let n = unsafe { NodeRef::from_word(w, internal) };
             let slab = (!chunked).then_some(&mut mem.slab);
-            free_node::<E>(n, 0, u64::MAX, internal, ledger, slab);
+            free_node::<E>(n, 0, u64::MAX, internal, ledger, slab, &mut panic);
         }
         // SAFETY: the root word is zero and nothing else reaches the tree or any node retired
         // from it (`&mut self`): no node of the slab is used again.
         let released = unsafe { mem.slab.release_all() };
         debug_assert_eq!(released, chunked);
+        if let Some(p) = panic {
+            std::panic::resume_unwind(p);
+        }
     }
 
     /// Reader restarts so far.
@@ -426,6 +435,9 @@ impl RootWord {
 pub(crate) struct WriterLock<'t, S> {
     root: &'t RootWord,
     side: MutexGuard<'t, Side<S>>,
+    /// Marks the thread as holding a writer lock; declared after `side`, so that it is dropped
+    /// after the mutex is released, and the entry drops postponed meanwhile run unlocked.
+    _held: WriterHeld,
 }
 
 /// The parts of the writer: its view of the root, the writer state, the retire queue, all for
@@ -596,9 +608,13 @@ impl<S> Drop for ExclusiveRoot<'_, S> {
     }
 }
 
+/// A panic caught while dropping entries, to go on once the rest is dropped.
+type Panic = Option<Box<dyn core::any::Any + Send>>;
+
 /// Drops the entries of the subtree of `n` (covering `[min, max]`) of a tree nobody else can
 /// reach (see [`Root::free_all`]), and frees its nodes into `slab` if there is one (else its
-/// chunks go back whole afterwards).
+/// chunks go back whole afterwards). An entry's `Drop` that panics does not stop the walk: the
+/// first panic is kept in `panic` (for the caller to resume), later ones are dropped.
 fn free_node<E: Entry>(
     n: NodeRef<'_>,
     min: u64,
@@ -606,21 +622,34 @@ fn free_node<E: Entry>(
     internal: Kind,
     ledger: &mut Ledger<E>,
     mut slab: Option<&mut Slab>,
+    panic: &mut Panic,
 ) {
     if !n.is_leaf() {
         for i in 0..=n.end(max) {
             let c = n.child(i, internal);
             let (lo, hi) = (n.slot_min(i, min), n.slot_max(i, max));
-            free_node::<E>(c, lo, hi, internal, ledger, slab.as_deref_mut());
+            free_node::<E>(c, lo, hi, internal, ledger, slab.as_deref_mut(), panic);
         }
     } else if core::mem::needs_drop::<E>() {
         // (Nothing to drop in the slots of e.g. `Value`: no need to find the node's end.)
-        for i in 0..=n.end(max) {
-            // A leaf word of a tree of `E` (only `WriteGuard<E>` stores leaf words), whose slot
-            // goes now: the ledger releases it with its last slot.
-            if let Some(r) = ledger.release(Word::<E>::leaf(n.slot(i))) {
-                // SAFETY: the tree is unreachable (`&mut`): no thread can load the word.
-                unsafe { r.drop_values() };
+        let end = n.end(max);
+        let mut i = 0;
+        while i <= end {
+            // One `catch_unwind` per leaf, resumed after the slot whose drop panicked.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                while i <= end {
+                    let w = Word::<E>::leaf(n.slot(i));
+                    i += 1;
+                    // A leaf word of a tree of `E` (only `WriteGuard<E>` stores leaf words),
+                    // whose slot goes now: the ledger releases it with its last slot.
+                    if let Some(r) = ledger.release(w) {
+                        // SAFETY: the tree is unreachable (`&mut`): no thread can load the word.
+                        unsafe { r.drop_values() };
+                    }
+                }
+            }));
+            if let Err(p) = r {
+                panic.get_or_insert(p);
             }
         }
     }
@@ -905,16 +934,31 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
             // shared words, so the copy's shared words need no bookkeeping either.
             return Fresh(Live::own(Kind::Leaf, src.copy_in(&mut mem.slab, false)));
         }
-        Fresh(src.copy_leaf_with(max, &mut mem.slab, |w| {
-            if w == 0 || w == ZERO_WORD {
-                w
-            } else {
+        // Every entry is cloned before the node is made: if a `Clone` panics, the clones made
+        // so far are dropped with `clones` and nothing else was allocated.
+        let mut clones = Clones::<E>::new();
+        for i in 0..=src.end(max) {
+            let w = src.slot(i);
+            if w != 0 && w != ZERO_WORD {
                 // SAFETY: `w` is a live entry word of a tree of `E` (a leaf slot within the end:
                 // only `WriteGuard<E>` stores leaf words), kept alive by that tree's writer lock
                 // for the duration of the copy; `clone_word` leaves the source's value alone.
-                unsafe { crate::entry::clone_word::<E>(w) }.into_word()
+                let c = unsafe { crate::entry::clone_word::<E>(w) }.into_word();
+                clones.push(Word::leaf(c));
             }
-        }))
+        }
+        let mut next = 0;
+        let n = src.copy_leaf_with(max, &mut mem.slab, |w| {
+            if w == 0 || w == ZERO_WORD {
+                w
+            } else {
+                next += 1;
+                clones.words[next - 1]
+            }
+        });
+        debug_assert_eq!(next, clones.len);
+        clones.len = 0; // handed over to the copy
+        Fresh(n)
     }
 
     /// A fresh, unpublished copy of the internal node `src` (implied max `max`) whose child `i`
@@ -924,8 +968,12 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     /// # Panics
     ///
     /// If `mem` is another tree's.
+    ///
+    /// If `child` panics (an entry's `Clone`), the children copied so far are freed with the
+    /// clones in them (`child` freed what it had made of its own copy), then the copy itself,
+    /// and the panic goes on.
     #[inline]
-    pub(crate) fn alloc_copied_internal(
+    pub(crate) fn alloc_copied_internal<E: Entry>(
         self,
         src: NodeRef<'_>,
         max: u64,
@@ -934,7 +982,7 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     ) -> Fresh<'t> {
         self.check_mem(mem);
         let (n, end) =
-            src.copy_internal_with(max, mem, |mem, i, hi| node_word(child(mem, i, hi).0));
+            src.copy_internal_with::<E>(max, mem, |mem, i, hi| node_word(child(mem, i, hi).0));
         for i in 0..=end {
             n.child(i, self.root.internal).set_parent(Some(n), i);
         }
@@ -1026,6 +1074,42 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     }
 }
 
+/// The clones `dup` made for one leaf before its copy is made: dropped with it unless handed
+/// over (`len` set to zero), so that a `Clone` that panics leaks none of them.
+struct Clones<E: Entry> {
+    words: [usize; RANGE_SLOTS],
+    len: usize,
+    _e: PhantomData<fn() -> E>,
+}
+
+impl<E: Entry> Clones<E> {
+    fn new() -> Self {
+        Clones {
+            words: [0; RANGE_SLOTS],
+            len: 0,
+            _e: PhantomData,
+        }
+    }
+
+    fn push(&mut self, w: Word<E>) {
+        self.words[self.len] = w.raw();
+        self.len += 1;
+    }
+}
+
+impl<E: Entry> Drop for Clones<E> {
+    fn drop(&mut self) {
+        let mut ledger = Ledger::<E>::default(); // each clone is its own word
+        for &w in &self.words[..core::mem::take(&mut self.len)] {
+            if let Some(r) = ledger.release(Word::leaf(w)) {
+                // SAFETY: `w` is a clone's word (`into_word` of a fresh clone), stored in no node
+                // (not handed over), so nothing else can load or drop it; dropped once here.
+                unsafe { r.drop_values() };
+            }
+        }
+    }
+}
+
 /// RCU mode only: entries are dropped after a grace period.
 impl WriterRoot<'_, Rcu> {
     /// Drops the values of `r` after a grace period of `guard` (a pinned guard of this tree's
@@ -1044,6 +1128,19 @@ impl WriterRoot<'_, Rcu> {
         self.root.check_guard(guard);
         let run = move || {
             dropped();
+            // The collector runs this on whichever thread pins or flushes, which may be a
+            // writer holding a tree's writer lock (its own pin, the pacing flush): an entry
+            // whose `Drop` writes to that tree would wait for ever on the lock its own thread
+            // holds. Such a thread drops the entry once it holds no writer lock any more.
+            if holds_writer_lock() {
+                let (raw, count) = r.into_raw_parts();
+                postpone_drop(PostponedDrop {
+                    raw,
+                    count,
+                    drop: crate::entry::drop_released_raw::<E>,
+                });
+                return;
+            }
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 // SAFETY: this runs after every guard pinned when the last slot of the word was
                 // unlinked is gone (below): no thread can load the word any more.
@@ -1053,6 +1150,132 @@ impl WriterRoot<'_, Rcu> {
         // SAFETY: the closure only drops entries no reader can reach once it runs (above);
         // crossbeam runs it after every guard pinned now is gone.
         unsafe { guard.defer_unchecked(run) };
+    }
+}
+
+/// An RCU-mode entry drop the collector ran on a thread that held a writer lock: the parts of
+/// its `Released<E>` ([`Released::into_raw_parts`]) and the drop of its `E`. (`Copy` as plain
+/// data; each one made is run once.)
+#[derive(Clone, Copy)]
+struct PostponedDrop {
+    raw: usize,
+    count: usize,
+    drop: unsafe fn(usize, usize),
+}
+
+// Entry drops must never run while their thread holds a writer lock: an entry's `Drop` may
+// write to its own tree (or to another one whose lock this thread holds), and the writer lock
+// is not reentrant. The collector runs deferred drops on whichever thread pins or flushes —
+// among them the writer itself, under its lock (its first pin of a fresh `Local` on a tree
+// with its own collector, every 128th pin on the default one, the pacing flush of
+// `paced_defers`) — so the deferred drop checks a per-thread count of the writer locks held
+// ([`WriterHeld`], part of every [`WriterLock`]) and, while it is non-zero, queues the drop
+// on the thread instead; the thread runs the queue as soon as it releases its last writer
+// lock, before the write call that made the collector run returns. (Moving the collector's
+// runs out of the lock instead would not do: any pin may collect, the writer's pins included.)
+// A grace period has passed for a queued drop already, so running it later only delays it.
+//
+// Not under loom: a model's threads share one OS thread, so a std thread-local would be shared
+// between them, and no model has an entry whose `Drop` writes to its tree; the drops run as
+// the collector runs them.
+#[cfg(not(loom))]
+std::thread_local! {
+    /// Writer locks (of any tree) this thread holds.
+    static WRITER_LOCKS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+    /// Entry drops postponed until this thread holds no writer lock.
+    static POSTPONED: core::cell::RefCell<Vec<PostponedDrop>> =
+        const { core::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether this thread holds a writer lock (of any tree); `false` while its thread-locals
+/// are being destroyed (no lock is held then).
+#[inline]
+fn holds_writer_lock() -> bool {
+    #[cfg(not(loom))]
+    {
+        WRITER_LOCKS.try_with(|c| c.get() > 0).unwrap_or(false)
+    }
+    #[cfg(loom)]
+    {
+        false
+    }
+}
+
+/// Queues `p` until this thread releases its last writer lock ([`WriterHeld`]'s drop).
+#[cold]
+fn postpone_drop(p: PostponedDrop) {
+    #[cfg(not(loom))]
+    if POSTPONED.try_with(|q| q.borrow_mut().push(p)).is_err() {
+        run_postponed_drop(p); // thread-locals gone (not pushed): no lock can be held
+    }
+    #[cfg(loom)]
+    run_postponed_drop(p);
+}
+
+/// Runs one postponed drop; a panic in an entry's `Drop` is contained, as on the collector.
+fn run_postponed_drop(p: PostponedDrop) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: `p` holds the parts of a `Released<E>` (made by `defer_drop_entry`'s
+        // closure) with `E`'s drop, queued once and dequeued once: a grace period passed after
+        // the word's last slot was unlinked before the collector ran that closure, so no thread
+        // can load the word.
+        unsafe { (p.drop)(p.raw, p.count) };
+    });
+}
+
+/// Marks its thread as holding a writer lock while it lives (see [`PostponedDrop`]); its drop,
+/// after the lock's, runs the postponed entry drops once the thread holds no writer lock.
+/// Neither `Send` nor `Sync`: it stays on the thread whose count it raised.
+struct WriterHeld(PhantomData<*const ()>);
+
+impl WriterHeld {
+    #[inline]
+    fn new() -> Self {
+        #[cfg(not(loom))]
+        WRITER_LOCKS.with(|c| c.set(c.get() + 1));
+        WriterHeld(PhantomData)
+    }
+}
+
+impl Drop for WriterHeld {
+    #[inline]
+    fn drop(&mut self) {
+        #[cfg(not(loom))]
+        {
+            let held = WRITER_LOCKS.with(|c| {
+                let h = c.get() - 1;
+                c.set(h);
+                h
+            });
+            if held == 0 {
+                run_postponed();
+            }
+        }
+    }
+}
+
+/// Runs the entry drops this thread postponed, unlocked; drops that write take and release
+/// writer locks themselves (their drops postponed meanwhile run at that release, or here).
+#[cfg(not(loom))]
+#[inline]
+fn run_postponed() {
+    if POSTPONED.with(|q| q.borrow().is_empty()) {
+        return;
+    }
+    run_postponed_slow();
+}
+
+#[cfg(not(loom))]
+#[cold]
+fn run_postponed_slow() {
+    loop {
+        let batch = POSTPONED.with(|q| core::mem::take(&mut *q.borrow_mut()));
+        if batch.is_empty() {
+            return;
+        }
+        for p in batch {
+            run_postponed_drop(p);
+        }
     }
 }
 
@@ -2197,8 +2420,12 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// each child word within the end is replaced by the word `child(mem, i, hi)` returns, `hi`
     /// being the child's max (its pivot, or `max` for the last). Gaps are copied. Returns the copy
     /// and the node's end.
+    ///
+    /// If `child` panics, the subtrees of the children made so far (copies of a tree of `E`,
+    /// whose entries are the copy's own clones) are freed with their entries, then the copy,
+    /// and the panic goes on.
     #[inline]
-    fn copy_internal_with<'n>(
+    fn copy_internal_with<'n, E: Entry>(
         self,
         max: u64,
         mem: &mut NodeMem,
@@ -2214,7 +2441,33 @@ impl<'g, A: Access> NodeRef<'g, A> {
         let end = b.end_mut(kind.pivots(), max);
         for i in 0..=end {
             let hi = if i < end { b.update(i, |p| p) } else { max };
-            b.update(base + i, |_| child(mem, i, hi) as u64);
+            let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child(mem, i, hi)));
+            match made {
+                Ok(w) => {
+                    b.update(base + i, |_| w as u64);
+                }
+                Err(panic) => {
+                    // A panic while these clones drop is dropped: the first one goes on.
+                    let copy: NodeRef<'_> = NodeRef {
+                        ptr: p,
+                        kind,
+                        _guard: PhantomData,
+                    };
+                    let mut ledger = Ledger::<E>::default(); // the copy shares no words
+                    let mut later = None;
+                    for k in 0..i {
+                        // (The walk needs each child's max; its min only names its slots'.)
+                        let (lo, hi) = (copy.slot_min(k, 0), copy.slot_max(k, max));
+                        let c = copy.child(k, kind); // internal nodes are all of one kind
+                        let slab = Some(&mut mem.slab);
+                        free_node::<E>(c, lo, hi, kind, &mut ledger, slab, &mut later);
+                    }
+                    // SAFETY: the copy was made above from `mem`'s slab and never published;
+                    // its children `0..i` were freed just now, the others are the source's.
+                    unsafe { copy.free_now(&mut mem.slab) };
+                    std::panic::resume_unwind(panic);
+                }
+            }
         }
         (Live::own(kind, p), end)
     }
