@@ -56,7 +56,10 @@ fn cursor_find_rev_never_moves_forwards_across_a_replaced_leaf() {
     tree.store_range(130..=153, Value::new(99)).unwrap();
     let v = c.find_rev(0);
     let (a, b) = (c.index(), c.last());
-    assert!(b < 150, "cursor moved forwards: [{a}, {b}] ({v:?}) after [150, 159]");
+    assert!(
+        b < 150,
+        "cursor moved forwards: [{a}, {b}] ({v:?}) after [150, 159]"
+    );
     assert_eq!((a, b, v), (120, 129, Some(Value::new(12))));
 }
 
