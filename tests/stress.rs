@@ -863,6 +863,9 @@ mod promise {
     /// starts past `max`. Gated behind `MAPLE_STRESS_STRICT_LIMITS=1` until src/ is fixed.
     const BEYOND_LIMIT: &str = "answer beyond its limit";
 
+    /// Stretches empty in every state so far (a `NoRoom` claim's).
+    type Free = Vec<(u64, u64)>;
+
     /// Sorted, merged intervals written by writes `(from, to]`.
     fn touched(log: &[Logged], first: u64, from: u64, to: u64) -> Vec<(u64, u64)> {
         let mut v: Vec<(u64, u64)> = (from + 1..=to)
@@ -935,7 +938,7 @@ mod promise {
         let mut k = first;
         let mut next = 0;
         // Active claims: index, and for `NoRoom` the stretches empty in every state so far.
-        let mut active: Vec<(usize, Option<Vec<(u64, u64)>>)> = Vec::new();
+        let mut active: Vec<(usize, Option<Free>)> = Vec::new();
         let writes = |b: u64, a: u64| -> String {
             let w: Vec<_> = (b + 1..=a)
                 .take(40)
@@ -1809,9 +1812,9 @@ mod promise {
 
     /// A reader session on one guard: a cursor, an iterator, a gap iterator, or stateless reads.
     enum Session<'g> {
-        Cursor(CursorRead<'g>, u32),
-        Iter(IterRead<'g>),
-        Gaps(GapsRead<'g>),
+        Cursor(Box<CursorRead<'g>>, u32),
+        Iter(Box<IterRead<'g>>),
+        Gaps(Box<GapsRead<'g>>),
         Single(u32),
     }
 
@@ -1819,11 +1822,11 @@ mod promise {
         fn new(tree: &'g Tree, g: &'g Guard, rng: &mut Rng, ck: &Clock<'_>, space: u64) -> Self {
             match rng.below(10) {
                 0..=3 => Session::Cursor(
-                    CursorRead::new(tree, g, rng, ck, space),
+                    Box::new(CursorRead::new(tree, g, rng, ck, space)),
                     2 + rng.below(60) as u32,
                 ),
-                4..=5 => Session::Iter(IterRead::new(tree, g, rng, ck, space)),
-                6 => Session::Gaps(GapsRead::new(tree, g, rng, ck, space)),
+                4..=5 => Session::Iter(Box::new(IterRead::new(tree, g, rng, ck, space))),
+                6 => Session::Gaps(Box::new(GapsRead::new(tree, g, rng, ck, space))),
                 _ => Session::Single(1 + rng.below(20) as u32),
             }
         }
