@@ -407,7 +407,7 @@ impl Writer {
                         w.alloc_rrange(e, size, min, max)
                     };
                     if let Ok(s) = got {
-                        self.model.store(s, s + size - 1, Some(self.clock));
+                        self.model.store(s, s + (size - 1), Some(self.clock));
                     }
                 } else if r < 90 {
                     let (a, b) = self.region_range(3);
@@ -1332,7 +1332,7 @@ mod promise {
                                 a,
                                 Claim::Empty {
                                     lo: s,
-                                    hi: s + size - 1,
+                                    hi: s + (size - 1),
                                 },
                             );
                         }
@@ -1950,10 +1950,13 @@ mod promise {
             };
             let l = match got {
                 Ok(s) => {
-                    assert!(!self.model.occupied(s, s + size - 1), "alloc over an entry");
+                    assert!(
+                        !self.model.occupied(s, s + (size - 1)),
+                        "alloc over an entry"
+                    );
                     Logged {
                         first: s,
-                        last: s + size - 1,
+                        last: s + (size - 1),
                         val: Some(self.next),
                     }
                 }
@@ -2010,9 +2013,9 @@ mod promise {
                 65..=80 => {
                     // Appends at the end: three-way into the trailing NULL, `+1` chasing MAX.
                     let tail = self.model.at(u64::MAX).map(|(x, _, _)| x);
-                    let start = tail.unwrap_or_else(|| self.model.last_end() + 1);
+                    let start = tail.unwrap_or_else(|| self.model.last_end().saturating_add(1));
                     if rng.chance(30) {
-                        self.store(start + rng.below(4), u64::MAX);
+                        self.store(start.saturating_add(rng.below(4)), u64::MAX);
                     } else if start > space * 2 {
                         self.erase_range(space, u64::MAX);
                     } else {
