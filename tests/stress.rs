@@ -1749,7 +1749,15 @@ mod promise {
                     // `index`), so only it is held to the order from a pause.
                     let resumes = s0 == Status::Active || matches!(op, 1 | 2 | 7 | 8);
                     if answer && resumes {
-                        let ok = if fwd { l1 > l0 } else { i1 < i0 };
+                        // From an active position the answer lies wholly past the previous one
+                        // (the kernel re-walks to its saved point and steps past it); from a
+                        // pause `find` resumes at `last + 1`, whose range may reach back.
+                        let ok = match (s0, fwd) {
+                            (Status::Active, true) => i1 > l0,
+                            (Status::Active, false) => l1 < i0,
+                            (_, true) => l1 > l0,
+                            (_, false) => i1 < i0,
+                        };
                         if !ok {
                             out.broken(api, "moved backwards (monotone)", b, a, hist());
                         }
