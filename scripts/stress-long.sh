@@ -6,8 +6,11 @@
 #    never going backwards, iterations ordered and skipping no sentinel) beside a writer on every
 #    write path, RCU and exclusive phases alternating. Each seed of STRESS_SEEDS runs
 #    STRESS_SECS seconds per kind (default: 5 seeds x 120 s = ten minutes per kind).
-# 2. The promise checker (module `promise`): readers' observations replayed against the
-#    writer's log, MAPLE_STRESS_SECS per kind (default 600), seed MAPLE_STRESS_SEED.
+# 2. The promise checker (module `promise`, tests promise_range_tree promise_alloc_tree): every
+#    read API (loads, first/last, next/prev, find, iterators and gaps from both ends, every
+#    cursor move, empty_area*) replayed against the writer's log, MAPLE_STRESS_SECS per kind
+#    (default 600), seed MAPLE_STRESS_SEED. MAPLE_STRESS_STRICT_GAPS=1 / _LIMITS=1 / _MOVES=1
+#    turn the gated checks into failures (see tests/stress.rs).
 #
 #   ./scripts/stress-long.sh                         # both parts, defaults (about 40 minutes)
 #   ./scripts/stress-long.sh readers                 # part 1 only
