@@ -108,3 +108,22 @@ fn double_ended_iter_never_yields_an_index_twice() {
         );
     }
 }
+
+/// A cursor whose re-walk finds the tree emptied under it (the writer cleared it) ends its
+/// moves there; the next move neither panics nor reads a path it no longer has.
+#[test]
+fn cursor_moves_after_the_tree_was_cleared_under_it() {
+    let tree = tree_of(10);
+    let g = tree.pin();
+    let mut c = tree.cursor(140, &g);
+    assert_eq!(c.find(1000), Some(Value::new(14))); // [140, 149], the first leaf's last
+    tree.lock().clear();
+    assert_eq!(c.find(1000), None);
+    assert_eq!(c.find(1000), None);
+    assert_eq!(c.next(1000), None);
+    assert_eq!(c.prev(0), None);
+    assert_eq!(c.find_rev(0), None);
+    tree.store_range(500..=509, Value::new(50)).unwrap();
+    c.reset();
+    assert_eq!(c.find(1000), Some(Value::new(50)));
+}

@@ -90,6 +90,17 @@ impl<'g, A: Access> Core<'g, A> {
     fn take_pos(&mut self) {
         self.index = self.w.lo;
         self.last = self.w.hi;
+        self.check_positioned();
+    }
+
+    /// After a step: a re-walk from the root that found the tree emptied under the cursor (a
+    /// writer cleared it) leaves the walker without a path; the cursor then walks again before
+    /// its next step instead of stepping on a path it no longer has.
+    #[inline]
+    fn check_positioned(&mut self) {
+        if self.w.depth == 0 {
+            self.valid = false;
+        }
     }
 
     /// `mas_walk`: re-walks to `index` whatever the status; the returned word may be empty.
@@ -148,12 +159,20 @@ impl<'g, A: Access> Core<'g, A> {
         }
         loop {
             if self.w.next_slot().is_none() {
-                // Unreachable: `hi < max` above, so a next slot exists.
+                // `hi < max` above, so a next slot exists, unless a re-walk found the tree
+                // emptied under the cursor.
+                self.check_positioned();
                 self.status = Status::Overflow;
                 return Loaded::NONE;
             }
             if self.w.lo <= at && super::walk::check_rewalk() {
-                continue; // a re-walk that reached back to `at` (see above)
+                // A re-walk that reached back to `at` (see above): passed over, but it is the
+                // slot inspected, so it is the one the limit applies to.
+                if self.w.hi >= max {
+                    self.status = Status::Overflow;
+                    return Loaded::NONE;
+                }
+                continue;
             }
             self.take_pos();
             let word = self.w.word;
@@ -180,7 +199,9 @@ impl<'g, A: Access> Core<'g, A> {
                 return Loaded::NONE;
             }
             if self.w.prev_slot().is_none() {
-                // Unreachable: `lo > min` above, so a previous slot exists.
+                // `lo > min` above, so a previous slot exists, unless a re-walk found the tree
+                // emptied under the cursor.
+                self.check_positioned();
                 self.status = Status::Underflow;
                 return Loaded::NONE;
             }
