@@ -16,6 +16,7 @@ static IGNORE_REPOINT_SEALS: AtomicBool = AtomicBool::new(false);
 static RELAXED_ROOT_PUBLISH: AtomicBool = AtomicBool::new(false);
 static RETIRE_BATCH: AtomicUsize = AtomicUsize::new(1);
 static TRUST_REWALK: AtomicBool = AtomicBool::new(false);
+static TRUST_NO_ROOM: AtomicBool = AtomicBool::new(false);
 
 /// Publish in-place appends with a `Relaxed` store of the lowered end pivot instead of `Release`
 /// (a deliberate bug: a reader can see the new end but not the slots written beyond it).
@@ -80,9 +81,16 @@ pub fn set_trust_rewalk(on: bool) {
     TRUST_REWALK.store(on, StdOrdering::SeqCst);
 }
 
+/// A reader's gap search trusts its first `NoRoom` (a deliberate bug, as before issue 34: no
+/// confirmation by a search that no write overlapped; see `gap::empty_area_read`).
+pub fn set_trust_no_room(on: bool) {
+    TRUST_NO_ROOM.store(on, StdOrdering::SeqCst);
+}
+
 /// Turns every switch off.
 pub fn reset() {
     set_trust_rewalk(false);
+    set_trust_no_room(false);
     set_relaxed_publish(false);
     set_relaxed_slot_publish(false);
     set_relaxed_reader(false);
@@ -96,6 +104,11 @@ pub fn reset() {
 /// Whether read paths trust a re-walk's range (see [`set_trust_rewalk`]).
 pub(crate) fn trust_rewalk() -> bool {
     TRUST_REWALK.load(StdOrdering::SeqCst)
+}
+
+/// Whether a reader's gap search trusts its first `NoRoom` (see [`set_trust_no_room`]).
+pub(crate) fn trust_no_room() -> bool {
+    TRUST_NO_ROOM.load(StdOrdering::SeqCst)
 }
 
 /// Whether seals are ignored.

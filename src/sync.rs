@@ -20,6 +20,12 @@ pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 
+/// A spin-wait hint (loom's under loom, where it lets the model schedule another thread).
+#[cfg(not(loom))]
+pub(crate) use core::hint::spin_loop;
+#[cfg(loom)]
+pub(crate) use loom::hint::spin_loop;
+
 pub(crate) use mutex::{Mutex, MutexGuard};
 
 /// The writer lock: std's mutex (loom's under loom), without poisoning. A writer that panics

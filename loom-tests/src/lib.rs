@@ -1144,7 +1144,27 @@ fn read_seq(
             let start = *lo;
             *lo = check_ranges_seq(&got, states, start, span, reads);
         }
-        Reads::EmptyArea(..) => unimplemented!("empty_area across several writes"),
+        Reads::EmptyArea(min, max, size) => {
+            let got = tree.empty_area(min, max, size);
+            let fits = |r: &Ranges| expected_empty_area(r, min, max, size).is_ok();
+            match got {
+                Ok(s) => {
+                    let e = s + (size - 1);
+                    assert!(min <= s && e <= max, "empty_area = {s}: outside the window");
+                    let free = |r: &Ranges| r.list().iter().all(|&(a, b, _)| b < s || a > e);
+                    assert!(
+                        first_state(states, *lo, free).is_some(),
+                        "empty_area = {s}: [{s}, {e}] free in no state from s{} on",
+                        *lo
+                    );
+                }
+                Err(err) => assert!(
+                    !states[*lo..].iter().all(fits),
+                    "empty_area = {err:?}: NoRoom while every state from s{} on had a fitting hole",
+                    *lo
+                ),
+            }
+        }
         Reads::BothEnds => {
             let (mut front, mut back) = (Vec::new(), Vec::new());
             let mut it = tree.range(span.0..=span.1, guard);

@@ -6,7 +6,11 @@
 //! - a cursor's `find` across a spanning store that replaces the leaf it stands at the end of:
 //!   never backwards;
 //! - `MapleTree::next` / `prev` across the same store: a range starting after / ending before
-//!   the index, never the range now holding it.
+//!   the index, never the range now holding it;
+//! - a reader's `empty_area` far inside the tail gap of an allocation tree across the in-order
+//!   append that splits its full rightmost leaf and appends the new leaf to the parent in place
+//!   (the old last child's recorded gap is lowered before the pivot that shrinks it): never
+//!   `NoRoom` (its twin, `loom_knobs::set_trust_no_room`, trusts the first search's answer).
 //!
 //! Shapes: `spaced(4)` is one root leaf `[10 i, 10 i + 4] = i + 1`; `adjacent(17)` is two
 //! leaves, `[0, 149]` (15 ranges) and `[150, 169]` plus the NULL `[170, MAX]`.
@@ -24,11 +28,16 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl TrustRewalk {
     fn on() -> TrustRewalk {
+        Self::on_with(loom_knobs::set_trust_rewalk)
+    }
+
+    /// Another knob, under the same one-at-a-time lock.
+    fn on_with(set: fn(bool)) -> TrustRewalk {
         let guard = ONE_AT_A_TIME
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         loom_knobs::reset();
-        loom_knobs::set_trust_rewalk(true);
+        set(true);
         TrustRewalk(guard)
     }
 }
@@ -52,6 +61,19 @@ fn spanning_store() -> Sequence {
         &[("split", 1), ("spanning_store", 1)],
     )
 }
+
+/// `[300, 309]` after 30 adjacent ranges of an allocation tree: the append split of the full
+/// rightmost leaf, the new leaf appended to the root in place.
+fn append_split_alloc() -> Sequence {
+    Sequence::new(adjacent(30), 2).alloc_tree().then(
+        Op::Store(300, 309, 31),
+        2,
+        &[("split", 1), ("append_split", 1)],
+    )
+}
+
+/// A window deep in the tail gap: free in every state.
+const TAIL_WINDOW: Reads = Reads::EmptyArea(1 << 40, (1 << 40) + 999, 100);
 
 #[test]
 fn both_ends_across_a_node_store() {
@@ -103,4 +125,19 @@ fn prev_across_a_spanning_store() {
 fn prev_across_a_spanning_store_trusting_the_rewalk() {
     let _k = TrustRewalk::on();
     spanning_store().check_timed(Reads::NextPrev(150));
+}
+
+#[test]
+fn empty_area_across_an_append_split() {
+    let s = append_split_alloc();
+    s.check_result();
+    s.check_timed(TAIL_WINDOW);
+}
+
+/// The twin: a reader's gap search answers its first search's `NoRoom`, unconfirmed.
+#[test]
+#[should_panic(expected = "NoRoom while every state")]
+fn empty_area_across_an_append_split_trusting_no_room() {
+    let _k = TrustRewalk::on_with(loom_knobs::set_trust_no_room);
+    append_split_alloc().check_timed(TAIL_WINDOW);
 }

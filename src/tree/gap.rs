@@ -317,6 +317,10 @@ pub(crate) fn empty_area_read(
     if let Some(s) = search_root(root, q) {
         return Ok(s);
     }
+    #[cfg(loom)]
+    if crate::loom_knobs::trust_no_room() {
+        return Err(Error::NoRoom);
+    }
     confirm_no_room(root, q)
 }
 
@@ -333,7 +337,7 @@ fn confirm_no_room(root: RootRef<'_>, q: Query) -> Result<u64, Error> {
             break;
         }
         root.restarted();
-        core::hint::spin_loop();
+        crate::sync::spin_loop();
     }
     Err(Error::NoRoom)
 }

@@ -674,8 +674,10 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     ///
     /// Beside a writer, never `NoRoom` for a window that held a fitting hole for the whole
     /// search: a `NoRoom` is confirmed by a search no write overlapped (up to 32 searches; a
-    /// write guard (`MapleTree::lock`) held across all of them, or a writer writing without pause, can
-    /// still make the last one answer). An answer is a range that was free at some moment.
+    /// write guard (`MapleTree::lock`) held across all of them, a writer writing without pause,
+    /// or one the OS deschedules in the middle of a write for that long can still make the last
+    /// one answer: a reader never waits for the writer). An answer is a range that was free at
+    /// some moment.
     pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
         let guard = self.pin();
         gap::empty_area_read(self.reader(&guard), min, max, size, 1, false)
