@@ -59,7 +59,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         let (n, end, max) = (leaf.node, leaf.offset, leaf.max);
         let p = Kind::Leaf.pivots();
         if r_min < first && last < max {
-            if end + 2 >= RANGE_SLOTS {
+            if end + 2 >= RANGE_SLOTS || !self.st.three_way {
                 return false;
             }
             // Three-way append: [content][entry][content]; the old end pivot lowered last.

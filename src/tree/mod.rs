@@ -311,6 +311,15 @@ impl<E: Entry> MapleTree<E> {
         self.root.lock().append = on;
     }
 
+    /// Turns the three-way append alone on or off (for the seeds demo and tests): off, a range
+    /// strictly inside the leaf's last range is written by a node store, as the kernel did
+    /// before "maple_tree: optimize mas_wr_append(), also improve duplicating VMAs"; the `+1`
+    /// appends and the append split stay. Only with the `bench-internals` feature.
+    #[cfg(feature = "bench-internals")]
+    pub fn set_three_way_append(&self, on: bool) {
+        self.root.lock().three_way = on;
+    }
+
     /// Turns the direct leaf split on or off (for benchmarks and tests). When off, every split
     /// goes through the generic rebuild, which leaves the same tree with more work; the two
     /// are compared node for node by the tests. Only with the `bench-internals` feature.
@@ -810,6 +819,7 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
         let st = new.root.state_mut();
         st.height = self.state().height;
         st.append = self.state().append;
+        st.three_way = self.state().three_way;
         st.leaf_split = self.state().leaf_split;
         st.stats.nodes_allocated = count;
         new

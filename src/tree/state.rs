@@ -85,6 +85,10 @@ pub(crate) struct WriterState<E> {
     pub(crate) cyclic_wrapped: bool,
     /// The seed-001 switch: in-place appends (on by default).
     pub(crate) append: bool,
+    /// The three-way append alone (on by default): off, a range strictly inside the leaf's last
+    /// range takes the node store, as before "maple_tree: optimize mas_wr_append(), also
+    /// improve duplicating VMAs" (the other appends stay).
+    pub(crate) three_way: bool,
     /// The direct leaf split (`wr_leaf_split`; on by default): off, every split is a rebuild.
     pub(crate) leaf_split: bool,
     /// The path of the last in-place append, if no write changed the structure since (empty
@@ -103,6 +107,7 @@ impl<E: Entry> WriterState<E> {
             stats: Stats::default(),
             cyclic_wrapped: false,
             append: true,
+            three_way: true,
             leaf_split: true,
             saved: SavedPath::default(),
             seals: Seals::new(),
