@@ -86,6 +86,11 @@ assert len(s["patches"]) == 4 and all(p["rows"] > 0 for p in s["patches"]), "row
 assert st["repetitions"] >= 1 and st["maps"] and "commit" in st, "settings"
 ' || { echo "seeds: --format json lacks its summary, settings or a verdict per row"; exit 1; }
 
+step "user examples (examples/guest_memory, id_allocator, symbolizer, readers_beside_writer)"
+for ex in guest_memory id_allocator symbolizer readers_beside_writer; do
+  cargo run --release --quiet --example "$ex"
+done
+
 if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
   step "benchmarks compile"
   cargo bench --workspace --no-run
