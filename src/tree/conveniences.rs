@@ -393,8 +393,9 @@ impl<E: Entry> Iterator for IntoIter<E> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        // `len` counts zero-entry ranges (skipped) and every range of a shared entry.
-        (usize::from(!self.tree.is_empty()), Some(self.tree.len()))
+        // `len` counts zero-entry ranges (skipped) and every range of a shared entry (yielded
+        // once): an upper bound only.
+        (0, Some(self.tree.len()))
     }
 }
 
