@@ -92,6 +92,20 @@ pub(crate) unsafe fn clone_word<E: Entry + Clone>(word: usize) -> E {
     E::clone(&view)
 }
 
+/// Calls `f` with a reference to the entry behind `word`, without taking it out of the tree.
+///
+/// # Safety
+///
+/// `word` must be a live word of `E` (from `into_word`, not yet given to `from_word`), and stay
+/// so while `f` runs.
+pub(crate) unsafe fn view_word<E: Entry, R>(word: usize, f: impl FnOnce(&E) -> R) -> R {
+    // SAFETY: the caller guarantees `word` is live; `ManuallyDrop` keeps us from dropping the
+    // tree's copy (also when `f` panics), and `f` only gets a shared reference to the view, so
+    // it cannot move the value out: ownership stays with the tree.
+    let view = ManuallyDrop::new(unsafe { E::from_word(word) });
+    f(&view)
+}
+
 /// Drops the values of a released word taken apart by [`Released::into_raw_parts`] (a plain
 /// function, so that a postponed drop of any `E` is one `unsafe fn(usize, usize)` pointer).
 ///

@@ -2,6 +2,8 @@
 
 use core::fmt;
 
+use crate::tree::ValidateError;
+
 /// Why a tree operation was refused. Nothing is written when an operation returns an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -28,6 +30,12 @@ pub enum Error {
     /// Nothing is allocated at that range (a free of an allocator range;
     /// `-ENOENT`).
     NotAllocated,
+    /// A broken structural invariant, from a [`ValidateError`] converted by `?` (`-EINVAL`).
+    ///
+    /// Carries no message, so that `Error` stays `Copy`: call
+    /// [`MapleTree::validate`](crate::MapleTree::validate) directly to read which invariant broke
+    /// and where.
+    Invalid,
 }
 
 impl Error {
@@ -55,8 +63,31 @@ impl fmt::Display for Error {
             Error::NotPreallocated => "store_prealloc without preallocate of this range",
             Error::InvalidAlignment => "alignment is not a power of two",
             Error::NotAllocated => "nothing is allocated at that range",
+            Error::Invalid => "a tree invariant is broken (see MapleTree::validate)",
         })
     }
 }
 
 impl std::error::Error for Error {}
+
+/// A broken invariant becomes [`Error::Invalid`], so that `?` on
+/// [`MapleTree::validate`](crate::MapleTree::validate) works in a function returning
+/// [`Error`]. The message is not kept (`Error` is `Copy`).
+///
+/// ```
+/// use maple_tree::{Error, MapleTree, Value};
+///
+/// fn checked(tree: &MapleTree<Value>) -> Result<usize, Error> {
+///     tree.validate()?;
+///     Ok(tree.len())
+/// }
+/// let tree = MapleTree::new();
+/// tree.store_range(0..=9, Value::new(1))?;
+/// assert_eq!(checked(&tree), Ok(1));
+/// # Ok::<(), Error>(())
+/// ```
+impl From<ValidateError> for Error {
+    fn from(_: ValidateError) -> Self {
+        Error::Invalid
+    }
+}

@@ -86,6 +86,17 @@
 //! # }
 //! ```
 //!
+//! The `BTreeMap` conventions, for ranges:
+//!
+//! | `BTreeMap<u64, V>` | `MapleTree<E>` |
+//! |---|---|
+//! | `map.clone()` | `tree.clone()` (one pass, as [`dup`](crate::MapleTree::dup)) |
+//! | `map.into_iter()` | `tree.into_iter()`: `(RangeInclusive<u64>, E)` in index order |
+//! | `map.retain(\|k, v\| ..)` | [`tree.retain(\|range, entry\| ..)`](crate::MapleTree::retain) |
+//! | `map.extract_if(a..b, ..)` / removing a key range | [`tree.drain(a..b)?`](crate::MapleTree::drain): ranges trimmed to `a..b`, with their entries |
+//! | `map.split_off(&at)` | [`tree.split_off(at)`](crate::MapleTree::split_off): a range straddling `at` is split |
+//! | `map.range(..=i).next_back()` + end check, cloned | [`tree.get_range(i)`](crate::MapleTree::get_range) |
+//!
 //! # From an `RwLock<BTreeMap>` lookup table
 //!
 //! Readers of a `RwLock` wait for the writer; readers of the tree do not. Share the tree (it is

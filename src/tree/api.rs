@@ -165,6 +165,11 @@ impl<E: Entry> MapleTree<E> {
     /// a writer holds the lock then), so that the counts fall to zero once the guards are gone;
     /// an exclusive-mode write (`&mut`) frees the queue at once, and so does the tree's drop.
     ///
+    /// [`reclaim`](Self::reclaim) frees what no guard holds back at a point of your choosing.
+    /// Freed memory goes back to the allocator, not necessarily to the system: glibc's `malloc`
+    /// may keep freed pages in the process (resident) until they are reused or `malloc_trim(0)`
+    /// is called, so RSS can stay high after these counts fall to zero.
+    ///
     /// ```
     /// use maple_tree::{MapleTree, Value};
     /// # fn main() -> Result<(), maple_tree::Error> {

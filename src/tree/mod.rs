@@ -48,6 +48,7 @@ mod api;
 mod append;
 mod append_split;
 mod big_node;
+mod conveniences;
 mod cursor;
 mod dump;
 mod dup;
@@ -83,6 +84,7 @@ use state::{StateRef, WriterState};
 
 pub use allocator::{Allocator, Placement};
 pub use api::{inclusive, Gaps};
+pub use conveniences::IntoIter;
 pub use cursor::{Cursor, CursorMut, Status};
 pub use iter::Iter;
 pub use pending::PendingFrees;

@@ -1683,6 +1683,19 @@ impl<'g> Loaded<'g> {
             None
         }
     }
+
+    /// Calls `f` with a reference to the entry (`None` for nothing and the zero entry, without
+    /// calling `f`).
+    #[inline]
+    pub(crate) fn with_entry<E: Entry + 'g, R>(self, f: impl FnOnce(&E) -> R) -> Option<R> {
+        if self.is_entry() {
+            // SAFETY: as in `entry`: a live entry word of the tree for 'g, and `f` runs
+            // within 'g.
+            Some(unsafe { crate::entry::view_word::<E, R>(self.w, f) })
+        } else {
+            None
+        }
+    }
 }
 
 /// A fixed-capacity stack of `N` `Copy` values of which a prefix (`init`) is initialised:
