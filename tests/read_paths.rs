@@ -127,3 +127,27 @@ fn cursor_moves_after_the_tree_was_cleared_under_it() {
     c.reset();
     assert_eq!(c.find(1000), Some(Value::new(50)));
 }
+
+/// A cursor move answers from the tree as it is at the move, not from a leaf the writer
+/// replaced before it (the kernel re-walks when `ma_dead_node` says so): a range made before
+/// the previous move and unchanged since is never skipped.
+#[test]
+fn cursor_moves_read_the_tree_of_their_own_time() {
+    let tree = tree_of(6); // [10 i, 10 i + 5]
+    let g = tree.pin();
+    let mut c = tree.cursor(0, &g);
+    assert_eq!(c.find(u64::MAX), Some(Value::new(0))); // [0, 5]
+                                                       // A node store in the cursor's leaf: [26, 28] between [20, 25] and [30, 35].
+    tree.store_range(26..=28, Value::new(99)).unwrap();
+    assert_eq!(c.find(u64::MAX), Some(Value::new(1))); // [10, 15]
+    assert_eq!(c.find(u64::MAX), Some(Value::new(2))); // [20, 25]
+                                                       // [26, 28] was there before the previous move and is unchanged since: not skipped.
+    assert_eq!(c.find(u64::MAX), Some(Value::new(99)));
+    assert_eq!((c.index(), c.last()), (26, 28));
+    let mut c = tree.cursor(u64::MAX, &g);
+    assert_eq!(c.find_rev(0), Some(Value::new(39))); // [390, 395]
+    tree.store_range(382..=384, Value::new(98)).unwrap();
+    // [380, 385] became [380, 381], [382, 384], [385, 385]: the cursor sees the last.
+    assert_eq!(c.find_rev(0), Some(Value::new(38)));
+    assert_eq!(c.index(), 385);
+}

@@ -121,10 +121,20 @@ impl<'g, A: Access> Core<'g, A> {
     /// as the kernel's `mas_rewalk` does for a node that died under a step. `false` if the
     /// tree is empty (status none).
     fn position(&mut self, at: u64) -> bool {
-        if self.valid {
+        if self.valid && !self.leaf_replaced() {
             return true;
         }
         self.walk_to(at)
+    }
+
+    /// Whether the writer replaced the leaf the cursor stands in since the cursor reached it:
+    /// a move then re-walks to where the cursor was (`mas_rewalk`, as the kernel does when
+    /// `ma_dead_node` says so after a slot read), so that it answers from a state after the
+    /// previous move, never from the old leaf (which could miss a range made since and
+    /// unchanged since that move).
+    #[inline]
+    fn leaf_replaced(&self) -> bool {
+        self.w.depth > 0 && self.w.leaf().node.is_dead()
     }
 
     /// `mas_next_slot`: from the current slot, forwards to the next slot (`empty`) or the next
@@ -452,6 +462,9 @@ impl<'g, A: Access> Core<'g, A> {
             return None;
         }
         let leaf = *self.w.leaf();
+        if leaf.node.is_dead() {
+            return None; // the general step re-walks (see `leaf_replaced`)
+        }
         let (mut n, mut lmax) = (leaf.node, leaf.max);
         let (mut i, mut hi) = (leaf.offset, self.w.hi);
         loop {
