@@ -20,11 +20,13 @@ pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 
-/// A spin-wait hint (loom's under loom, where it lets the model schedule another thread).
-#[cfg(not(loom))]
-pub(crate) use core::hint::spin_loop;
 #[cfg(loom)]
-pub(crate) use loom::hint::spin_loop;
+pub(crate) use loom::thread::yield_now;
+/// Lets another thread run (loom's under loom, where it lets the model schedule another
+/// thread): a reader that found the writer in the middle of a write gives it the CPU rather
+/// than spinning, which on an oversubscribed machine could outlast its retries.
+#[cfg(not(loom))]
+pub(crate) use std::thread::yield_now;
 
 pub(crate) use mutex::{Mutex, MutexGuard};
 
