@@ -289,6 +289,20 @@ impl<E: Entry> Released<E> {
         (self.raw, self.count)
     }
 
+    /// The word of the values.
+    pub(crate) fn raw_word(&self) -> usize {
+        self.raw
+    }
+
+    /// The entry, borrowed for as long as this is not consumed.
+    pub(crate) fn borrow(&self) -> E::Borrowed<'_> {
+        // SAFETY: the word came from `into_word` of `E` (the ledger made this `Released` from
+        // a stored word) and its values are owned by `self` until a consuming method
+        // (`drop_values`, `take`, `into_raw_parts`) runs, which `&self` rules out for the
+        // borrow's lifetime; for types without drop glue the word is a freely duplicable value.
+        unsafe { E::borrow(self.raw) }
+    }
+
     /// Takes the first value back and drops the others; for types without drop glue, whose
     /// words the ledger does not count, a copy of the value.
     ///

@@ -437,6 +437,6 @@ pub use crossbeam_epoch::{Collector, Guard};
 pub use entry::{Entry, Value};
 pub use error::Error;
 pub use tree::{
-    Cursor, CursorMut, Gaps, Iter, MapleTree, Options, PendingFrees, Stats, Status, TreeGuard,
+    Cursor, CursorMut, Erased, Gaps, Iter, MapleTree, Options, PendingFrees, Stats, Status, TreeGuard,
     ValidateError, WriteGuard,
 };

@@ -89,9 +89,9 @@ impl Allocator {
     ) -> Result<RangeInclusive<u64>, Error> {
         let (min, max) = (self.first, self.last);
         let mut w = self.tree.exclusive();
-        let start = match placement {
-            Placement::FirstMatch => w.alloc_range_aligned(Value::new(0), size, align, min, max)?,
-            Placement::LastMatch => w.alloc_rrange_aligned(Value::new(0), size, align, min, max)?,
+        match placement {
+            Placement::FirstMatch => w.alloc_range_aligned(min..=max, size, align, Value::new(0)),
+            Placement::LastMatch => w.alloc_rrange_aligned(min..=max, size, align, Value::new(0)),
             Placement::ExactMatch(start) => {
                 if size == 0 {
                     return Err(Error::InvalidWindow);
@@ -104,10 +104,9 @@ impl Allocator {
                     return Err(Error::InvalidRange);
                 }
                 w.insert_range(start..=end, Value::new(0))?;
-                start
+                Ok(start..=end)
             }
-        };
-        Ok(start..=start + (size - 1))
+        }
     }
 
     /// Frees an allocation, which `range` must name exactly.
@@ -140,6 +139,6 @@ impl Allocator {
     /// The allocated ranges, in address order.
     pub fn allocations(&self) -> Vec<RangeInclusive<u64>> {
         let guard = self.tree.pin();
-        self.tree.iter(&guard).map(|(a, b, _)| a..=b).collect()
+        self.tree.iter(&guard).map(|(r, _)| r).collect()
     }
 }

@@ -425,7 +425,7 @@ impl<E: Entry> fmt::Debug for IntoIter<E> {
 /// w.store_range(0..=9, Value::new(1))?;
 /// w.store_range(10..=19, Value::new(2))?;
 /// let mut sum = 0;
-/// for (_first, _last, v) in &w {
+/// for (_range, v) in &w {
 ///     sum += v.get();
 /// }
 /// assert_eq!(sum, 3);
@@ -433,7 +433,7 @@ impl<E: Entry> fmt::Debug for IntoIter<E> {
 /// # }
 /// ```
 impl<'a, 't, E: Entry> IntoIterator for &'a WriteGuard<'t, E> {
-    type Item = (u64, u64, E::Borrowed<'a>);
+    type Item = (RangeInclusive<u64>, E::Borrowed<'a>);
     type IntoIter = Iter<'a, E>;
 
     fn into_iter(self) -> Iter<'a, E> {

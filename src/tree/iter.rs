@@ -6,6 +6,7 @@
 //! never skipped.
 
 use core::marker::PhantomData;
+use core::ops::RangeInclusive;
 
 use crate::entry::Entry;
 
@@ -497,10 +498,26 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
 }
 
 impl<'g, E: Entry + 'g> Iterator for Iter<'g, E> {
-    type Item = (u64, u64, E::Borrowed<'g>);
+    type Item = (RangeInclusive<u64>, E::Borrowed<'g>);
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
+        self.next_raw().map(|(a, b, v)| (a..=b, v))
+    }
+}
+
+impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
+    #[inline(always)]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.next_back_raw().map(|(a, b, v)| (a..=b, v))
+    }
+}
+
+impl<'g, E: Entry + 'g> Iter<'g, E> {
+    /// The next `(first, last, entry)` from the front (the iterator's `next`, without the
+    /// range built: the crate's own loops read the bounds).
+    #[inline(always)]
+    pub(crate) fn next_raw(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
         // Fastest path: slot `next_off` is within the leaf's end (the current slot is not the
         // last); with a leaf and room for two pivots (one check, `FrontLeaf::at`), the next
         // two slots without a loop (a gap and the range after it is the common shape). Each
@@ -643,9 +660,10 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     }
 }
 
-impl<'g, E: Entry + 'g> DoubleEndedIterator for Iter<'g, E> {
+impl<'g, E: Entry + 'g> Iter<'g, E> {
+    /// The next `(first, last, entry)` from the back (see [`next_raw`](Self::next_raw)).
     #[inline(always)]
-    fn next_back(&mut self) -> Option<Self::Item> {
+    pub(crate) fn next_back_raw(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
         // Fastest path, the mirror of `next`'s: the two slots below the back's (slot `boff`,
         // from `blo`) without a loop, each slot's lower bound the pivot before it (below the
         // back's slot, so below the leaf's end: pivots that no writer changes in place). A

@@ -53,6 +53,7 @@ mod cursor;
 mod dump;
 mod dup;
 mod exact_fit;
+mod erased;
 mod gap;
 mod iter;
 pub(crate) mod node;
@@ -72,7 +73,7 @@ mod walk;
 mod write;
 
 use core::marker::PhantomData;
-use core::ops::RangeBounds;
+use core::ops::{RangeBounds, RangeInclusive};
 use core::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::sync::Arc;
 
@@ -86,6 +87,7 @@ pub use allocator::{Allocator, Placement};
 pub use api::{inclusive, Gaps};
 pub use conveniences::IntoIter;
 pub use cursor::{Cursor, CursorMut, Status};
+pub use erased::Erased;
 pub use iter::Iter;
 pub use pending::PendingFrees;
 pub use state::Stats;
@@ -390,9 +392,9 @@ impl<E: Entry> MapleTree<E> {
         &'g self,
         index: u64,
         guard: &'g Guard,
-    ) -> Option<(u64, u64, E::Borrowed<'g>)> {
+    ) -> Option<(RangeInclusive<u64>, E::Borrowed<'g>)> {
         let (lo, hi, w) = walk::walk_range(self.reader(guard), index)?;
-        w.entry::<E>().map(|b| (lo, hi, b))
+        w.entry::<E>().map(|b| (lo..=hi, b))
     }
 
     /// `mt_find`: the first entry whose range contains `*index` or starts in `(*index, max]`;
@@ -455,7 +457,7 @@ impl<E: Entry> MapleTree<E> {
         index: u64,
         max: u64,
         guard: &'g Guard,
-    ) -> Option<(u64, u64, E::Borrowed<'g>)> {
+    ) -> Option<(RangeInclusive<u64>, E::Borrowed<'g>)> {
         let mut w = walk::Walker::new(self.reader(guard));
         w.walk(index)?;
         loop {
@@ -469,7 +471,7 @@ impl<E: Entry> MapleTree<E> {
                 continue;
             }
             if let Some(b) = w.word.entry::<E>() {
-                return Some((w.lo, w.hi, b));
+                return Some((w.lo..=w.hi, b));
             }
         }
     }
@@ -485,7 +487,7 @@ impl<E: Entry> MapleTree<E> {
         index: u64,
         min: u64,
         guard: &'g Guard,
-    ) -> Option<(u64, u64, E::Borrowed<'g>)> {
+    ) -> Option<(RangeInclusive<u64>, E::Borrowed<'g>)> {
         let mut w = walk::Walker::new(self.reader(guard));
         w.walk(index)?;
         loop {
@@ -498,7 +500,7 @@ impl<E: Entry> MapleTree<E> {
                 continue;
             }
             if let Some(b) = w.word.entry::<E>() {
-                return Some((w.lo, w.hi, b));
+                return Some((w.lo..=w.hi, b));
             }
         }
     }
@@ -654,9 +656,19 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
         self.lock().insert_range(index..=index, entry)
     }
 
-    /// Erases the whole range containing `index` (`mtree_erase`); returns that range if it held
-    /// an entry (the zero entry included). The entry is dropped after a grace period.
-    pub fn erase(&self, index: u64) -> Option<(u64, u64)> {
+    /// Erases the whole range containing `index` (`mtree_erase`) in one walk; returns that
+    /// range with its entry if it held one (the zero entry included). Readers may still hold
+    /// the entry: [`Erased`] borrows or clones it, and drops it after a grace period.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10..20, Value::new(7)).unwrap();
+    /// let erased = tree.erase(12).unwrap();
+    /// assert_eq!((erased.range(), erased.cloned()), (10..=19, Some(Value::new(7))));
+    /// assert!(tree.erase(12).is_none());
+    /// ```
+    pub fn erase(&self, index: u64) -> Option<Erased<'_, E>> {
         self.lock().erase(index)
     }
 
@@ -673,90 +685,6 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// Empties the whole tree (`mtree_destroy`); the tree stays usable with the same options.
     pub fn clear(&self) {
         self.lock().clear()
-    }
-
-    /// `mas_empty_area`: the lowest start of a free range of `size` indices inside `[min, max]`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidWindow`](crate::Error::InvalidWindow) for `min > max`, `size == 0` or a
-    /// window smaller than `size`; [`Error::NoRoom`](crate::Error::NoRoom) when no free range of
-    /// `size` indices lies inside the window.
-    ///
-    /// Beside a writer, never `NoRoom` for a window that held a fitting hole for the whole
-    /// search: a `NoRoom` is confirmed by a search no write overlapped (up to 32 searches; a
-    /// write guard (`MapleTree::lock`) held across all of them, a writer writing without pause,
-    /// or one the OS deschedules in the middle of a write for that long can still make the last
-    /// one answer: a reader never waits for the writer). An answer is a range that was free at
-    /// some moment.
-    pub fn empty_area(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
-        let guard = self.pin();
-        gap::empty_area_read(self.reader(&guard), min, max, size, 1, false)
-    }
-
-    /// `mas_empty_area_rev`: the highest start of a free range of `size` indices inside
-    /// `[min, max]`, placed as high as possible.
-    ///
-    /// # Errors
-    ///
-    /// As [`empty_area`](Self::empty_area). Beside a writer, never `NoRoom` for a window that
-    /// held a fitting hole for the whole search (see [`empty_area`](Self::empty_area)).
-    pub fn empty_area_rev(&self, min: u64, max: u64, size: u64) -> Result<u64, crate::Error> {
-        let guard = self.pin();
-        gap::empty_area_read(self.reader(&guard), min, max, size, 1, true)
-    }
-
-    /// `mtree_alloc_range`: inserts `entry` at the lowest free `[start, start + size - 1]` inside
-    /// `[min, max]` and returns `start`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotAllocTree`](crate::Error::NotAllocTree) on a tree without gap tracking,
-    /// [`Error::Reserved`](crate::Error::Reserved) for a reserved entry word, and the errors of
-    /// [`empty_area`](Self::empty_area). Nothing is written then and `entry` is dropped.
-    pub fn alloc_range(
-        &self,
-        entry: E,
-        size: u64,
-        min: u64,
-        max: u64,
-    ) -> Result<u64, crate::Error> {
-        self.lock().alloc_range(entry, size, min, max)
-    }
-
-    /// `mtree_alloc_rrange`: as [`alloc_range`](Self::alloc_range), but the highest fit.
-    ///
-    /// # Errors
-    ///
-    /// As [`alloc_range`](Self::alloc_range).
-    pub fn alloc_rrange(
-        &self,
-        entry: E,
-        size: u64,
-        min: u64,
-        max: u64,
-    ) -> Result<u64, crate::Error> {
-        self.lock().alloc_rrange(entry, size, min, max)
-    }
-
-    /// `mtree_alloc_cyclic`: allocates one index in `[lo, hi]`, searching from `*next` first and
-    /// wrapping to `lo`; returns `(index, wrapped)` and advances `*next`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotAllocTree`](crate::Error::NotAllocTree) on a tree without gap tracking,
-    /// [`Error::InvalidWindow`](crate::Error::InvalidWindow) for `lo > hi`,
-    /// [`Error::NoRoom`](crate::Error::NoRoom) when every index of `[lo, hi]` is taken,
-    /// [`Error::Reserved`](crate::Error::Reserved) for a reserved entry word. Nothing is written
-    /// then, `*next` is unchanged and `entry` is dropped.
-    pub fn alloc_cyclic(
-        &self,
-        entry: E,
-        lo: u64,
-        hi: u64,
-        next: &mut u64,
-    ) -> Result<(u64, bool), crate::Error> {
-        self.lock().alloc_cyclic(entry, lo, hi, next)
     }
 
     /// Checks every structural invariant (those of the kernel's `mt_validate`, plus height, parent links, gaps, "no non-rightmost

@@ -444,7 +444,13 @@ pub(crate) struct WriterLock<'t, S> {
 /// the borrow of the lock guard or of the exclusive root that made them.
 pub(crate) type WriterParts<'w, S, M> = (WriterRoot<'w, M>, &'w mut S, &'w mut NodeMem);
 
-impl<S> WriterLock<'_, S> {
+impl<'t, S> WriterLock<'t, S> {
+    /// The capability to defer entry drops on this tree's collector after the lock is gone
+    /// (see [`TakenEntry`]).
+    pub(crate) fn reclaim(&self) -> RcuReclaim<'t> {
+        RcuReclaim { root: self.root }
+    }
+
     /// Pins a guard of this tree's collector (RCU-mode writers pin only when they defer
     /// something: a write that retires and releases nothing never pins).
     pub(crate) fn pin(&self) -> Guard {
@@ -1128,31 +1134,129 @@ impl WriterRoot<'_, Rcu> {
         guard: &Guard,
         dropped: impl FnOnce() + 'static,
     ) {
-        self.root.check_guard(guard);
-        let run = move || {
-            dropped();
-            // The collector runs this on whichever thread pins or flushes, which may be a
-            // writer holding a tree's writer lock (its own pin, the pacing flush): an entry
-            // whose `Drop` writes to that tree would wait for ever on the lock its own thread
-            // holds. Such a thread drops the entry once it holds no writer lock any more.
-            if holds_writer_lock() {
-                let (raw, count) = r.into_raw_parts();
-                postpone_drop(PostponedDrop {
-                    raw,
-                    count,
-                    drop: crate::entry::drop_released_raw::<E>,
-                });
-                return;
+        defer_entry_drop(self.root, r, guard, dropped);
+    }
+}
+
+/// See [`WriterRoot::defer_drop_entry`]; also the drop of a [`TakenEntry`] of an RCU-mode
+/// tree, after the write that unlinked it.
+fn defer_entry_drop<E: Entry>(
+    root: &RootWord,
+    r: Released<E>,
+    guard: &Guard,
+    dropped: impl FnOnce() + 'static,
+) {
+    root.check_guard(guard);
+    let run = move || {
+        dropped();
+        // The collector runs this on whichever thread pins or flushes, which may be a
+        // writer holding a tree's writer lock (its own pin, the pacing flush): an entry
+        // whose `Drop` writes to that tree would wait for ever on the lock its own thread
+        // holds. Such a thread drops the entry once it holds no writer lock any more.
+        if holds_writer_lock() {
+            let (raw, count) = r.into_raw_parts();
+            postpone_drop(PostponedDrop {
+                raw,
+                count,
+                drop: crate::entry::drop_released_raw::<E>,
+            });
+            return;
+        }
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: this runs after every guard pinned when the last slot of the word was
+            // unlinked is gone (below): no thread can load the word any more.
+            unsafe { r.drop_values() };
+        }));
+    };
+    // SAFETY: the closure only drops entries no reader can reach once it runs (above);
+    // crossbeam runs it after every guard pinned now is gone.
+    unsafe { guard.defer_unchecked(run) };
+}
+
+/// The capability to defer an entry's drop on an RCU-mode tree's collector outside a write:
+/// made only from the writer lock ([`WriterLock::reclaim`]), so only for a tree whose readers
+/// run beside its writer; it outlives the lock for `'t`, the borrow of the tree.
+#[derive(Clone, Copy)]
+pub(crate) struct RcuReclaim<'t> {
+    root: &'t RootWord,
+}
+
+/// An entry a write took out of the tree to hand to the caller ([`crate::Erased`]): the last
+/// slot holding its word was unlinked by that write, so the tree no longer owns it; this does.
+/// In exclusive mode no reader exists and the value is the caller's at once. In RCU mode,
+/// readers pinned before the write may still borrow it: it can be borrowed here too, but never
+/// moved out, and it is dropped through the tree's collector, after a grace period that starts
+/// when this is dropped (later than the write, so every such reader is waited for).
+pub(crate) struct TakenEntry<'t, E: Entry> {
+    released: core::mem::ManuallyDrop<Released<E>>,
+    /// RCU mode: the collector to defer the drop on and the pending-frees counters (the
+    /// entry was counted pending when it was taken, under the writer lock).
+    rcu: Option<(RcuReclaim<'t>, std::sync::Arc<super::pending::Pending>)>,
+}
+
+impl<'t, E: Entry> TakenEntry<'t, E> {
+    /// Exclusive mode: `r`, taken by the write of `_x`'s writer.
+    pub(crate) fn exclusive(r: Released<E>, _x: WriterRoot<'_, Exclusive>) -> Self {
+        TakenEntry {
+            released: core::mem::ManuallyDrop::new(r),
+            rcu: None,
+        }
+    }
+
+    /// RCU mode: `r`, taken by a write of the tree `at` reclaims for; `pending` already
+    /// counts it.
+    pub(crate) fn rcu(
+        r: Released<E>,
+        at: RcuReclaim<'t>,
+        pending: std::sync::Arc<super::pending::Pending>,
+    ) -> Self {
+        TakenEntry {
+            released: core::mem::ManuallyDrop::new(r),
+            rcu: Some((at, pending)),
+        }
+    }
+
+    /// The entry, borrowed.
+    pub(crate) fn borrow(&self) -> E::Borrowed<'_> {
+        self.released.borrow()
+    }
+
+    /// Calls `f` with a reference to the entry (for its `Clone`).
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&E) -> R) -> R {
+        // SAFETY: the word is live (owned by `self`, not consumed while `&self` lives).
+        unsafe { crate::entry::view_word(self.released.raw_word(), f) }
+    }
+
+    /// The entry itself if no reader can hold it (exclusive mode); `self` back otherwise.
+    pub(crate) fn try_take(mut self) -> Result<E, Self> {
+        if self.rcu.is_some() {
+            return Err(self);
+        }
+        // SAFETY: `released` is taken once (`self` is forgotten below, so `Drop` does not see
+        // it again).
+        let r = unsafe { core::mem::ManuallyDrop::take(&mut self.released) };
+        core::mem::forget(self);
+        // SAFETY: exclusive mode (`rcu` is `None` only for `exclusive`): no reader exists.
+        let e = unsafe { r.take() };
+        Ok(e.expect("a taken entry holds a value"))
+    }
+}
+
+impl<E: Entry> Drop for TakenEntry<'_, E> {
+    fn drop(&mut self) {
+        // SAFETY: `released` is taken once, here (`try_take` forgets `self` after its take).
+        let r = unsafe { core::mem::ManuallyDrop::take(&mut self.released) };
+        match self.rcu.take() {
+            None => {
+                // SAFETY: exclusive mode: no reader exists.
+                unsafe { r.drop_values() }
             }
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                // SAFETY: this runs after every guard pinned when the last slot of the word was
-                // unlinked is gone (below): no thread can load the word any more.
-                unsafe { r.drop_values() };
-            }));
-        };
-        // SAFETY: the closure only drops entries no reader can reach once it runs (above);
-        // crossbeam runs it after every guard pinned now is gone.
-        unsafe { guard.defer_unchecked(run) };
+            Some((at, pending)) => {
+                let guard = at.root.pin();
+                defer_entry_drop(at.root, r, &guard, move || pending.sub_entry());
+                paced_defers(&guard, 1);
+            }
+        }
     }
 }
 

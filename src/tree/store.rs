@@ -26,7 +26,10 @@ use super::append_split::LastSlot;
 use super::big_node::{Item, Items, LeafWrite};
 use super::node::Mode;
 use super::node::Write;
-use super::node::{Kind, Loaded, RANGE_SLOTS};
+use super::erased::Erased;
+use super::node::{Kind, Loaded, RcuReclaim, TakenEntry, RANGE_SLOTS};
+use super::pending::Pending;
+use std::sync::Arc;
 use super::path::{Path, Retired};
 use super::walk::Walker;
 use super::write::{with_mode, WriteGuard, Writer};
@@ -302,16 +305,42 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         }
     }
 
-    /// See [`WriteGuard::erase`].
-    pub(crate) fn erase(&mut self, index: u64) -> Option<(u64, u64)> {
-        let mut w = self.walker();
-        w.walk(index)?;
-        if w.word == Loaded::NONE {
+    /// See [`WriteGuard::erase`]: erases the range holding `index` in one walk and takes its
+    /// entry out of the tree if that range was the last to hold it (a store splitting a range
+    /// around another leaves one entry in two ranges); the entry goes to the caller as a
+    /// [`TakenEntry`], in RCU mode to be dropped through `reclaim`'s collector.
+    pub(crate) fn erase_taking<'a>(
+        &mut self,
+        index: u64,
+        reclaim: Option<RcuReclaim<'a>>,
+        pending: &Arc<Pending>,
+    ) -> Option<(u64, u64, Option<TakenEntry<'a, E>>)> {
+        let mut wk = self.walker();
+        wk.walk(index)?;
+        if wk.word == Loaded::NONE {
             return None;
         }
-        let (lo, hi) = (w.lo, w.hi);
-        self.write_from(&mut w, true, lo, hi, Word::NULL);
-        Some((lo, hi))
+        let (lo, hi) = (wk.lo, wk.hi);
+        let word = Word::<E>::leaf(wk.word.raw());
+        let sole = wk.word.is_entry() && self.st.ledger.extra(word) == 0;
+        if !sole {
+            // The zero entry, or a word other ranges still hold: nothing to hand over.
+            self.write_from(&mut wk, true, lo, hi, Word::NULL);
+            return Some((lo, hi, None));
+        }
+        // Keep the release below from dropping the entry: count the range as shared, then take
+        // its value back (as `Writer::take` does for every range of a word).
+        let owned = self.st.ledger.hold(word, 1);
+        self.write_from(&mut wk, true, lo, hi, Word::NULL);
+        let taken = self.st.ledger.unhold(word, owned).map(|r| match self.root.exclusive() {
+            Some(x) => TakenEntry::exclusive(r, x),
+            None => {
+                pending.add_entry();
+                let at = reclaim.expect("an RCU-mode writer holds the writer lock");
+                TakenEntry::rcu(r, at, Arc::clone(pending))
+            }
+        });
+        Some((lo, hi, taken))
     }
 
     /// See [`WriteGuard::erase_range`].
@@ -339,7 +368,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 }
 
-impl<E: Entry> WriteGuard<'_, E> {
+impl<'t, E: Entry> WriteGuard<'t, E> {
     /// Stores `entry` over the range `r` (`mtree_store_range`): trims or removes whatever was
     /// there, across any number of nodes.
     ///
@@ -386,9 +415,26 @@ impl<E: Entry> WriteGuard<'_, E> {
         with_mode!(self.any_writer(), w => w.insert(index, entry))
     }
 
-    /// Erases the range containing `index` (`mtree_erase`); returns it if it held an entry.
-    pub fn erase(&mut self, index: u64) -> Option<(u64, u64)> {
-        with_mode!(self.any_writer(), w => w.erase(index))
+    /// Erases the range containing `index` (`mtree_erase`), in one walk; returns it with its
+    /// entry if it held one (the zero entry included): see [`Erased`] for what the entry is
+    /// there (an owned value in exclusive mode, a borrow dropped after a grace period in RCU
+    /// mode).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(10..20, Value::new(7)).unwrap();
+    /// let erased = w.erase(15).unwrap();
+    /// assert_eq!(erased.range(), 10..=19);
+    /// assert_eq!(erased.entry(), Some(Value::new(7)));
+    /// assert_eq!(w.erase(15).map(|e| e.range()), None);
+    /// ```
+    pub fn erase(&mut self, index: u64) -> Option<Erased<'t, E>> {
+        let (reclaim, pending) = (self.reclaim(), self.pending());
+        let (lo, hi, taken) =
+            with_mode!(self.any_writer(), w => w.erase_taking(index, reclaim, pending))?;
+        Some(Erased::new(lo..=hi, taken))
     }
 
     /// Empties the range `r` (a NULL store).

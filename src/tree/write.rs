@@ -175,6 +175,20 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         }
     }
 
+    /// RCU mode: the capability to defer entry drops on the tree's collector after this guard
+    /// is gone; `None` in exclusive mode.
+    pub(crate) fn reclaim(&self) -> Option<super::node::RcuReclaim<'t>> {
+        match &self.lock {
+            StateRef::Locked(l) => Some(l.reclaim()),
+            StateRef::Exclusive(_) => None,
+        }
+    }
+
+    /// The tree's pending-frees counters, for the tree's borrow.
+    pub(crate) fn pending(&self) -> &'t Arc<Pending> {
+        self.pending
+    }
+
     /// The writer, for one operation, in the guard's mode: its handles live as long as this
     /// borrow. Run code in either mode with [`with_mode!`].
     #[inline]
