@@ -5,9 +5,9 @@
 //! when the entry leaves the tree (overwritten, erased, or the tree dropped). This is the idea of
 //! Rust-for-Linux's `ForeignOwnable`, applied to a userspace tree.
 //!
-//! Words below [`RESERVED_LIMIT`] that are even are reserved for the tree: `0` is "nothing" and
-//! [`ZERO_WORD`] is the kernel's `XA_ZERO_ENTRY`, a marker that occupies a range but reads as
-//! empty. [`Value`] words are always odd and pointer words are heap addresses, so no implementation
+//! Even words below 4096 are reserved for the tree (the kernel's `MAPLE_RESERVED_RANGE`): `0`
+//! is "nothing", and one of them is the kernel's `XA_ZERO_ENTRY`, a marker that occupies a range
+//! but reads as empty. [`Value`] words are always odd and pointer words are heap addresses, so no implementation
 //! in this crate can produce a reserved word.
 
 use core::fmt;
@@ -15,14 +15,14 @@ use core::mem::ManuallyDrop;
 use std::sync::Arc;
 
 /// Words in `1..RESERVED_LIMIT` that are even are reserved (the kernel's `MAPLE_RESERVED_RANGE`).
-pub const RESERVED_LIMIT: usize = 4096;
+pub(crate) const RESERVED_LIMIT: usize = 4096;
 
 /// The word of the reserved zero entry (the kernel's `XA_ZERO_ENTRY`, internal value 257).
-pub const ZERO_WORD: usize = (257 << 2) | 2;
+pub(crate) const ZERO_WORD: usize = (257 << 2) | 2;
 
 /// Whether `word` is one the tree reserves for itself (nothing, or a marker such as the zero entry).
 #[inline]
-pub const fn is_reserved_word(word: usize) -> bool {
+pub(crate) const fn is_reserved_word(word: usize) -> bool {
     word < RESERVED_LIMIT && word & 1 == 0
 }
 
@@ -31,7 +31,7 @@ pub const fn is_reserved_word(word: usize) -> bool {
 /// # Safety
 ///
 /// Implementors promise that:
-/// - [`Entry::into_word`] never returns a reserved word (see [`is_reserved_word`]);
+/// - [`Entry::into_word`] never returns a reserved word (an even word below 4096);
 /// - [`Entry::from_word`] applied to a word produced by `into_word` gives back the same value,
 ///   and is called at most once per `into_word` — except for types without drop glue
 ///   (`!core::mem::needs_drop::<Self>()`), for which the tree does not track a word that a store

@@ -609,6 +609,11 @@ macro_rules! cursor_reads {
             self.core.last
         }
 
+        /// The requested or found range, `index()..=last()`.
+        pub fn range(&self) -> core::ops::RangeInclusive<u64> {
+            self.core.index..=self.core.last
+        }
+
         /// The status.
         pub fn status(&self) -> Status {
             self.core.status
@@ -621,13 +626,14 @@ macro_rules! cursor_reads {
 
         /// Sets the range to `[index, index]` and resets (`mas_set`).
         pub fn set(&mut self, index: u64) {
-            self.set_range(index, index);
+            self.set_range(index..=index);
         }
 
-        /// Sets the range and resets (`mas_set_range`).
-        pub fn set_range(&mut self, first: u64, last: u64) {
-            self.core.index = first;
-            self.core.last = last;
+        /// Sets the range and resets (`mas_set_range`). A write through the cursor of an
+        /// inverted range (`5..=4`) fails with [`Error::InvalidRange`](crate::Error::InvalidRange).
+        pub fn set_range(&mut self, range: core::ops::RangeInclusive<u64>) {
+            self.core.index = *range.start();
+            self.core.last = *range.end();
             self.reset();
         }
 

@@ -17,7 +17,7 @@ use super::write::WriteGuard;
 /// A broken invariant, with where it was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ValidateError(pub String);
+pub struct ValidateError(pub(crate) String);
 
 impl fmt::Display for ValidateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
