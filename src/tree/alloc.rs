@@ -492,6 +492,10 @@ impl<E: Entry> WriteGuard<'_, E> {
         rev: bool,
         make: impl FnOnce(RangeInclusive<u64>) -> Result<E, X>,
     ) -> Result<RangeInclusive<u64>, X> {
+        // `NotAllocTree` before any check of the query, as `Writer::alloc` orders them.
+        if self.internal != super::node::Kind::ARange {
+            return Err(Error::NotAllocTree.into());
+        }
         let q = Want::new(window, size, align)?;
         with_mode!(self.any_writer(), w => w.alloc(q, rev, make))
     }

@@ -641,7 +641,7 @@ mod tests {
                 0 => t.store_range(10 * k..=10 * k + 9, Value::new(k)).unwrap(),
                 1 => t.store_range(10 * k..=10 * k + 5, Value::new(k)).unwrap(),
                 _ if k % 2 == 1 => {
-                    t.alloc_rrange(Value::new(k), 7, RR_MIN, u64::MAX).unwrap();
+                    t.alloc_rrange(RR_MIN.., 7, Value::new(k)).unwrap();
                 }
                 _ => t.store_range(10 * k..=10 * k + 5, Value::new(k)).unwrap(),
             }
@@ -658,9 +658,9 @@ mod tests {
                         hook::at_gap_load(n, move || write(&t, mode, k));
                         let (min, max) = (W, W + 999);
                         let got = if rev {
-                            tree.empty_area_rev(min, max, 100)
+                            tree.empty_area_rev(min..=max, 100)
                         } else {
-                            tree.empty_area(min, max, 100)
+                            tree.empty_area(min..=max, 100)
                         };
                         let want = if rev { max - 99 } else { min };
                         if got != Ok(want) {

@@ -1036,12 +1036,12 @@ mod tests {
             }
             let all: Vec<_> = model.iter().map(|(&a, &(b, v))| (a, b, v)).collect();
             let g = tree.pin();
-            let got: Vec<_> = tree.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect();
+            let got: Vec<_> = tree.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect();
             assert_eq!(got, all);
             let mut back: Vec<_> = tree
                 .iter(&g)
                 .rev()
-                .map(|(a, b, v)| (a, b, v.get()))
+                .map(|(r, v)| (*r.start(), *r.end(), v.get()))
                 .collect();
             back.reverse();
             assert_eq!(back, all);
@@ -1054,7 +1054,8 @@ mod tests {
                 } else {
                     it.next()
                 };
-                let Some((a, b, v)) = step else { break };
+                let Some((r, v)) = step else { break };
+                let (a, b) = (*r.start(), *r.end());
                 if k % 3 == 2 {
                     rear.push((a, b, v.get()));
                 } else {
@@ -1092,7 +1093,7 @@ mod tests {
                     .collect();
                 let got: Vec<_> = tree
                     .range(first..=last, &g)
-                    .map(|(a, b, v)| (a, b, v.get()))
+                    .map(|(r, v)| (*r.start(), *r.end(), v.get()))
                     .collect();
                 assert_eq!(got, want, "range {first}..={last}");
             }
@@ -1113,8 +1114,8 @@ mod tests {
         let g = tree.pin();
         for s in 0..=n as usize {
             let mut it = tree.iter(&g);
-            let mut got: Vec<u64> = (&mut it).take(s).map(|(_, _, v)| v.get()).collect();
-            let mut back: Vec<u64> = it.rev().map(|(_, _, v)| v.get()).collect();
+            let mut got: Vec<u64> = (&mut it).take(s).map(|(_, v)| v.get()).collect();
+            let mut back: Vec<u64> = it.rev().map(|(_, v)| v.get()).collect();
             back.reverse();
             got.extend(back);
             assert_eq!(got, (0..n).collect::<Vec<_>>(), "front took {s}");
@@ -1140,7 +1141,8 @@ mod tests {
             let mut got = Vec::new();
             loop {
                 let step = if backward { it.next_back() } else { it.next() };
-                let Some((a, b, v)) = step else { break };
+                let Some((r, v)) = step else { break };
+                let (a, b) = (*r.start(), *r.end());
                 got.push((a, b, v.get()));
                 tree.store_range(a + 1..=a + 2, Value::new(u64::MAX >> 2))
                     .unwrap();

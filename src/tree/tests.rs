@@ -18,7 +18,7 @@ pub(crate) type Model = kit::Ranges;
 
 pub(crate) fn tree_ranges(t: &MapleTree<Value>) -> Vec<(u64, u64, u64)> {
     let g = t.pin();
-    t.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect()
+    t.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect()
 }
 
 fn check(t: &MapleTree<Value>, m: &Model) {
@@ -248,7 +248,14 @@ mod prop {
                         t.erase(i)
                     };
                     let (lo, hi, v) = m.slot(i);
-                    assert_eq!(r, v.map(|_| (lo, hi)));
+                    let got = r.map(|e| {
+                        // The entry comes back unless other ranges still hold it.
+                        if let Some(c) = e.entry() {
+                            assert_eq!(Some(c.v), v);
+                        }
+                        (*e.range().start(), *e.range().end())
+                    });
+                    assert_eq!(got, v.map(|_| (lo, hi)));
                     if v.is_some() {
                         m.store(lo, hi, None);
                     }
@@ -292,7 +299,7 @@ mod prop {
                 }
                 Op::Next(a, b) => {
                     let g = t.pin();
-                    let got = t.next(a, b, &g).map(|(x, y, c)| (x, y, c.v));
+                    let got = t.next(a, b, &g).map(|(r, c)| (*r.start(), *r.end(), c.v));
                     let (_, hi, _) = m.slot(a);
                     let want = if hi == u64::MAX {
                         None
@@ -306,7 +313,7 @@ mod prop {
                 }
                 Op::Prev(a, b) => {
                     let g = t.pin();
-                    let got = t.prev(a, b, &g).map(|(x, y, c)| (x, y, c.v));
+                    let got = t.prev(a, b, &g).map(|(r, c)| (*r.start(), *r.end(), c.v));
                     let (lo, _, _) = m.slot(a);
                     let want = if lo == 0 {
                         None
@@ -320,18 +327,18 @@ mod prop {
                 }
                 Op::Gap(a, b, s, rev) => {
                     let got = if rev {
-                        t.empty_area_rev(a, b, s)
+                        t.empty_area_rev(a..=b, s)
                     } else {
-                        t.empty_area(a, b, s)
+                        t.empty_area(a..=b, s)
                     };
                     assert_eq!(got, model_gap(&m, a, b, s, rev), "gap({a},{b},{s},{rev})");
                 }
                 Op::Alloc(a, b, s, rev) => {
                     let e = mk(7, &mut created);
                     let got = if rev {
-                        t.alloc_rrange(e, s, a, b)
+                        t.alloc_rrange(a..=b, s, e).map(|r| *r.start())
                     } else {
-                        t.alloc_range(e, s, a, b)
+                        t.alloc_range(a..=b, s, e).map(|r| *r.start())
                     };
                     if !alloc {
                         assert_eq!(got, Err(crate::Error::NotAllocTree));
@@ -359,7 +366,7 @@ mod prop {
                     d.validate().unwrap();
                     let got: Vec<_> = {
                         let g = d.pin();
-                        d.iter(&g).map(|(a, b, c)| (a, b, c.v)).collect()
+                        d.iter(&g).map(|(r, c)| (*r.start(), *r.end(), c.v)).collect()
                     };
                     assert_eq!(got, m.list());
                     // Diverge the copy, the original must not change.
@@ -416,12 +423,12 @@ mod prop {
             }
             let got: Vec<_> = {
                 let g = t.pin();
-                t.iter(&g).map(|(a, b, c)| (a, b, c.v)).collect()
+                t.iter(&g).map(|(r, c)| (*r.start(), *r.end(), c.v)).collect()
             };
             assert_eq!(got, m.list());
             let back: Vec<_> = {
                 let g = t.pin();
-                t.iter(&g).rev().map(|(a, b, c)| (a, b, c.v)).collect()
+                t.iter(&g).rev().map(|(r, c)| (*r.start(), *r.end(), c.v)).collect()
             };
             assert_eq!(back.into_iter().rev().collect::<Vec<_>>(), m.list());
         }
