@@ -67,26 +67,28 @@
 //! tree.store_range(15..=25, Value::new(3))?;
 //!
 //! let guard = tree.pin();
-//! let ranges: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
-//! assert_eq!(ranges, [(10, 14, 1), (15, 25, 3)]);
+//! let ranges: Vec<_> = tree.iter(&guard).map(|(r, v)| (r, v.get())).collect();
+//! assert_eq!(ranges, [(10..=14, 1), (15..=25, 3)]);
 //! // Double-ended, and over part of the index space (ranges are reported whole).
-//! let starts: Vec<u64> = tree.iter(&guard).rev().map(|(a, _, _)| a).collect();
+//! let starts: Vec<u64> = tree.iter(&guard).rev().map(|(r, _)| *r.start()).collect();
 //! assert_eq!(starts, [15, 10]);
-//! let part: Vec<_> = tree.range(12..=13, &guard).map(|(a, b, _)| (a, b)).collect();
-//! assert_eq!(part, [(10, 14)]);
+//! let part: Vec<_> = tree.range(12..=13, &guard).map(|(r, _)| r).collect();
+//! assert_eq!(part, [10..=14]);
 //!
 //! // The range around an index; the kernel's mt_find / mt_next / mt_prev.
-//! assert_eq!(tree.load_range(20, &guard).map(|(a, b, v)| (a, b, v.get())), Some((15, 25, 3)));
+//! assert_eq!(tree.load_range(20, &guard), Some((15..=25, Value::new(3))));
 //! let mut index = 0;
 //! assert_eq!(tree.find(&mut index, 100, &guard), Some(Value::new(1)));
 //! assert_eq!(index, 15); // moved past the range found
-//! assert_eq!(tree.next(12, u64::MAX, &guard).map(|(a, _, _)| a), Some(15));
-//! assert_eq!(tree.prev(20, 0, &guard).map(|(a, _, _)| a), Some(10));
+//! assert_eq!(tree.next(12, u64::MAX, &guard).map(|(r, _)| r), Some(15..=25));
+//! assert_eq!(tree.prev(20, 0, &guard).map(|(r, _)| r), Some(10..=14));
 //! drop(guard);
 //!
-//! // Erase takes the whole range containing the index; erase_range trims.
-//! assert_eq!(tree.erase(12), Some((10, 14)));
-//! assert_eq!(tree.erase(12), None);
+//! // Erase takes the whole range containing the index and hands its entry back (readers may
+//! // still hold it: it is dropped after a grace period); erase_range trims.
+//! let erased = tree.erase(12).expect("[10, 14] held an entry");
+//! assert_eq!((erased.range(), erased.entry()), (10..=14, Some(Value::new(1))));
+//! assert!(tree.erase(12).is_none());
 //! tree.erase_range(20..=100)?;
 //! assert_eq!(tree.count(), 1);
 //! assert!(tree.contains(19) && !tree.contains(20));
@@ -223,7 +225,7 @@
 //! // CursorMut: set a range and store over it; edit while iterating.
 //! let mut w = tree.lock();
 //! let mut c = w.cursor(0);
-//! c.set_range(20, 29);
+//! c.set_range(20..=29);
 //! c.store(Value::new(2))?;
 //! c.set(0);
 //! while let Some(v) = c.find(u64::MAX) {
@@ -232,8 +234,8 @@
 //! }
 //! drop(w);
 //! let guard = tree.pin();
-//! let all: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
-//! assert_eq!(all, [(10, 19, 2), (20, 29, 4), (30, 39, 6)]);
+//! let all: Vec<_> = tree.iter(&guard).map(|(r, v)| (r, v.get())).collect();
+//! assert_eq!(all, [(10..=19, 2), (20..=29, 4), (30..=39, 6)]);
 //! # Ok(())
 //! # }
 //! ```
@@ -258,31 +260,31 @@
 //! tree.store_range(0..=99, Value::new(0))?;
 //! tree.store_range(200..=299, Value::new(0))?;
 //! // Free: [100, 199] and [300, u64::MAX].
-//! assert_eq!(tree.empty_area(0, 1000, 50), Ok(100));
-//! assert_eq!(tree.empty_area(0, 1000, 150), Ok(300)); // the first hole is too small
-//! assert_eq!(tree.empty_area_rev(0, 250, 50), Ok(150)); // highest fit inside the window
-//! assert_eq!(tree.empty_area(0, 250, 150), Err(Error::NoRoom));
-//! assert_eq!(tree.empty_area(10, 5, 1), Err(Error::InvalidWindow));
+//! assert_eq!(tree.empty_area(0..=1000, 50), Ok(100));
+//! assert_eq!(tree.empty_area(0..=1000, 150), Ok(300)); // the first hole is too small
+//! assert_eq!(tree.empty_area_rev(0..=250, 50), Ok(150)); // highest fit inside the window
+//! assert_eq!(tree.empty_area(..=250, 150), Err(Error::NoRoom));
+//! assert_eq!(tree.empty_area(10..10, 1), Err(Error::InvalidWindow)); // an empty window
 //!
 //! // Allocate: lowest fit, highest fit.
-//! assert_eq!(tree.alloc_range(Value::new(1), 10, 0, 1000), Ok(100));
-//! assert_eq!(tree.alloc_rrange(Value::new(2), 10, 0, 199), Ok(190));
+//! assert_eq!(tree.alloc_range(0..=1000, 10, Value::new(1)), Ok(100..=109));
+//! assert_eq!(tree.alloc_rrange(..200, 10, Value::new(2)), Ok(190..=199));
 //! assert_eq!(tree.get(105), Some(Value::new(1)));
 //!
 //! // Cyclic ids in [1, 3] (like the kernel's idr): search from `next`, wrap to the start.
 //! let ids = MapleTree::<Value>::new_alloc();
 //! let mut next = 0;
-//! assert_eq!(ids.alloc_cyclic(Value::new(7), 1, 3, &mut next), Ok((1, false)));
-//! assert_eq!(ids.alloc_cyclic(Value::new(7), 1, 3, &mut next), Ok((2, false)));
-//! assert_eq!(ids.alloc_cyclic(Value::new(7), 1, 3, &mut next), Ok((3, false)));
-//! assert_eq!(ids.alloc_cyclic(Value::new(7), 1, 3, &mut next), Err(Error::NoRoom));
+//! assert_eq!(ids.alloc_cyclic(1..=3, &mut next, Value::new(7)), Ok((1, false)));
+//! assert_eq!(ids.alloc_cyclic(1..=3, &mut next, Value::new(7)), Ok((2, false)));
+//! assert_eq!(ids.alloc_cyclic(1..=3, &mut next, Value::new(7)), Ok((3, false)));
+//! assert_eq!(ids.alloc_cyclic(1..=3, &mut next, Value::new(7)), Err(Error::NoRoom));
 //! ids.erase(2);
-//! assert_eq!(ids.alloc_cyclic(Value::new(7), 1, 3, &mut next), Ok((2, true))); // wrapped
+//! assert_eq!(ids.alloc_cyclic(1..=3, &mut next, Value::new(7)), Ok((2, true))); // wrapped
 //!
 //! // Allocation needs gap tracking; plain search does not.
 //! let plain = MapleTree::<Value>::new();
-//! assert_eq!(plain.alloc_range(Value::new(1), 1, 0, 10), Err(Error::NotAllocTree));
-//! assert_eq!(plain.empty_area(5, 10, 2), Ok(5));
+//! assert_eq!(plain.alloc_range(0..=10, 1, Value::new(1)), Err(Error::NotAllocTree));
+//! assert_eq!(plain.empty_area(5..=10, 2), Ok(5));
 //! # Ok(())
 //! # }
 //! ```
@@ -301,7 +303,7 @@
 //! let tree = MapleTree::<Value>::new_alloc();
 //! tree.store_range(0..=0xfff, Value::new(1))?;
 //! tree.store_range(0x2000..=0x2fff, Value::new(2))?;
-//! assert_eq!(tree.empty_area_aligned(0, u64::MAX, 0x1000, 0x1000)?, 0x1000);
+//! assert_eq!(tree.empty_area_aligned(.., 0x1000, 0x1000)?, 0x1000);
 //!
 //! let mut pages = Allocator::new(0x10_0000, 0x10_0000)?;
 //! let r = pages.allocate(0x3000, 0x1_0000, Placement::LastMatch)?;
@@ -362,7 +364,7 @@
 //!                 }
 //!                 lookups += 1;
 //!             }
-//!             let starts: Vec<u64> = tree.iter(&guard).map(|(a, _, _)| a).collect();
+//!             let starts: Vec<u64> = tree.iter(&guard).map(|(r, _)| *r.start()).collect();
 //!             assert!(starts.windows(2).all(|w| w[0] < w[1]));
 //!         }
 //!         lookups

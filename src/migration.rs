@@ -33,14 +33,14 @@
 //! tree.store_range(10..20, Value::new(1))?; // not merged with [0, 9]
 //! tree.store_range(5..15, Value::new(2))?; // trims both neighbours
 //! let guard = tree.pin();
-//! let ranges: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
-//! assert_eq!(ranges, [(0, 4, 1), (5, 14, 2), (15, 19, 1)]);
+//! let ranges: Vec<_> = tree.iter(&guard).map(|(r, v)| (r, v.get())).collect();
+//! assert_eq!(ranges, [(0..=4, 1), (5..=14, 2), (15..=19, 1)]);
 //! // map.get_key_value(&7)
-//! assert_eq!(tree.load_range(7, &guard).map(|(a, b, v)| (a..=b, v)), Some((5..=14, Value::new(2))));
+//! assert_eq!(tree.load_range(7, &guard), Some((5..=14, Value::new(2))));
 //! // map.gaps(&(0..30))
 //! assert_eq!(tree.gaps(0..30, &guard)?.collect::<Vec<_>>(), [20..=29]);
 //! // map.overlapping(&(12..17))
-//! let over: Vec<u64> = tree.range(12..17, &guard).map(|(a, _, _)| a).collect();
+//! let over: Vec<u64> = tree.range(12..17, &guard).map(|(r, _)| *r.start()).collect();
 //! assert_eq!(over, [5, 15]);
 //! drop(guard);
 //! // map.remove(0..3)

@@ -177,7 +177,7 @@ impl<E: Entry> MapleTree<E> {
     ///     .collect();
     /// tree.retain(|range, v| v.get() % 2 == 0 && *range.start() < 60);
     /// let guard = tree.pin();
-    /// let kept: Vec<_> = tree.iter(&guard).map(|(a, _, v)| (a, v.get())).collect();
+    /// let kept: Vec<_> = tree.iter(&guard).map(|(r, v)| (*r.start(), v.get())).collect();
     /// assert_eq!(kept, [(0, 0), (20, 2), (40, 4)]);
     /// ```
     pub fn retain(&mut self, f: impl FnMut(RangeInclusive<u64>, &E) -> bool) {
@@ -213,7 +213,7 @@ impl<E: Entry> MapleTree<E> {
     ///     [(5..=9, Value::new(1)), (10..=19, Value::new(2)), (20..=24, Value::new(3))]
     /// );
     /// let guard = tree.pin();
-    /// let left: Vec<_> = tree.iter(&guard).map(|(a, b, _)| a..=b).collect();
+    /// let left: Vec<_> = tree.iter(&guard).map(|(r, _)| r).collect();
     /// assert_eq!(left, [0..=4, 25..=29]);
     /// # Ok(())
     /// # }
@@ -250,8 +250,8 @@ impl<E: Entry> MapleTree<E> {
     ///     [(0..=9, Value::new(1)), (10..=19, Value::new(2))].into_iter().collect();
     /// let high = low.split_off(15);
     /// let (g, h) = (low.pin(), high.pin());
-    /// let low_ranges: Vec<_> = low.iter(&g).map(|(a, b, v)| (a..=b, v.get())).collect();
-    /// let high_ranges: Vec<_> = high.iter(&h).map(|(a, b, v)| (a..=b, v.get())).collect();
+    /// let low_ranges: Vec<_> = low.iter(&g).map(|(r, v)| (r, v.get())).collect();
+    /// let high_ranges: Vec<_> = high.iter(&h).map(|(r, v)| (r, v.get())).collect();
     /// assert_eq!(low_ranges, [(0..=9, 1), (10..=14, 2)]);
     /// assert_eq!(high_ranges, [(15..=19, 2)]);
     /// ```

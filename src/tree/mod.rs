@@ -31,12 +31,12 @@
 //! let tree = MapleTree::<Value>::new_alloc();
 //! let mut w = tree.lock(); // RCU mode: readers may run meanwhile
 //! w.store_range(0..=9, Value::new(1))?;
-//! let at = w.alloc_range(Value::new(2), 5, 0, 100)?;
-//! assert_eq!(at, 10);
+//! let at = w.alloc_range(0..=100, 5, Value::new(2))?;
+//! assert_eq!(at, 10..=14);
 //! assert_eq!(w.load(12), Some(Value::new(2)));
 //! drop(w); // the one-call methods and `validate` take the lock: drop the guard first
 //! let guard = tree.pin();
-//! assert_eq!(tree.load_range(14, &guard).map(|(a, b, _)| (a, b)), Some((10, 14)));
+//! assert_eq!(tree.load_range(14, &guard).map(|(r, _)| r), Some(10..=14));
 //! tree.validate()?;
 //! # Ok(())
 //! # }
@@ -174,8 +174,8 @@ impl Options {
 /// // Overwrite across both ranges: neighbours are trimmed.
 /// tree.store_range(0x1800..=0x37ff, Value::new(2))?;
 /// let guard = tree.pin();
-/// let ranges: Vec<_> = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
-/// assert_eq!(ranges, [(0x1000, 0x17ff, 1), (0x1800, 0x37ff, 2), (0x3800, 0x3fff, 3)]);
+/// let ranges: Vec<_> = tree.iter(&guard).map(|(r, v)| (r, v.get())).collect();
+/// assert_eq!(ranges, [(0x1000..=0x17ff, 1), (0x1800..=0x37ff, 2), (0x3800..=0x3fff, 3)]);
 /// # Ok(())
 /// # }
 /// ```
@@ -540,7 +540,7 @@ impl<E: Entry> MapleTree<E> {
     /// tree.store_range(10..=19, Value::new(1))?;
     /// tree.store_range(30..40, Value::new(3))?;
     /// let guard = tree.pin();
-    /// let found: Vec<u64> = tree.range(..25, &guard).map(|(a, _, _)| a).collect();
+    /// let found: Vec<u64> = tree.range(..25, &guard).map(|(r, _)| *r.start()).collect();
     /// assert_eq!(found, [10]);
     /// assert_eq!(tree.range(35.., &guard).count(), 1);
     /// assert_eq!(tree.range(15..15, &guard).count(), 0); // empty: no panic
