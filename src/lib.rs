@@ -439,6 +439,6 @@ pub use crossbeam_epoch::{Collector, Guard};
 pub use entry::{Entry, Value};
 pub use error::Error;
 pub use tree::{
-    Cursor, CursorMut, Erased, Gaps, Iter, MapleTree, Options, PendingFrees, Stats, Status, TreeGuard,
-    ValidateError, WriteGuard,
+    Cursor, CursorMut, Erased, Gaps, IdAllocator, Iter, MapleTree, Options, PendingFrees, Stats,
+    Status, TreeGuard, ValidateError, WriteGuard,
 };

@@ -539,9 +539,7 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let guard = self.pin();
-        f.debug_map()
-            .entries(self.iter(&guard))
-            .finish()
+        f.debug_map().entries(self.iter(&guard)).finish()
     }
 }
 
@@ -871,7 +869,8 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
         align: u64,
         make: impl FnOnce(RangeInclusive<u64>) -> E,
     ) -> Result<RangeInclusive<u64>, Error> {
-        self.lock().alloc_range_aligned_with(window, size, align, make)
+        self.lock()
+            .alloc_range_aligned_with(window, size, align, make)
     }
 
     /// [`alloc_rrange_aligned`](Self::alloc_rrange_aligned) with the entry built from the
@@ -894,7 +893,8 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
         align: u64,
         make: impl FnOnce(RangeInclusive<u64>) -> E,
     ) -> Result<RangeInclusive<u64>, Error> {
-        self.lock().alloc_rrange_aligned_with(window, size, align, make)
+        self.lock()
+            .alloc_rrange_aligned_with(window, size, align, make)
     }
 
     /// [`alloc_range_with`](Self::alloc_range_with) whose entry may fail to build: `make`'s

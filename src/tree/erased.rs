@@ -81,9 +81,7 @@ impl<'t, E: Entry> Erased<'t, E> {
     where
         E: Clone,
     {
-        self.entry
-            .as_ref()
-            .map(|t| t.with(E::clone))
+        self.entry.as_ref().map(|t| t.with(E::clone))
     }
 
     /// The entry erased, owned, if no reader can hold it: `Ok` in exclusive mode (`Ok(None)`

@@ -1036,7 +1036,10 @@ mod tests {
             }
             let all: Vec<_> = model.iter().map(|(&a, &(b, v))| (a, b, v)).collect();
             let g = tree.pin();
-            let got: Vec<_> = tree.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect();
+            let got: Vec<_> = tree
+                .iter(&g)
+                .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+                .collect();
             assert_eq!(got, all);
             let mut back: Vec<_> = tree
                 .iter(&g)

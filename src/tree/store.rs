@@ -24,15 +24,15 @@ use crate::error::Error;
 
 use super::append_split::LastSlot;
 use super::big_node::{Item, Items, LeafWrite};
+use super::erased::Erased;
 use super::node::Mode;
 use super::node::Write;
-use super::erased::Erased;
 use super::node::{Kind, Loaded, RcuReclaim, TakenEntry, RANGE_SLOTS};
-use super::pending::Pending;
-use std::sync::Arc;
 use super::path::{Path, Retired};
+use super::pending::Pending;
 use super::walk::Walker;
 use super::write::{with_mode, WriteGuard, Writer};
+use std::sync::Arc;
 
 /// Outcome of the single-leaf classification.
 enum Leafed {
@@ -332,14 +332,18 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         // its value back (as `Writer::take` does for every range of a word).
         let owned = self.st.ledger.hold(word, 1);
         self.write_from(&mut wk, true, lo, hi, Word::NULL);
-        let taken = self.st.ledger.unhold(word, owned).map(|r| match self.root.exclusive() {
-            Some(x) => TakenEntry::exclusive(r, x),
-            None => {
-                pending.add_entry();
-                let at = reclaim.expect("an RCU-mode writer holds the writer lock");
-                TakenEntry::rcu(r, at, Arc::clone(pending))
-            }
-        });
+        let taken = self
+            .st
+            .ledger
+            .unhold(word, owned)
+            .map(|r| match self.root.exclusive() {
+                Some(x) => TakenEntry::exclusive(r, x),
+                None => {
+                    pending.add_entry();
+                    let at = reclaim.expect("an RCU-mode writer holds the writer lock");
+                    TakenEntry::rcu(r, at, Arc::clone(pending))
+                }
+            });
         Some((lo, hi, taken))
     }
 

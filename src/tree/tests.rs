@@ -18,7 +18,9 @@ pub(crate) type Model = kit::Ranges;
 
 pub(crate) fn tree_ranges(t: &MapleTree<Value>) -> Vec<(u64, u64, u64)> {
     let g = t.pin();
-    t.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect()
+    t.iter(&g)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect()
 }
 
 fn check(t: &MapleTree<Value>, m: &Model) {
@@ -366,7 +368,9 @@ mod prop {
                     d.validate().unwrap();
                     let got: Vec<_> = {
                         let g = d.pin();
-                        d.iter(&g).map(|(r, c)| (*r.start(), *r.end(), c.v)).collect()
+                        d.iter(&g)
+                            .map(|(r, c)| (*r.start(), *r.end(), c.v))
+                            .collect()
                     };
                     assert_eq!(got, m.list());
                     // Diverge the copy, the original must not change.
@@ -423,12 +427,17 @@ mod prop {
             }
             let got: Vec<_> = {
                 let g = t.pin();
-                t.iter(&g).map(|(r, c)| (*r.start(), *r.end(), c.v)).collect()
+                t.iter(&g)
+                    .map(|(r, c)| (*r.start(), *r.end(), c.v))
+                    .collect()
             };
             assert_eq!(got, m.list());
             let back: Vec<_> = {
                 let g = t.pin();
-                t.iter(&g).rev().map(|(r, c)| (*r.start(), *r.end(), c.v)).collect()
+                t.iter(&g)
+                    .rev()
+                    .map(|(r, c)| (*r.start(), *r.end(), c.v))
+                    .collect()
             };
             assert_eq!(back.into_iter().rev().collect::<Vec<_>>(), m.list());
         }
