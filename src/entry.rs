@@ -28,6 +28,44 @@ pub(crate) const fn is_reserved_word(word: usize) -> bool {
 
 /// A value the tree can own: convertible into a non-reserved machine word and back.
 ///
+/// Implemented for [`Value`] (a small integer in the word), `Box<T>`, `Arc<T>` and
+/// `&'static T` for any sized `T`.
+///
+/// # Unsized data
+///
+/// An entry is one machine word, so a fat pointer (`Box<str>`, `Arc<[u8]>`,
+/// `Box<dyn Trait>`) cannot be one. Put the unsized value behind one more thin owner:
+/// `Box<Box<str>>` or `Box<String>` for text, `Arc<String>` or `Arc<Vec<T>>` for shared data,
+/// `Box<Box<dyn Trait>>` for trait objects. The extra indirection costs one allocation per
+/// entry; a thin-pointer crate (`thin_vec::ThinVec`, `triomphe::ThinArc`) stores the length
+/// inline and can implement this trait with the contract below.
+///
+/// ```
+/// use std::sync::Arc;
+/// use maple_tree::MapleTree;
+///
+/// trait Symbol: Send + Sync { fn name(&self) -> &str; }
+/// struct Func(&'static str);
+/// impl Symbol for Func { fn name(&self) -> &str { self.0 } }
+///
+/// // Text: `Box<Box<str>>` (or `Box<String>`); readers borrow `&Box<str>`.
+/// let names = MapleTree::<Box<Box<str>>>::new();
+/// names.store_range(0x1000..0x2000, Box::new("main".into())).unwrap();
+/// let guard = names.pin();
+/// assert_eq!(names.load(0x1800, &guard).map(|s| &**s), Some("main"));
+///
+/// // Shared data: `Arc<String>`; `get` clones the `Arc` out.
+/// let shared = MapleTree::<Arc<String>>::new();
+/// shared.store(7, Arc::new("seven".to_string())).unwrap();
+/// assert_eq!(shared.get(7).as_deref().map(String::as_str), Some("seven"));
+///
+/// // Trait objects: `Box<Box<dyn Trait>>`.
+/// let syms = MapleTree::<Box<Box<dyn Symbol>>>::new();
+/// syms.store_range(0..=0xfff, Box::new(Box::new(Func("start")))).unwrap();
+/// let guard = syms.pin();
+/// assert_eq!(syms.load(0x10, &guard).map(|s| s.name()), Some("start"));
+/// ```
+///
 /// # Safety
 ///
 /// Implementors promise that:
@@ -43,6 +81,12 @@ pub(crate) const fn is_reserved_word(word: usize) -> bool {
 ///   (hence the `Sync` requirement on the tree's entries for sharing across threads);
 /// - if [`Entry::CLONE_IS_COPY`] is `true`, the type has no drop glue and, where it is `Clone`,
 ///   a clone of the entry behind a word is that same word again, with no other effect.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a maple tree entry",
+    label = "not a thin owner the tree can keep in one machine word",
+    note = "entries are `Value`, `Box<T>`, `Arc<T>` or `&'static T` for a sized `T`",
+    note = "for `str`, slices or `dyn Trait`, add one thin owner: `Box<Box<str>>`, `Arc<String>`, `Box<Box<dyn Trait>>` (see the `Entry` docs, \"Unsized data\")"
+)]
 pub unsafe trait Entry: Sized {
     /// What a reader gets while the entry stays in the tree: `&T` for boxes and `Arc`s, the
     /// value itself for [`Value`].
