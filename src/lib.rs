@@ -243,14 +243,19 @@
 //! ## Gap search and allocation
 //!
 //! [`MapleTree::empty_area`] and [`empty_area_rev`](MapleTree::empty_area_rev) find the lowest
-//! or highest start of `size` free indices inside a window `[min, max]` (the kernel's
-//! `mas_empty_area{,_rev}`, with its window clipping). They work on every tree; on an
+//! or highest start of `size` free indices inside a window (any `RangeBounds<u64>`, always the
+//! first argument; the kernel's `mas_empty_area{,_rev}`, with its window clipping). They work on every tree; on an
 //! *allocation tree* ([`MapleTree::new_alloc`], the kernel's `MT_FLAGS_ALLOC_RANGE`) internal
 //! nodes track the largest gap below them, so the search is `O(log n)`.
 //! [`alloc_range`](MapleTree::alloc_range), [`alloc_rrange`](MapleTree::alloc_rrange) and
 //! [`alloc_cyclic`](MapleTree::alloc_cyclic) search and store in one step and need an
-//! allocation tree ([`Error::NotAllocTree`] otherwise). The VMA manager places mappings with
-//! these; the poll model allocates the lowest free descriptor with them.
+//! allocation tree ([`Error::NotAllocTree`] otherwise); they return the range allocated. Their
+//! `_with` forms ([`alloc_range_with`](MapleTree::alloc_range_with),
+//! [`alloc_cyclic_with`](MapleTree::alloc_cyclic_with), ...) build the entry from the range
+//! found, under the writer lock before the store, so an entry that holds its own id or range
+//! is never seen as a placeholder; [`IdAllocator`] keeps a cyclic allocator's `next` for any
+//! number of threads. The VMA manager places mappings with these; the poll model allocates
+//! the lowest free descriptor with them.
 //!
 //! ```
 //! use maple_tree::{Error, MapleTree, Value};
@@ -409,6 +414,18 @@
 //! write any tree, its own included. Dropping a tree, or an exclusive-mode write, drops every
 //! entry it removes even if one `Drop` panics, then the first panic goes on; a `Clone` that
 //! panics in [`MapleTree::dup`] leaves no clone behind.
+//!
+//! ## Features
+//!
+//! The crate has no default features and none a user needs: its dependencies are
+//! crossbeam-epoch, crossbeam-utils, smallvec and (on Linux) libc.
+//!
+//! - `bench-internals`: experiment switches for the benchmarks and the kernel-patch
+//!   demonstration (`MapleTree::set_append`, `set_three_way_append`, `set_leaf_split`: the
+//!   kernel's store paths before its append patches). Not part of the stable API.
+//! - `loom`: builds the tree on loom's atomics and locks for the loom models (with
+//!   `RUSTFLAGS="--cfg loom --cfg crossbeam_loom"`; see `loom-tests/`). Never for a normal
+//!   build: an optional dependency, so that a dependent's lockfile does not hold loom.
 //!
 //! ## Verification
 //!
