@@ -9,8 +9,8 @@
 //! | `map.insert(a..b, v)` | `tree.store_range(a..b, v)?` (any `RangeBounds<u64>`) |
 //! | `map.remove(a..b)` | `tree.erase_range(a..b)?` |
 //! | `map.get(&i)` | `tree.get(i)` (a clone) or `tree.load(i, &guard)` (a borrow) |
-//! | `map.get_key_value(&i)` | `tree.load_range(i, &guard)` |
-//! | `map.iter()` | `tree.iter(&guard)`, items `(first, last, entry)` |
+//! | `map.get_key_value(&i)` | `tree.load_range(i, &guard)` (a borrow) or `tree.get_range(i)` (a clone) |
+//! | `map.iter()` | `tree.iter(&guard)`, items `(RangeInclusive<u64>, entry)` |
 //! | `map.overlapping(&r)` | `tree.range(r, &guard)` (nothing for an empty `r`) |
 //! | `map.gaps(&r)` | `tree.gaps(r, &guard)?` (inclusive ranges) |
 //! | `map.len()`, `map.is_empty()` | [`len`](crate::MapleTree::len), [`is_empty`](crate::MapleTree::is_empty) |
@@ -19,8 +19,8 @@
 //! Range arguments take any `RangeBounds<u64>` (`a..b`, `a..=b`, `..=b`, `a..`, `..`), so
 //! `rangemap`'s half-open ranges carry over as they are; an empty or inverted one is
 //! [`Error::InvalidRange`](crate::Error::InvalidRange) where `rangemap` panics. Two differences
-//! matter. Keys are `u64` indices and the tree reports ranges inclusive (`(first, last)` items,
-//! `first..=last` from [`first`](crate::MapleTree::first), `gaps`, ...); and **equal neighbours
+//! matter. Keys are `u64` indices and the tree reports every range as a `RangeInclusive<u64>`
+//! (iterator items, [`load_range`](crate::MapleTree::load_range), [`first`](crate::MapleTree::first), `gaps`, ...); and **equal neighbours
 //! are not merged** (the kernel's rule): storing the same value over two touching ranges keeps
 //! two ranges, where `rangemap` coalesces them into one.
 //!
@@ -157,6 +157,18 @@
 //! | `let g: Guard = tree.pin();` | `let g: TreeGuard<'_> = tree.pin();` (or `let g = tree.pin();`) | the guard borrows the tree and cannot outlive it (see [`MapleTree::pin`](crate::MapleTree::pin)); `&g` is still a `&Guard` for every read |
 //! | a guard of the tree's collector kept past the tree | `tree.collector().register().pin()`, with a clone of the [`Collector`](crate::Collector) kept alive past the guard | the guard must not hold the collector's last reference |
 //! | `Cursor::find` / `find_rev` stopping (`None`, active) on a zero entry at the start index | the zero entry is stepped over, as by every later `find` | the documented rule; `find_range` still stops on it |
+//! | `for (first, last, v) in tree.iter(&g)` (also `range`, `&WriteGuard`) | `for (r, v) in tree.iter(&g)`, `r: RangeInclusive<u64>` (`*r.start()`, `*r.end()`) | one range type everywhere |
+//! | `tree.load_range(i, &g) -> Option<(u64, u64, _)>`; `next`, `prev` alike | `Option<(RangeInclusive<u64>, _)>` | one range type |
+//! | `tree.erase(i) -> Option<(u64, u64)>` | `tree.erase(i) -> Option<Erased>`: `.range()`, and the entry in the same walk: `.entry()` (a borrow), `.cloned()`, `.into_entry()` (owned, exclusive mode) | [`mtree_erase`](crate::MapleTree::erase) returns the entry; reading it first cost a second walk |
+//! | `tree.empty_area(min, max, size)`, `empty_area_rev` | `tree.empty_area(min..=max, size)` (any `RangeBounds<u64>`: `..`, `a..b`) | windows as ranges, always first |
+//! | `tree.empty_area_aligned(min, max, size, align)`, `empty_area_rev_aligned` | `tree.empty_area_aligned(min..=max, size, align)` | one argument order |
+//! | `tree.alloc_range(entry, size, min, max) -> Result<u64>`, `alloc_rrange` | `tree.alloc_range(min..=max, size, entry) -> Result<RangeInclusive<u64>>` | one order; the range allocated comes back |
+//! | `tree.alloc_range_aligned(entry, size, align, min, max)`, `alloc_rrange_aligned` | `tree.alloc_range_aligned(min..=max, size, align, entry)` | one order |
+//! | `tree.alloc_cyclic(entry, lo, hi, &mut next)` | `tree.alloc_cyclic(lo..=hi, &mut next, entry)`, or an [`IdAllocator`](crate::IdAllocator) keeping `next` | one order; `next` shared by any number of threads |
+//! | a placeholder allocated, then overwritten with the entry that holds its id or range | [`alloc_range_with(window, size, \|range\| entry)`](crate::MapleTree::alloc_range_with), `alloc_rrange_with`, the `_aligned_with` forms, [`alloc_cyclic_with`](crate::MapleTree::alloc_cyclic_with), and `try_` forms returning the closure's error | readers never see the placeholder |
+//! | `cursor.set_range(first, last)` | `cursor.set_range(first..=last)`; `cursor.range()` | one range type |
+//! | `maple_tree::entry::{ZERO_WORD, RESERVED_LIMIT, is_reserved_word}`, `ValidateError.0` | gone from the public API; `ValidateError` displays its message and converts into [`Error::Invalid`](crate::Error::Invalid) | internals |
+//! | `examples/profile`, `kernel_oracle`, `kernel_workloads`, `memory` and the probes | `cargo run --release -p maple-tools --bin <name>` | `examples/` holds user programs only |
 //!
 //! ```
 //! use maple_tree::{MapleTree, TreeGuard, Value};
@@ -166,4 +178,31 @@
 //! let guard: TreeGuard<'_> = tree.pin();
 //! let g: &maple_tree::Guard = &guard; // what the explicit-guard reads take
 //! assert_eq!(tree.load(5, g), Some(Value::new(1)));
+//! ```
+//!
+//! The range shapes and argument orders, before and after:
+//!
+//! ```
+//! use maple_tree::{IdAllocator, MapleTree, Value};
+//! # fn main() -> Result<(), maple_tree::Error> {
+//! let tree = MapleTree::<Value>::new_alloc();
+//! // Before: tree.alloc_range(Value::new(1), 0x10, 0x1000, u64::MAX) == Ok(0x1000)
+//! assert_eq!(tree.alloc_range(0x1000.., 0x10, Value::new(1))?, 0x1000..=0x100f);
+//! // Before: tree.empty_area(0, 0xffff, 0x100) == Ok(0)
+//! assert_eq!(tree.empty_area(..=0xffff, 0x100)?, 0);
+//! // Before: for (first, last, v) in tree.iter(&guard)
+//! let guard = tree.pin();
+//! for (r, v) in tree.iter(&guard) {
+//!     assert_eq!((*r.start(), *r.end(), v), (0x1000, 0x100f, Value::new(1)));
+//! }
+//! drop(guard);
+//! // Before: let (first, last) = tree.erase(0x1000).unwrap(); (the entry needed a load first)
+//! let erased = tree.erase(0x1000).unwrap();
+//! assert_eq!((erased.range(), erased.cloned()), (0x1000..=0x100f, Some(Value::new(1))));
+//! // Before: a placeholder, then an overwrite once the id was known.
+//! let ids = IdAllocator::new(1..)?;
+//! let id = ids.alloc_with(|id| Value::new(id * 100))?;
+//! assert_eq!(ids.get(id), Some(Value::new(id * 100)));
+//! # Ok(())
+//! # }
 //! ```
