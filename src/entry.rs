@@ -383,6 +383,11 @@ impl<E: Entry> Released<E> {
 pub(crate) struct Ledger<E> {
     multi: std::collections::HashMap<usize, usize>,
     queued: Vec<usize>,
+    /// A word one write hands to its caller instead of releasing it (see
+    /// [`keep`](Self::keep)); 0 for none.
+    keep: usize,
+    /// Whether the kept word's last slot went.
+    kept: bool,
     _e: core::marker::PhantomData<fn() -> E>,
 }
 
@@ -391,6 +396,8 @@ impl<E: Entry> Default for Ledger<E> {
         Ledger {
             multi: std::collections::HashMap::new(),
             queued: Vec::new(),
+            keep: 0,
+            kept: false,
             _e: core::marker::PhantomData,
         }
     }
@@ -412,14 +419,41 @@ impl<E: Entry> Ledger<E> {
         if !w.owns_drop() {
             return None;
         }
-        if let Some(c) = self.multi.get_mut(&w.raw) {
-            *c -= 1;
-            if *c == 0 {
-                self.multi.remove(&w.raw);
+        if !self.multi.is_empty() {
+            if let Some(c) = self.multi.get_mut(&w.raw) {
+                *c -= 1;
+                if *c == 0 {
+                    self.multi.remove(&w.raw);
+                }
+                return None;
             }
+        }
+        if w.raw == self.keep {
+            self.kept = true;
             return None;
         }
         Some(Released::new(w.raw, 1))
+    }
+
+    /// Before a write that erases the one slot holding `w` (no other slot holds it): its
+    /// release is to be handed to the caller ([`kept`](Self::kept)) instead of being dropped.
+    pub(crate) fn keep(&mut self, w: Word<E>) {
+        debug_assert_eq!(self.extra(w), 0);
+        self.keep = w.raw;
+        self.kept = false;
+    }
+
+    /// After the write [`keep`](Self::keep) prepared: the word, released, if its slot went
+    /// (always, for a write that erased it); for types without drop glue (not counted), one
+    /// copy.
+    pub(crate) fn kept(&mut self, w: Word<E>) -> Option<Released<E>> {
+        debug_assert!(self.keep == w.raw || !w.owns_drop());
+        let kept = core::mem::take(&mut self.kept);
+        self.keep = 0;
+        if !core::mem::needs_drop::<E>() {
+            return (w.raw != 0 && w.raw != ZERO_WORD).then(|| Released::new(w.raw, 0));
+        }
+        kept.then(|| Released::new(w.raw, 1))
     }
 
     /// How many slots beyond the first hold `w` (0 if one, or if it is not counted).

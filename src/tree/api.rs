@@ -320,16 +320,23 @@ impl<E: Entry> Writer<'_, E, Exclusive> {
             // No drop glue: the tree does not track shared words, and handing out one more
             // copy of the word is what the `Entry` contract allows for such types.
             self.write_from(&mut wk, true, lo, hi, Word::NULL);
-            let copy = self.st.ledger.unhold(word, 0);
+            let copy = self.st.ledger.kept(word);
             return copy
+                .and_then(|r| self.root.take_entries(r))
+                .map(|e| (lo..=hi, e));
+        }
+        if self.st.ledger.extra(word) == 0 {
+            // One range holds the word (the common case): its release comes back to us.
+            self.st.ledger.keep(word);
+            self.write_from(&mut wk, true, lo, hi, Word::NULL);
+            let r = self.st.ledger.kept(word);
+            return r
                 .and_then(|r| self.root.take_entries(r))
                 .map(|e| (lo..=hi, e));
         }
         // Every range holding the word (more than one if a store split it), and how many of
         // them own a value (the rest are recorded as shared in the ledger).
-        let ranges: Vec<(u64, u64)> = if self.st.ledger.extra(word) == 0 {
-            vec![(lo, hi)]
-        } else {
+        let ranges: Vec<(u64, u64)> = {
             let mut v = Vec::new();
             let mut it = self.walker();
             if it.walk(0).is_some() {

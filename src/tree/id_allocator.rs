@@ -92,10 +92,10 @@ impl<E: Entry> IdAllocator<E> {
     ///
     /// ```
     /// use maple_tree::IdAllocator;
-    /// let ids = IdAllocator::<Box<str>>::new(..).unwrap();
-    /// let id = ids.alloc("first".into()).unwrap();
+    /// let ids = IdAllocator::<Box<String>>::new(..).unwrap();
+    /// let id = ids.alloc(Box::new("first".into())).unwrap();
     /// let guard = ids.pin();
-    /// assert_eq!(ids.load(id, &guard).map(|s| &**s), Some("first"));
+    /// assert_eq!(ids.load(id, &guard).map(String::as_str), Some("first"));
     /// ```
     pub fn load<'g>(&'g self, id: u64, guard: &'g Guard) -> Option<E::Borrowed<'g>> {
         self.tree.load(id, guard)

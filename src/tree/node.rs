@@ -1203,6 +1203,16 @@ impl<'t, E: Entry> TakenEntry<'t, E> {
         }
     }
 
+    /// A copy of a value without drop glue (freely duplicable, the `Entry` contract): the
+    /// caller's in either mode.
+    pub(crate) fn copy(r: Released<E>) -> Self {
+        debug_assert!(!core::mem::needs_drop::<E>());
+        TakenEntry {
+            released: core::mem::ManuallyDrop::new(r),
+            rcu: None,
+        }
+    }
+
     /// RCU mode: `r`, taken by a write of the tree `at` reclaims for; `pending` already
     /// counts it.
     pub(crate) fn rcu(
@@ -1236,7 +1246,8 @@ impl<'t, E: Entry> TakenEntry<'t, E> {
         // it again).
         let r = unsafe { core::mem::ManuallyDrop::take(&mut self.released) };
         core::mem::forget(self);
-        // SAFETY: exclusive mode (`rcu` is `None` only for `exclusive`): no reader exists.
+        // SAFETY: `rcu` is `None` only for `exclusive` (no reader exists) and for `copy` (a
+        // value without drop glue, which the `Entry` contract lets us duplicate).
         let e = unsafe { r.take() };
         Ok(e.expect("a taken entry holds a value"))
     }
@@ -1248,7 +1259,8 @@ impl<E: Entry> Drop for TakenEntry<'_, E> {
         let r = unsafe { core::mem::ManuallyDrop::take(&mut self.released) };
         match self.rcu.take() {
             None => {
-                // SAFETY: exclusive mode: no reader exists.
+                // SAFETY: exclusive mode (no reader exists), or a copy without drop glue
+                // (`drop_values` of a count of 0 drops nothing).
                 unsafe { r.drop_values() }
             }
             Some((at, pending)) => {

@@ -328,22 +328,23 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             self.write_from(&mut wk, true, lo, hi, Word::NULL);
             return Some((lo, hi, None));
         }
-        // Keep the release below from dropping the entry: count the range as shared, then take
-        // its value back (as `Writer::take` does for every range of a word).
-        let owned = self.st.ledger.hold(word, 1);
+        // The release of the word by the write below goes to the caller, not to a drop.
+        self.st.ledger.keep(word);
         self.write_from(&mut wk, true, lo, hi, Word::NULL);
-        let taken = self
-            .st
-            .ledger
-            .unhold(word, owned)
-            .map(|r| match self.root.exclusive() {
+        let taken = self.st.ledger.kept(word).map(|r| {
+            if !core::mem::needs_drop::<E>() {
+                // A copy of a value without drop glue: the caller's, readers or not.
+                return TakenEntry::copy(r);
+            }
+            match self.root.exclusive() {
                 Some(x) => TakenEntry::exclusive(r, x),
                 None => {
                     pending.add_entry();
                     let at = reclaim.expect("an RCU-mode writer holds the writer lock");
                     TakenEntry::rcu(r, at, Arc::clone(pending))
                 }
-            });
+            }
+        });
         Some((lo, hi, taken))
     }
 
