@@ -438,11 +438,15 @@
 //! README for the commands.
 
 #![warn(missing_docs)]
+// `unsafe` lives in two layers only, each allowed where it is declared: `entry` (entry words)
+// and `tree::node` (raw nodes, the root, the publication protocol, the node slab).
+#![deny(unsafe_code)]
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+#[allow(unsafe_code)]
 pub mod entry;
 mod error;
 #[cfg(loom)]

@@ -1,8 +1,8 @@
 //! The maple tree: an RCU-safe B-tree of non-overlapping inclusive `u64` ranges.
 //!
 //! Module map, from the bottom (each module imports only modules listed above it; the only
-//! `unsafe` of the tree is in `node` (and its `slab`), and of the crate besides in `entry`, checked by
-//! `scripts/check-unsafe.sh`):
+//! `unsafe` of the tree is in `node` (and its `slab`), and of the crate besides in `entry`: the
+//! crate denies `unsafe_code` and allows it on those two modules alone):
 //! - `node`: raw 256-byte nodes, the root with the writer lock, the publication protocol and
 //!   its typed handles (`RootRef`, `WriterRoot<M>` with the write modes `Rcu`/`Exclusive`,
 //!   `NodeRef` for readers, `Live` for the writer, `Fresh`, `Unlinked`, `Loaded`, `Slot`,
@@ -57,6 +57,7 @@ mod exact_fit;
 mod gap;
 mod id_allocator;
 mod iter;
+#[allow(unsafe_code)] // the raw layer: see the module map above
 pub(crate) mod node;
 mod node_store;
 mod path;
