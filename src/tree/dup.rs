@@ -9,7 +9,7 @@ use super::node::{Exclusive, Fresh, NodeMem, NodeRef, WriterRoot};
 /// first: each node is a node of `dst`'s slab (`mem`) and a copy of its words
 /// ([`WriterRoot::alloc_cloned_leaf`], [`WriterRoot::alloc_copied_internal`]), children are
 /// copied before their parent and linked to it afterwards.
-pub(crate) fn copy_node<'t, E: Entry + Clone>(
+pub(crate) fn dup_node<'t, E: Entry + Clone>(
     dst: WriterRoot<'t, Exclusive>,
     mem: &mut NodeMem,
     src: NodeRef<'_>,
@@ -22,6 +22,6 @@ pub(crate) fn copy_node<'t, E: Entry + Clone>(
     }
     let internal = dst.internal();
     dst.alloc_copied_internal::<E>(src, max, mem, |mem, i, hi| {
-        copy_node::<E>(dst, mem, src.child(i, internal), hi, count)
+        dup_node::<E>(dst, mem, src.child(i, internal), hi, count)
     })
 }

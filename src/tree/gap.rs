@@ -8,7 +8,7 @@
 
 use crate::error::Error;
 
-use super::node::{Kind, Levels, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::{Kind, NodeRef, RootRef, WalkStack, RANGE_PIVOTS, RANGE_SLOTS};
 use super::walk::MAX_DEPTH;
 
 /// Size of the NULL range `[lo, hi]`, saturating.
@@ -149,7 +149,7 @@ enum Look<'g> {
 /// window or are misaligned, and move on to the next one.
 fn search<const REV: bool>(root: NodeRef<'_>, internal: Kind, q: Query) -> Option<u64> {
     debug_assert_eq!(q.rev, REV);
-    let mut path: Levels<Frame<'_>, MAX_DEPTH> = Levels::new();
+    let mut path: WalkStack<Frame<'_>, MAX_DEPTH> = WalkStack::new();
     let mut d = 0;
     let mut at = Span::new(root, 0, u64::MAX);
     let (mut i, mut lo, mut hi) = edge::<REV>(at, q);

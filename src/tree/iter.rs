@@ -11,7 +11,7 @@ use core::ops::RangeInclusive;
 use crate::entry::Entry;
 
 use super::node::{
-    FastLeaf, FrontLeaf, FrontParent, Kind, Levels, Loaded, NodeRef, RootRef, RANGE_PIVOTS,
+    FastLeaf, FrontLeaf, FrontParent, Kind, Loaded, NodeRef, RootRef, WalkStack, RANGE_PIVOTS,
     RANGE_SLOTS,
 };
 use super::walk::{check_rewalk, Level, Walker, MAX_DEPTH};
@@ -70,7 +70,7 @@ pub struct Iter<'g, E> {
     /// `bdepth - 1` is the leaf and `bdepth - 2` its parent, both stale there (the scalars
     /// above are current). Once the back has climbed through it, the back walker's path is
     /// stale; the walker then only walks from the root.
-    bpath: Levels<Level<'g>, MAX_DEPTH>,
+    bpath: WalkStack<Level<'g>, MAX_DEPTH>,
     bdepth: usize,
     /// The range `next_general` found.
     out: (u64, u64),
@@ -90,7 +90,7 @@ pub struct Iter<'g, E> {
     /// it (current; `fpath`'s record of it is stale).
     parent: FrontParent<'g>,
     poff: usize,
-    fpath: Levels<Level<'g>, MAX_DEPTH>,
+    fpath: WalkStack<Level<'g>, MAX_DEPTH>,
     fdepth: usize,
     _e: PhantomData<&'g E>,
 }
@@ -178,7 +178,7 @@ impl<'g, E: Entry> Iter<'g, E> {
             bparent: None,
             bpmin: 0,
             bpoff: 0,
-            bpath: Levels::new(),
+            bpath: WalkStack::new(),
             bdepth: 0,
             out: (0, 0),
             hi: first.wrapping_sub(1),
@@ -186,7 +186,7 @@ impl<'g, E: Entry> Iter<'g, E> {
             max: 0,
             parent: FrontParent::NONE,
             poff: 0,
-            fpath: Levels::new(),
+            fpath: WalkStack::new(),
             fdepth: 0,
             _e: PhantomData,
         }

@@ -309,7 +309,8 @@ impl<E: Entry> MapleTree<E> {
         s
     }
 
-    /// Turns the in-place appends on or off (seed 001's switch; for benchmarks and tests). When
+    /// Turns the in-place appends on or off (the switch of the three-way append patch, for
+    /// benchmarks and tests). When
     /// off, writes that would append rebuild the leaf as a node store, as the kernel did before
     /// the three-way append patch. Only with the `bench-internals` feature: an experiment knob,
     /// not part of the kernel's API.
@@ -744,7 +745,7 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
             let st = &self.state().stats;
             let nodes = st.nodes_allocated.saturating_sub(st.nodes_freed);
             mem.reserve(usize::try_from(nodes).unwrap_or(usize::MAX));
-            let copy = dup::copy_node::<E>(dst, mem, src, u64::MAX, &mut count);
+            let copy = dup::dup_node::<E>(dst, mem, src, u64::MAX, &mut count);
             let old = dst.publish(copy);
             debug_assert!(old.is_none(), "a new tree has no root to unlink");
         }

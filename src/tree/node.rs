@@ -161,7 +161,7 @@
 //! 4. **A child replaced under a lowered pivot** (P3 after a P9 in the parent): a reader that
 //!    loaded the old pivot and then the new child would walk the child with a max it never had,
 //!    past its end into zeroed words. P10 covers it: the parent is copied (and, if its own slot is
-//!    sealed, the grandparent — the root word is never sealed), see `WriteGuard::replace_child`.
+//!    sealed, the grandparent — the root word is never sealed), see `Writer::replace_child`.
 //!
 //! A seal lasts until every guard pinned at the sealing store has been dropped (the lift is a
 //! closure deferred on the writer's guard after that store, as a retired node's free is). A
@@ -1816,16 +1816,16 @@ impl<'g> Loaded<'g> {
 
 /// A fixed-capacity stack of `N` `Copy` values of which a prefix (`init`) is initialised:
 /// creating one costs nothing (the walkers' root-to-leaf levels, written root first).
-pub(crate) struct Levels<T: Copy, const N: usize> {
+pub(crate) struct WalkStack<T: Copy, const N: usize> {
     items: [MaybeUninit<T>; N],
     init: usize,
 }
 
-impl<T: Copy, const N: usize> Levels<T, N> {
+impl<T: Copy, const N: usize> WalkStack<T, N> {
     /// Nothing initialised.
     #[inline]
     pub(crate) const fn new() -> Self {
-        Levels {
+        WalkStack {
             items: [const { MaybeUninit::uninit() }; N],
             init: 0,
         }

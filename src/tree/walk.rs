@@ -4,7 +4,7 @@
 //! walk report a range that does not contain the index it was looking for.
 
 use super::node::{
-    Access, Levels, Loaded, Mode, NodeRef, Read, RootRef, SavedNodes, Write, WriterRoot,
+    Access, Loaded, Mode, NodeRef, Read, RootRef, SavedNodes, WalkStack, Write, WriterRoot,
     RANGE_PIVOTS,
 };
 
@@ -131,7 +131,7 @@ pub(crate) struct Walker<'g, A: Access = Read> {
     root: RootRef<'g, A>,
     /// Root-to-leaf levels (left uninitialised beyond those written, so creating a walker costs
     /// nothing); the current path is the first `depth` of them.
-    levels: Levels<Level<'g, A>, MAX_DEPTH>,
+    levels: WalkStack<Level<'g, A>, MAX_DEPTH>,
     /// Levels of the current path (0: not positioned); always `<= levels.init()`.
     pub(crate) depth: usize,
     /// The current slot's range and word.
@@ -144,7 +144,7 @@ impl<'g, A: Access> Walker<'g, A> {
     pub(crate) fn new(root: RootRef<'g, A>) -> Self {
         Walker {
             root,
-            levels: Levels::new(),
+            levels: WalkStack::new(),
             depth: 0,
             lo: 0,
             hi: u64::MAX,
