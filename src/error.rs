@@ -2,8 +2,6 @@
 
 use core::fmt;
 
-use crate::tree::ValidateError;
-
 /// Why a tree operation was refused. Nothing is written when an operation returns an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -91,3 +89,16 @@ impl From<ValidateError> for Error {
         Error::Invalid
     }
 }
+
+/// A broken invariant, with where it was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ValidateError(pub(crate) String);
+
+impl fmt::Display for ValidateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "maple tree invalid: {}", self.0)
+    }
+}
+
+impl std::error::Error for ValidateError {}

@@ -458,8 +458,8 @@ pub mod tree;
 
 pub use crossbeam_epoch::{Collector, Guard};
 pub use entry::{Entry, Value};
-pub use error::Error;
+pub use error::{Error, ValidateError};
 pub use tree::{
     Cursor, CursorMut, Erased, Gaps, IdAllocator, Iter, MapleTree, Options, PendingFrees, Stats,
-    Status, TreeGuard, ValidateError, WriteGuard,
+    Status, TreeGuard, WriteGuard,
 };

@@ -85,6 +85,7 @@ use crate::entry::Entry;
 use node::{Kind, RootRef};
 use state::{StateRef, WriterState};
 
+pub use crate::error::ValidateError;
 pub use allocator::{Allocator, Placement};
 pub use api::{inclusive, Gaps};
 pub use conveniences::IntoIter;
@@ -94,7 +95,6 @@ pub use id_allocator::IdAllocator;
 pub use iter::Iter;
 pub use pending::PendingFrees;
 pub use state::Stats;
-pub use validate::ValidateError;
 pub use write::WriteGuard;
 
 /// Options fixed when a tree is created.

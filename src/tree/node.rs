@@ -1987,7 +1987,7 @@ pub(crate) struct Node {
 }
 
 #[cfg(not(loom))]
-const _: () = assert!(core::mem::size_of::<Node>() == 256);
+const _: () = assert!(core::mem::size_of::<Node>() == super::pending::NODE_BYTES);
 
 /// How far from the walk's node another node must lie for [`NodeRef::prefetch_child`] to ask
 /// for it: one chunk of the slab.

@@ -5,7 +5,9 @@
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use super::node::Node;
+/// The size of one node (`node` asserts it at compile time), so that the counters report bytes
+/// without knowing the node layout.
+pub(crate) const NODE_BYTES: usize = 256;
 
 /// The shared counters (an `Arc`, because deferred frees may run after the tree is dropped).
 /// The writer (serialised by the tree's lock) counts retirements with a plain load and store;
@@ -61,7 +63,7 @@ impl Pending {
             .saturating_sub(freed_entries);
         PendingFrees {
             nodes,
-            node_bytes: nodes * core::mem::size_of::<Node>(),
+            node_bytes: nodes * NODE_BYTES,
             entries,
             entry_bytes: entries * entry_size,
         }

@@ -4,28 +4,15 @@
 //! check (the parent slot, the node's shape, each slot's limits, leaf slots, children and their
 //! gaps, the end).
 
+use crate::entry::{is_reserved_word, Entry, ZERO_WORD};
+use crate::error::ValidateError;
 use std::collections::HashMap;
 use std::fmt;
-
-use crate::entry::{is_reserved_word, Entry, ZERO_WORD};
 
 use super::gap::leaf_max_gap;
 use super::node::{Kind, NodeRef, RootRef};
 use super::state::WriterState;
 use super::write::WriteGuard;
-
-/// A broken invariant, with where it was found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ValidateError(pub(crate) String);
-
-impl fmt::Display for ValidateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "maple tree invalid: {}", self.0)
-    }
-}
-
-impl std::error::Error for ValidateError {}
 
 struct Checker {
     internal: Kind,
