@@ -429,9 +429,9 @@
 //!
 //! ## Verification
 //!
-//! `unsafe` is confined to the node layer (`tree/node.rs` and its allocator `tree/node/slab.rs`)
-//! and the entry words (`entry.rs`),
-//! each block with a `// SAFETY:` comment; the algorithms above them are safe code. The concurrency contract is checked by loom
+//! `unsafe` is confined to the node layer (`tree/node.rs` and the files of `tree/node/`) and
+//! the entry words (`entry.rs`), each block with a `// SAFETY:` comment; the algorithms above
+//! them are safe code. The concurrency contract is checked by loom
 //! models of readers against every write path (`loom-tests/`), a real-thread stress test
 //! (`tests/stress.rs`, small enough to run under Miri and TSan), differential property tests
 //! against a `BTreeMap` model, and cargo-fuzz targets whose corpora `cargo test` replays. See the

@@ -1,0 +1,536 @@
+//! The root word, the collector and the writer lock ([`Root`], [`WriterLock`],
+//! [`ExclusiveRoot`]), the drop of a whole tree, and the readers' view of the root ([`RootRef`]).
+
+use super::*;
+
+/// The tree's root word (row P1), the collector whose guards protect its nodes, the count of
+/// reader restarts (a reader that meets a dead node, or a state only a race can produce, walks
+/// again from here), and the writer lock with the writer's private state `S`. The root word is
+/// loaded and stored in this file only: readers go through a [`RootRef`] made from a guard of
+/// this collector ([`Root::reader`]), the writer through a [`WriterRoot`], which only this
+/// tree's own lock guard ([`WriterLock::writer`], from [`Root::lock`]) or `&mut` of the tree
+/// ([`Root::exclusive`]) makes.
+pub(crate) struct Root<S> {
+    /// On cache lines of its own: every reader loads the root word on every walk, and the
+    /// writer's stores beside it (the lock word, the writer state) would take the line from the
+    /// reader's cache on every write.
+    pub(super) shared: CachePadded<RootWord>,
+    pub(super) writer: Mutex<Side<S>>,
+}
+
+/// What the writer lock guards: the writer state and the exclusive mode's retire queue.
+pub(super) struct Side<S> {
+    pub(super) state: S,
+    pub(super) mem: NodeMem,
+}
+
+/// What readers and the writer share: the root word and what protects its nodes.
+pub(super) struct RootWord {
+    pub(super) word: AtomicUsize,
+    pub(super) restarts: AtomicU64,
+    /// Nodes retired so far (the writer's own counter: Relaxed): a [`SavedNodes`] is trusted
+    /// only while it has not changed. Stored on every retirement, so on a cache line apart from
+    /// the root word's.
+    pub(super) retired: CachePadded<AtomicU64>,
+    /// The write sequence (row P19): odd while an RCU-mode write operation is under way, bumped
+    /// before its first store and after its last. Loaded by readers only to confirm a gap
+    /// search's `NoRoom` (`gap`), so on a cache line apart from the root word's too.
+    pub(super) writes: CachePadded<AtomicU64>,
+    pub(super) internal: Kind,
+    pub(super) collector: Collector,
+    pub(super) default_collector: bool,
+}
+
+impl<S> Root<S> {
+    /// An empty root of a tree whose internal nodes are `internal`, protected by `collector`
+    /// (`default_collector`: crossbeam's default one, pinned through its thread-local handle),
+    /// with the writer state `state` behind the writer lock; its nodes come from a slab of
+    /// huge-page chunks once it is big if `huge_pages` (see `slab`).
+    pub(crate) fn new(
+        internal: Kind,
+        collector: Collector,
+        default_collector: bool,
+        huge_pages: bool,
+        state: S,
+    ) -> Self {
+        Root {
+            shared: CachePadded::new(RootWord {
+                word: AtomicUsize::new(0),
+                restarts: AtomicU64::new(0),
+                retired: CachePadded::new(AtomicU64::new(0)),
+                writes: CachePadded::new(AtomicU64::new(0)),
+                internal,
+                collector,
+                default_collector,
+            }),
+            writer: Mutex::new(Side {
+                state,
+                mem: NodeMem {
+                    owner: 0,
+                    nodes: Vec::new(),
+                    slab: Slab::new(huge_pages),
+                },
+            }),
+        }
+    }
+
+    /// The collector this tree's guards must come from.
+    pub(crate) fn collector(&self) -> &Collector {
+        &self.shared.collector
+    }
+
+    /// Pins a guard of this tree's collector.
+    pub(crate) fn pin(&self) -> Guard {
+        self.shared.pin()
+    }
+
+    /// Checks, in every profile, that `guard` is pinned on this tree's collector (as
+    /// crossbeam-skiplist's `check_guard` does): a guard of another collector, or crossbeam's
+    /// unprotected guard, would not hold back this tree's frees.
+    ///
+    /// # Panics
+    ///
+    /// On a guard of another collector (or the unprotected one).
+    #[inline]
+    pub(crate) fn check_guard(&self, guard: &Guard) {
+        self.shared.check_guard(guard);
+    }
+
+    /// A reader's view of the root, for as long as `guard` (checked to be of this tree's
+    /// collector) is pinned: every node reached from it stays allocated for `'g`, since nodes
+    /// are freed only after every guard pinned before their retirement is gone.
+    ///
+    /// # Panics
+    ///
+    /// As [`check_guard`](Self::check_guard).
+    #[inline]
+    pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g> {
+        self.check_guard(guard);
+        RootRef {
+            root: &self.shared,
+            internal: self.shared.internal,
+            _a: PhantomData,
+        }
+    }
+
+    /// Takes the tree's writer lock (RCU mode: readers may run meanwhile). The guard derefs to
+    /// the writer state; [`WriterLock::writer`] makes the writer's view of the root from it.
+    pub(crate) fn lock(&self) -> WriterLock<'_, S> {
+        let side = self.writer.lock();
+        WriterLock {
+            root: &self.shared,
+            side,
+            _held: WriterHeld::new(),
+        }
+    }
+
+    /// [`lock`](Self::lock), if no writer holds it now.
+    pub(crate) fn try_lock(&self) -> Option<WriterLock<'_, S>> {
+        Some(WriterLock {
+            root: &self.shared,
+            side: self.writer.try_lock()?,
+            _held: WriterHeld::new(),
+        })
+    }
+
+    /// Retired nodes queued by RCU-mode writers and not handed to the collector yet (see
+    /// [`retire_batch`]); exclusive mode frees them at once, without a grace period.
+    pub(crate) fn queued_nodes(&mut self) -> usize {
+        self.writer.get_mut().mem.nodes.len()
+    }
+
+    /// Exclusive mode: `&mut` means no reader exists, so replaced nodes are freed without a
+    /// grace period ([`ExclusiveRoot::writer`] makes the writer's view of the root).
+    pub(crate) fn exclusive(&mut self) -> ExclusiveRoot<'_, S> {
+        ExclusiveRoot {
+            root: &self.shared,
+            side: self.writer.get_mut(),
+        }
+    }
+
+    /// The writer state, through `&mut` (no lock needed).
+    pub(crate) fn state_mut(&mut self) -> &mut S {
+        &mut self.writer.get_mut().state
+    }
+
+    /// Frees the whole tree, dropping every entry exactly once (words held by several slots
+    /// are counted in `ledger`); the root becomes empty. `&mut`: nothing else can reach a node.
+    pub(crate) fn free_all<E: Entry>(&mut self, ledger: &mut Ledger<E>) {
+        let mem = &mut self.writer.get_mut().mem;
+        // SAFETY: `&mut self`: no writer borrow and no reader exists.
+        unsafe { mem.free() };
+        // `&mut`: no reader can reach a node, retired ones included, so the slab's chunks go
+        // back whole (`release_all`), and the tree is walked only for entries to drop. A slab
+        // of one box per node (loom, `maple_tree_box_nodes`) has its nodes freed on the walk.
+        let chunked = !cfg!(any(loom, maple_tree_box_nodes));
+        let internal = self.shared.internal;
+        let w = atomic_take(&mut self.shared.word);
+        // An entry's `Drop` may panic: as `Vec` and `BTreeMap` do, the other entries are still
+        // dropped (once each) and every node freed, then the first panic goes on.
+        let mut panic = None;
+        if w != 0 && (core::mem::needs_drop::<E>() || !chunked) {
+            // SAFETY: a non-zero root word is a node word of this tree, and under `&mut self` no
+            // reader or writer can reach the tree: every node stays allocated until freed here.
+            let n = unsafe { NodeRef::from_word(w, internal) };
+            let slab = (!chunked).then_some(&mut mem.slab);
+            free_node::<E>(n, 0, u64::MAX, internal, ledger, slab, &mut panic);
+        }
+        // SAFETY: the root word is zero and nothing else reaches the tree or any node retired
+        // from it (`&mut self`): no node of the slab is used again.
+        let released = unsafe { mem.slab.release_all() };
+        debug_assert_eq!(released, chunked);
+        if let Some(p) = panic {
+            std::panic::resume_unwind(p);
+        }
+    }
+
+    /// Reader restarts so far.
+    pub(crate) fn restarts(&self) -> u64 {
+        self.shared.restarts.load(Ordering::Relaxed)
+    }
+}
+
+impl RootWord {
+    /// See [`Root::check_guard`].
+    #[inline]
+    pub(super) fn check_guard(&self, guard: &Guard) {
+        assert!(
+            guard.collector() == Some(&self.collector),
+            "maple tree: the guard is not pinned on this tree's collector"
+        );
+    }
+
+    /// Counts one reader restart (a statistic: Relaxed).
+    #[cold]
+    pub(super) fn restarted(&self) {
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Pins a guard of this tree's collector.
+    pub(super) fn pin(&self) -> Guard {
+        if self.default_collector {
+            crossbeam_epoch::pin()
+        } else {
+            self.collector.register().pin()
+        }
+    }
+}
+
+/// The tree's writer lock, held: made only by [`Root::lock`], so it proves that its holder is
+/// the one writer of that tree. Derefs to the writer state.
+pub(crate) struct WriterLock<'t, S> {
+    pub(super) root: &'t RootWord,
+    pub(super) side: MutexGuard<'t, Side<S>>,
+    /// Marks the thread as holding a writer lock; declared after `side`, so that it is dropped
+    /// after the mutex is released, and the entry drops postponed meanwhile run unlocked.
+    pub(super) _held: WriterHeld,
+}
+
+/// The parts of the writer: its view of the root, the writer state, the retire queue, all for
+/// the borrow of the lock guard or of the exclusive root that made them.
+pub(crate) type WriterParts<'w, S, M> = (WriterRoot<'w, M>, &'w mut S, &'w mut NodeMem);
+
+impl<'t, S> WriterLock<'t, S> {
+    /// The capability to defer entry drops on this tree's collector after the lock is gone
+    /// (see [`TakenEntry`]).
+    pub(crate) fn reclaim(&self) -> RcuReclaim<'t> {
+        RcuReclaim { root: self.root }
+    }
+
+    /// Pins a guard of this tree's collector (RCU-mode writers pin only when they defer
+    /// something: a write that retires and releases nothing never pins).
+    pub(crate) fn pin(&self) -> Guard {
+        self.root.pin()
+    }
+
+    /// Whether the writers before left retired nodes to hand to the collector.
+    #[inline]
+    pub(crate) fn has_retired(&self) -> bool {
+        !self.side.mem.nodes.is_empty()
+    }
+
+    /// Whether the writers before queued a whole batch of retired nodes ([`retire_batch`]):
+    /// an RCU-mode write hands its retired nodes to the collector only then, all in one
+    /// deferred free, so that a write pays no pin, no deferral and no give-back lock per node.
+    #[inline]
+    pub(crate) fn retired_batch_full(&self) -> bool {
+        self.side.mem.nodes.len() >= retire_batch()
+    }
+
+    /// Hands the nodes the writers before retired to the collector, in one deferred free: they
+    /// are given back to the slab once every guard pinned now (`guard`, of this tree's
+    /// collector, checked) has been dropped; `freed(n)` makes the closure that runs after the
+    /// `n` nodes are given back.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` is not pinned on this tree's collector.
+    #[inline]
+    pub(crate) fn flush_retired<F: FnOnce() + 'static>(
+        &mut self,
+        guard: &Guard,
+        freed: impl FnOnce(usize) -> F,
+    ) {
+        if !self.side.mem.nodes.is_empty() {
+            self.flush_queued(guard, freed);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(super) fn flush_queued<F: FnOnce() + 'static>(
+        &mut self,
+        guard: &Guard,
+        freed: impl FnOnce(usize) -> F,
+    ) {
+        self.root.check_guard(guard);
+        let mem = &mut self.side.mem;
+        let batch = core::mem::replace(&mut mem.nodes, Vec::with_capacity(retire_batch()));
+        let n = batch.len();
+        // SAFETY: every queued address was queued once by `WriterRoot::retire` from an
+        // `Unlinked` handle (its dead bit was clear): a node of the tree's slab, unreachable for
+        // guards pinned from now on (it was unlinked before this call, by this thread or by a
+        // writer before it, whose lock release this thread's lock acquisition follows), and
+        // retired once (it leaves the queue here). `&mut self`: the borrows that made the
+        // writers before have ended, and with them their handles. `guard` is of this collector
+        // (checked), and the nodes are of the slab the returner gives them back to.
+        unsafe { retire_batch_on(batch, guard, mem.slab.returner(), freed(n)) };
+        paced_defers(guard, n);
+    }
+
+    /// The writer's view of the root in RCU mode, the writer state and the retire queue, for
+    /// as long as this borrow of the lock guard lasts (see [`WriterRoot`] for what the writer
+    /// must still guarantee).
+    #[inline]
+    pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Rcu> {
+        let side = &mut *self.side;
+        side.mem.owner = core::ptr::from_ref(self.root).addr();
+        let root = WriterRoot {
+            root: self.root,
+            _m: PhantomData,
+        };
+        (root, &mut side.state, &mut side.mem)
+    }
+
+    /// Whether the tree's slab takes huge-page chunks once big.
+    pub(crate) fn huge_pages(&self) -> bool {
+        self.side.mem.huge_pages()
+    }
+
+    /// A reader view of the root, for reads under the lock borrowed from `&self` (no writer
+    /// view exists while it lives).
+    pub(crate) fn view(&self) -> RootRef<'_> {
+        RootRef {
+            root: self.root,
+            internal: self.root.internal,
+            _a: PhantomData,
+        }
+    }
+}
+
+impl<S> core::ops::Deref for WriterLock<'_, S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.side.state
+    }
+}
+
+impl<S> core::ops::DerefMut for WriterLock<'_, S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.side.state
+    }
+}
+
+/// The tree borrowed `&mut` for exclusive-mode writes: made only by [`Root::exclusive`].
+/// Derefs to the writer state. Frees the nodes its writers retired when the next writer is
+/// made and when it is dropped.
+pub(crate) struct ExclusiveRoot<'t, S> {
+    pub(super) root: &'t RootWord,
+    pub(super) side: &'t mut Side<S>,
+}
+
+impl<S> ExclusiveRoot<'_, S> {
+    /// The writer's view of the root in exclusive mode, the writer state and the retire queue,
+    /// for as long as this borrow lasts. First frees what the writers before retired.
+    #[inline]
+    pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Exclusive> {
+        // SAFETY: `&mut self`: the borrows that made the writers before have ended, and with
+        // them every handle of their writes; `&mut` tree: no reader exists.
+        unsafe { self.side.mem.free() };
+        self.side.mem.owner = core::ptr::from_ref(self.root).addr();
+        let root = WriterRoot {
+            root: self.root,
+            _m: PhantomData,
+        };
+        (root, &mut self.side.state, &mut self.side.mem)
+    }
+
+    /// A reader view of the root, for reads borrowed from `&self`.
+    pub(crate) fn view(&self) -> RootRef<'_> {
+        RootRef {
+            root: self.root,
+            internal: self.root.internal,
+            _a: PhantomData,
+        }
+    }
+
+    /// Whether the tree's slab takes huge-page chunks once big.
+    pub(crate) fn huge_pages(&self) -> bool {
+        self.side.mem.huge_pages()
+    }
+}
+
+impl<S> core::ops::Deref for ExclusiveRoot<'_, S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.side.state
+    }
+}
+
+impl<S> core::ops::DerefMut for ExclusiveRoot<'_, S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.side.state
+    }
+}
+
+impl<S> Drop for ExclusiveRoot<'_, S> {
+    fn drop(&mut self) {
+        // SAFETY: as in `writer`: the exclusive root's borrows, and their handles, are gone.
+        unsafe { self.side.mem.free() };
+    }
+}
+
+/// A panic caught while dropping entries, to go on once the rest is dropped.
+pub(super) type Panic = Option<Box<dyn core::any::Any + Send>>;
+
+/// Drops the entries of the subtree of `n` (covering `[min, max]`) of a tree nobody else can
+/// reach (see [`Root::free_all`]), and frees its nodes into `slab` if there is one (else its
+/// chunks go back whole afterwards). An entry's `Drop` that panics does not stop the walk: the
+/// first panic is kept in `panic` (for the caller to resume), later ones are dropped.
+pub(super) fn free_node<E: Entry>(
+    n: NodeRef<'_>,
+    min: u64,
+    max: u64,
+    internal: Kind,
+    ledger: &mut Ledger<E>,
+    mut slab: Option<&mut Slab>,
+    panic: &mut Panic,
+) {
+    if !n.is_leaf() {
+        for i in 0..=n.end(max) {
+            let c = n.child(i, internal);
+            let (lo, hi) = (n.slot_min(i, min), n.slot_max(i, max));
+            free_node::<E>(c, lo, hi, internal, ledger, slab.as_deref_mut(), panic);
+        }
+    } else if core::mem::needs_drop::<E>() {
+        // (Nothing to drop in the slots of e.g. `Value`: no need to find the node's end.)
+        let end = n.end(max);
+        let mut i = 0;
+        while i <= end {
+            // One `catch_unwind` per leaf, resumed after the slot whose drop panicked.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                while i <= end {
+                    let w = Word::<E>::leaf(n.slot(i));
+                    i += 1;
+                    // A leaf word of a tree of `E` (only `WriteGuard<E>` stores leaf words),
+                    // whose slot goes now: the ledger releases it with its last slot.
+                    if let Some(r) = ledger.release(w) {
+                        // SAFETY: the tree is unreachable (`&mut`): no thread can load the word.
+                        unsafe { r.drop_values() };
+                    }
+                }
+            }));
+            if let Err(p) = r {
+                panic.get_or_insert(p);
+            }
+        }
+    }
+    if let Some(slab) = slab {
+        // SAFETY: `n` is a node of this tree's slab that nothing can reach any more (`&mut
+        // Root`, children freed first), freed once: the tree is a tree.
+        unsafe { n.free_now(slab) };
+    }
+}
+
+/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
+#[cfg(not(loom))]
+pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
+    core::mem::take(a.get_mut())
+}
+/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
+#[cfg(loom)]
+pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
+    a.with_mut(core::mem::take)
+}
+
+/// The root as a reader sees it: a root borrowed for `'g` while a guard of the tree's
+/// collector is pinned for `'g` (made by [`Root::reader`]) or while the writer holds the tree
+/// (made by [`WriterRoot::view`]). Loads only.
+///
+/// `A` is the access of the node handles it hands out: [`Read`] for readers; the writer's own
+/// walks get a `RootRef<'w, Write>` ([`WriterRoot::walk_root`]), whose nodes are [`Live`].
+#[derive(Clone, Copy)]
+pub(crate) struct RootRef<'g, A: Access = Read> {
+    pub(super) root: &'g RootWord,
+    /// `root.internal`, kept by value (read once, not after every Acquire load).
+    pub(super) internal: Kind,
+    pub(super) _a: PhantomData<A>,
+}
+
+impl<'g, A: Access> RootRef<'g, A> {
+    /// The root node, if any (Acquire: pairs with the Release store that published it).
+    #[inline]
+    pub(crate) fn node(self) -> Option<NodeRef<'g, A>> {
+        // ORDERING: P1 (the reader's load of the root word).
+        let w = self.root.word.load(ord::P1_LOAD_ROOT);
+        if w == 0 {
+            None
+        } else {
+            // SAFETY: a non-zero root word is a node word of this tree; a `RootRef<'g>` exists
+            // only while a guard of the tree's collector (or the writer) protects its nodes for
+            // 'g (see `Root::reader`, `WriterRoot::view`).
+            Some(unsafe { NodeRef::from_word(w, self.internal) })
+        }
+    }
+
+    /// Internal node kind of the tree.
+    #[inline]
+    pub(crate) fn internal(self) -> Kind {
+        self.internal
+    }
+
+    /// The collector of the tree.
+    #[inline]
+    pub(crate) fn collector(self) -> &'g Collector {
+        &self.root.collector
+    }
+
+    /// Whether the tree's collector is crossbeam's default one.
+    #[inline]
+    pub(crate) fn is_default_collector(self) -> bool {
+        self.root.default_collector
+    }
+
+    /// The write sequence before a consistent read (row P19): odd while a write is under way.
+    #[inline]
+    pub(crate) fn write_seq(self) -> u64 {
+        // ORDERING: P19 (pairs with the Release store ending each write).
+        self.root.writes.load(Ordering::Acquire)
+    }
+
+    /// The write sequence after the loads of a consistent read (row P19): equal to an even
+    /// [`write_seq`](Self::write_seq) from before them only if they read no store of a write.
+    #[inline]
+    pub(crate) fn write_seq_recheck(self) -> u64 {
+        // ORDERING: P19 (the fence orders every load before it ahead of this one; it pairs with
+        // the Release fence after the odd store).
+        fence(Ordering::Acquire);
+        self.root.writes.load(Ordering::Relaxed)
+    }
+
+    /// Counts one reader restart.
+    #[cold]
+    pub(crate) fn restarted(self) {
+        self.root.restarted();
+    }
+}
