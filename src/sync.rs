@@ -81,3 +81,46 @@ pub(crate) const ALIVE: u64 = 0xa11e_a11e_a11e_a11e;
 /// The liveness word of a node that was freed.
 #[cfg(loom)]
 pub(crate) const POISON: u64 = 0xdead_dead_dead_dead;
+
+/// The loom models' switches for the broken twins of the algorithms above the node layer:
+/// `crate::loom_knobs` under loom, constant `false` (compiled away) in every other build, so
+/// that the call sites carry no `cfg`.
+#[cfg(loom)]
+pub(crate) use crate::loom_knobs as knobs;
+
+/// The loom models' switches: all off outside loom.
+#[cfg(not(loom))]
+pub(crate) mod knobs {
+    /// Read paths trust a re-walk's range.
+    #[inline(always)]
+    pub(crate) const fn trust_rewalk() -> bool {
+        false
+    }
+    /// A reader's gap search trusts its first `NoRoom`.
+    #[inline(always)]
+    pub(crate) const fn trust_no_room() -> bool {
+        false
+    }
+    /// Seals are ignored.
+    #[inline(always)]
+    pub(crate) const fn ignore_seals() -> bool {
+        false
+    }
+    /// The seals of lowered pivots are ignored.
+    #[inline(always)]
+    pub(crate) const fn ignore_repoint_seals() -> bool {
+        false
+    }
+}
+
+/// Reads an atomic word through `&mut` and leaves zero (std's `get_mut`; loom's `with_mut`).
+#[cfg(not(loom))]
+pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
+    core::mem::take(a.get_mut())
+}
+
+/// Reads an atomic word through `&mut` and leaves zero (std's `get_mut`; loom's `with_mut`).
+#[cfg(loom)]
+pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
+    a.with_mut(core::mem::take)
+}

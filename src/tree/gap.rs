@@ -317,8 +317,7 @@ pub(crate) fn empty_area_read(
     if let Some(s) = search_root(root, q) {
         return Ok(s);
     }
-    #[cfg(loom)]
-    if crate::loom_knobs::trust_no_room() {
+    if crate::sync::knobs::trust_no_room() {
         return Err(Error::NoRoom);
     }
     confirm_no_room(root, q)

@@ -192,7 +192,7 @@ use crossbeam_epoch::{Collector, Guard};
 use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, Ledger, Released, Word, ZERO_WORD};
-use crate::sync::{fence, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sync::{atomic_take, fence, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 // The orderings of the table's Release and Acquire rows, one constant each (see `ord`).
 mod ord;

@@ -149,8 +149,7 @@ impl Seals {
     /// Whether slot `offset` of `n` may be re-pointed in place. `last` says the slot is the
     /// node's last (its bound is the node's max, a pivot that was never lowered).
     pub(crate) fn may_repoint(&self, n: Live<'_>, offset: usize, last: bool) -> bool {
-        #[cfg(loom)]
-        if crate::loom_knobs::ignore_seals() || crate::loom_knobs::ignore_repoint_seals() {
+        if crate::sync::knobs::ignore_seals() || crate::sync::knobs::ignore_repoint_seals() {
             return true;
         }
         let ok = last || self.live(n).is_none_or(|s| s.lowered & (1 << offset) == 0);
@@ -160,8 +159,7 @@ impl Seals {
     /// Whether the writer may write beyond `n`'s end in place (append into it).
     #[inline]
     pub(crate) fn may_extend(&self, n: Live<'_>) -> bool {
-        #[cfg(loom)]
-        if crate::loom_knobs::ignore_seals() {
+        if crate::sync::knobs::ignore_seals() {
             return true;
         }
         if self.shrunk_gen <= self.lifted_seen {

@@ -13,14 +13,7 @@ use super::node::{
 /// broken twin (`loom_knobs::set_trust_rewalk`).
 #[inline(always)]
 pub(crate) fn check_rewalk() -> bool {
-    #[cfg(loom)]
-    {
-        !crate::loom_knobs::trust_rewalk()
-    }
-    #[cfg(not(loom))]
-    {
-        true
-    }
+    !crate::sync::knobs::trust_rewalk()
 }
 
 /// Deepest tree the walkers can follow. The kernel allows 31 levels; here every level above the

@@ -452,17 +452,6 @@ pub(super) fn free_node<E: Entry>(
     }
 }
 
-/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
-#[cfg(not(loom))]
-pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
-    core::mem::take(a.get_mut())
-}
-/// Reads an atomic word through `&mut` (std's `get_mut`; loom's `with_mut`).
-#[cfg(loom)]
-pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
-    a.with_mut(core::mem::take)
-}
-
 /// The root as a reader sees it: a root borrowed for `'g` while a guard of the tree's
 /// collector is pinned for `'g` (made by [`Root::reader`]) or while the writer holds the tree
 /// (made by [`WriterRoot::view`]). Loads only.
