@@ -155,7 +155,7 @@ fn run(ops: &[Op], exclusive: bool) {
             }
             Op::Erase(i) => {
                 let got = t.erase(i);
-                let want = m.at(i).map(|(a, b, _)| (a, b));
+                let want = m.at(i).map(|(r, _)| (*r.start(), *r.end()));
                 assert_eq!(got, want);
                 if let Some((a, b)) = want {
                     m.store(a, b, None);
@@ -460,9 +460,9 @@ fn range_bounds_helpers() -> Result<(), Error> {
     assert_eq!(gaps.next(), None); // fused
     assert_eq!(t.gaps(0..=9, &g)?.count(), 0);
     let mut it = t.range(15.., &g);
-    assert_eq!(it.next().map(|(a, _, _)| a), Some(20));
-    assert_eq!(it.next().map(|(a, _, _)| a), None);
-    assert_eq!(it.next().map(|(a, _, _)| a), None);
+    assert_eq!(it.next().map(|(r, _)| *r.start()), Some(20));
+    assert_eq!(it.next().map(|(r, _)| *r.start()), None);
+    assert_eq!(it.next().map(|(r, _)| *r.start()), None);
     assert!(format!("{it:?}").starts_with("Iter"));
     Ok(())
 }
@@ -470,7 +470,7 @@ fn range_bounds_helpers() -> Result<(), Error> {
 /// The contents as `(first, last, value)`.
 fn contents(t: &MapleTree<Value>) -> Vec<(u64, u64, u64)> {
     let g = t.pin();
-    t.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect()
+    t.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect()
 }
 
 /// Every range argument form (`a..=b`, `a..b`, `..=b`, `a..`, `..`, explicit bounds) through
@@ -504,7 +504,7 @@ fn range_arguments_every_form() -> Result<(), Error> {
 
     // range: each form, ranges reported whole.
     let g = t.pin();
-    let starts = |it: maple_tree::Iter<'_, Value>| it.map(|(a, _, _)| a).collect::<Vec<_>>();
+    let starts = |it: maple_tree::Iter<'_, Value>| it.map(|(r, _)| *r.start()).collect::<Vec<_>>();
     assert_eq!(starts(t.range(5..=0x1000, &g)), [0, 0x1000]);
     assert_eq!(starts(t.range(10..0x1000, &g)), Vec::<u64>::new());
     assert_eq!(starts(t.range(10..0x1001, &g)), [0x1000]);
@@ -523,7 +523,7 @@ fn range_arguments_every_form() -> Result<(), Error> {
         [u64::MAX - 9]
     );
     // Both ends of a bounded range.
-    let back: Vec<u64> = t.range(..0x6000, &g).rev().map(|(a, _, _)| a).collect();
+    let back: Vec<u64> = t.range(..0x6000, &g).rev().map(|(r, _)| *r.start()).collect();
     assert_eq!(back, [0x5001, 0x3000, 0x1000, 0]);
 
     // gaps: each form, clipped to the window.
@@ -584,7 +584,7 @@ fn range_arguments_every_form() -> Result<(), Error> {
         assert_eq!(Arc::strong_count(&entry), 1);
         let g = t.pin();
         assert_eq!(t.range(r, &g).count(), 0, "{r:?}");
-        assert_eq!(t.range(r, &g).next_back().map(|(a, _, _)| a), None, "{r:?}");
+        assert_eq!(t.range(r, &g).next_back().map(|(r, _)| *r.start()), None, "{r:?}");
         assert_eq!(t.gaps(r, &g).err(), Some(Error::InvalidRange), "{r:?}");
     }
     // The std range literals of the same cases.

@@ -361,7 +361,7 @@ fn null_store_widening() {
     t.validate().unwrap();
     let g = t.pin();
     assert_eq!(
-        t.load_range(49907, &g).map(|(a, b, _)| (a, b)),
+        t.load_range(49907, &g).map(|(r, _)| (*r.start(), *r.end())),
         Some((49907, 49928))
     );
     assert_eq!(t.load(49906, &g), None);
@@ -445,7 +445,7 @@ fn index_zero_and_max() {
         assert_eq!(
             t.iter(&g)
                 .rev()
-                .map(|(_, _, x)| x.get())
+                .map(|(_, x)| x.get())
                 .collect::<Vec<_>>(),
             [9, 8, 0]
         );
@@ -598,7 +598,7 @@ fn node_overwrite() {
     t.validate().unwrap();
     let g = t.pin();
     assert_eq!(
-        t.load_range(319_900, &g).map(|(a, b, _)| (a, b)),
+        t.load_range(319_900, &g).map(|(r, _)| (*r.start(), *r.end())),
         Some((319_900, 319_950))
     );
     assert!(t.load(330_000, &g).is_none());
@@ -694,7 +694,7 @@ fn write_paths_are_taken() {
     assert!(t.height() >= 3);
     t.validate().unwrap();
     let g = t.pin();
-    let starts: Vec<u64> = t.iter(&g).map(|(a, _, _)| a).collect();
+    let starts: Vec<u64> = t.iter(&g).map(|(r, _)| *r.start()).collect();
     assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
     // Each new range sits inside the [30, MAX] entry stored above, whose pieces remain between.
     assert_eq!(

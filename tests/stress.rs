@@ -333,7 +333,7 @@ impl Writer {
                 // end ([x, MAX] chasing), occasionally trimmed back.
                 // `start`: where the last range starts if it reaches `u64::MAX`, else one past
                 // the last range (the trailing NULL's start).
-                let tail = self.model.at(u64::MAX).map(|(x, _, _)| x);
+                let tail = self.model.at(u64::MAX).map(|(r, _)| *r.start());
                 let start = tail.unwrap_or_else(|| self.model.last_end().max(TAIL) + 1);
                 if r < 45 {
                     // Strictly inside the last range (or trailing NULL): a three-way append.
@@ -1088,7 +1088,7 @@ mod promise {
                 );
             }
             3 => {
-                let got = tree.load_range(i, g).map(|(lo, hi, v)| (lo, hi, v.get()));
+                let got = tree.load_range(i, g).map(|(r, v)| (*r.start(), *r.end(), v.get()));
                 let a = ck.a();
                 out.read("load_range");
                 match got {
@@ -1165,7 +1165,7 @@ mod promise {
                 } else {
                     i.saturating_add(rng.below(300))
                 };
-                let got = tree.next(i, max, g).map(|(lo, hi, v)| (lo, hi, v.get()));
+                let got = tree.next(i, max, g).map(|(r, v)| (*r.start(), *r.end(), v.get()));
                 let a = ck.a();
                 out.read("next");
                 match got {
@@ -1203,7 +1203,7 @@ mod promise {
                 } else {
                     i.saturating_sub(rng.below(300))
                 };
-                let got = tree.prev(i, min, g).map(|(lo, hi, v)| (lo, hi, v.get()));
+                let got = tree.prev(i, min, g).map(|(r, v)| (*r.start(), *r.end(), v.get()));
                 let a = ck.a();
                 out.read("prev");
                 match got {
@@ -1405,7 +1405,7 @@ mod promise {
             } else {
                 self.it.next_back()
             }
-            .map(|(x, y, v)| (x, y, v.get()));
+            .map(|(r, v)| (*r.start(), *r.end(), v.get()));
             let a = ck.a();
             out.read(api);
             // What the two ends had yielded.
@@ -2018,7 +2018,7 @@ mod promise {
                 }
                 65..=80 => {
                     // Appends at the end: three-way into the trailing NULL, `+1` chasing MAX.
-                    let tail = self.model.at(u64::MAX).map(|(x, _, _)| x);
+                    let tail = self.model.at(u64::MAX).map(|(r, _)| *r.start());
                     let start = tail.unwrap_or_else(|| self.model.last_end().saturating_add(1));
                     if rng.chance(30) {
                         self.store(start.saturating_add(rng.below(4)), u64::MAX);
@@ -2247,7 +2247,7 @@ mod promise {
             }
             // The writer's own view, single-threaded.
             let g = tree.pin();
-            let got: Vec<_> = tree.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect();
+            let got: Vec<_> = tree.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect();
             let want: Vec<_> = model.0.iter().map(|(&a, &(b, v))| (a, b, v)).collect();
             assert_eq!(
                 got, want,
@@ -2358,7 +2358,7 @@ mod promise {
             }
             writes += log.len() as u64;
             let g = tree.pin();
-            let got: Vec<_> = tree.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect();
+            let got: Vec<_> = tree.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect();
             assert_eq!(
                 got,
                 w.model.list(),
