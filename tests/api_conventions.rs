@@ -154,8 +154,11 @@ fn run(ops: &[Op], exclusive: bool) {
                 m.store(a, b, Some(None));
             }
             Op::Erase(i) => {
-                let got = t.erase(i);
-                let want = m.at(i).map(|(r, _)| (*r.start(), *r.end()));
+                let got = t.erase(i).map(|e| {
+                    let r = e.range();
+                    (*r.start(), *r.end())
+                });
+                let want = m.at(i).map(|(a, b, _)| (a, b));
                 assert_eq!(got, want);
                 if let Some((a, b)) = want {
                     m.store(a, b, None);
@@ -206,11 +209,15 @@ fn run(ops: &[Op], exclusive: bool) {
             Op::Alloc(size, align, rev) => {
                 let want = brute_fit(&m, 0, 599, size, align, rev);
                 let got = if rev {
-                    t.alloc_rrange_aligned(mk(7), size, align, 0, 599)
+                    t.alloc_rrange_aligned(0..=599, size, align, mk(7))
                 } else {
-                    t.alloc_range_aligned(mk(7), size, align, 0, 599)
+                    t.alloc_range_aligned(0..=599, size, align, mk(7))
                 };
-                assert_eq!(got.ok(), want, "alloc {size} align {align} rev {rev}");
+                assert_eq!(
+                    got.ok(),
+                    want.map(|s| s..=s + size - 1),
+                    "alloc {size} align {align} rev {rev}"
+                );
                 if let Some(s) = want {
                     m.store(s, s + size - 1, Some(Some(7)));
                 }
@@ -244,7 +251,10 @@ fn run(ops: &[Op], exclusive: bool) {
         assert_eq!(t.len(), m.map.0.len(), "step {step} {o:?}: len");
         assert_eq!(t.is_empty(), m.map.0.is_empty());
         let guard = t.pin();
-        let ents: Vec<(u64, u64, u64)> = t.iter(&guard).map(|(a, b, e)| (a, b, e.0)).collect();
+        let ents: Vec<(u64, u64, u64)> = t
+            .iter(&guard)
+            .map(|(r, e)| (*r.start(), *r.end(), e.0))
+            .collect();
         let want: Vec<(u64, u64, u64)> = m
             .map
             .0
@@ -332,9 +342,9 @@ proptest! {
             let align = 1u64 << k;
             for rev in [false, true] {
                 let got = if rev {
-                    t.empty_area_rev_aligned(min, max, size, align)
+                    t.empty_area_rev_aligned(min..=max, size, align)
                 } else {
-                    t.empty_area_aligned(min, max, size, align)
+                    t.empty_area_aligned(min..=max, size, align)
                 };
                 let want = if max - min < size - 1 {
                     Err(Error::InvalidWindow)
@@ -344,7 +354,7 @@ proptest! {
                 };
                 prop_assert_eq!(got, want, "[{}, {}] size {} align {} rev {}", min, max, size, align, rev);
                 if align == 1 {
-                    let plain = if rev { t.empty_area_rev(min, max, size) } else { t.empty_area(min, max, size) };
+                    let plain = if rev { t.empty_area_rev(min..=max, size) } else { t.empty_area(min..=max, size) };
                     prop_assert_eq!(plain, want);
                 }
             }
@@ -358,30 +368,36 @@ fn exact_size_aligned_hole() -> Result<(), Error> {
         let t = MapleTree::<Value>::with_options(Options::new().alloc(alloc));
         t.store_range(0..=0xfff, Value::new(1))?;
         t.store_range(0x2000..=0x2fff, Value::new(2))?;
-        assert_eq!(t.empty_area_aligned(0, u64::MAX, 0x1000, 0x1000)?, 0x1000);
-        assert_eq!(t.empty_area_rev_aligned(0, 0x2fff, 0x1000, 0x1000)?, 0x1000);
+        assert_eq!(t.empty_area_aligned(0..=u64::MAX, 0x1000, 0x1000)?, 0x1000);
+        assert_eq!(t.empty_area_rev_aligned(0..=0x2fff, 0x1000, 0x1000)?, 0x1000);
         assert_eq!(
-            t.empty_area_rev_aligned(0, u64::MAX, 0x1000, 0x1000)?,
+            t.empty_area_rev_aligned(0..=u64::MAX, 0x1000, 0x1000)?,
             u64::MAX - 0xfff
         );
         assert_eq!(
-            t.empty_area_aligned(0, u64::MAX, 0x1000, 3),
+            t.empty_area_aligned(0..=u64::MAX, 0x1000, 3),
             Err(Error::InvalidAlignment)
         );
         assert_eq!(
-            t.empty_area_aligned(0, u64::MAX, 0x1000, 0),
+            t.empty_area_aligned(0..=u64::MAX, 0x1000, 0),
             Err(Error::InvalidAlignment)
         );
         assert_eq!(
-            t.empty_area_aligned(0, 0x2fff, 0x1000, 0x2000),
+            t.empty_area_aligned(0..=0x2fff, 0x1000, 0x2000),
             Err(Error::NoRoom)
         );
-        assert_eq!(t.empty_area_aligned(5, 4, 1, 1), Err(Error::InvalidWindow));
-        assert_eq!(t.empty_area_aligned(0, 9, 0, 1), Err(Error::InvalidWindow));
-        assert_eq!(t.empty_area_aligned(0, 9, 11, 1), Err(Error::InvalidWindow));
+        // An inverted window (min > max).
+        #[allow(clippy::reversed_empty_ranges)]
+        let inverted = 5..=4;
+        assert_eq!(
+            t.empty_area_aligned(inverted, 1, 1),
+            Err(Error::InvalidWindow)
+        );
+        assert_eq!(t.empty_area_aligned(0..=9, 0, 1), Err(Error::InvalidWindow));
+        assert_eq!(t.empty_area_aligned(0..=9, 11, 1), Err(Error::InvalidWindow));
         // The top of the index space: an aligned start whose round-up overflows.
         assert_eq!(
-            t.empty_area_aligned(u64::MAX - 10, u64::MAX, 2, 1 << 63),
+            t.empty_area_aligned(u64::MAX - 10..=u64::MAX, 2, 1 << 63),
             Err(Error::NoRoom)
         );
     }
@@ -389,17 +405,17 @@ fn exact_size_aligned_hole() -> Result<(), Error> {
     t.store_range(0..=0xfff, Value::new(1))?;
     t.store_range(0x2000..=0x2fff, Value::new(2))?;
     assert_eq!(
-        t.alloc_range_aligned(Value::new(3), 0x1000, 0x1000, 0, u64::MAX)?,
-        0x1000
+        t.alloc_range_aligned(0..=u64::MAX, 0x1000, 0x1000, Value::new(3))?,
+        0x1000..=0x1fff
     );
     assert_eq!(
-        t.alloc_range_aligned(Value::new(4), 0x1000, 0x1000, 0, u64::MAX)?,
-        0x3000
+        t.alloc_range_aligned(0..=u64::MAX, 0x1000, 0x1000, Value::new(4))?,
+        0x3000..=0x3fff
     );
     assert_eq!(t.len(), 4);
     let plain = MapleTree::<Value>::new();
     assert_eq!(
-        plain.alloc_range_aligned(Value::new(1), 1, 1, 0, 9),
+        plain.alloc_range_aligned(0..=9, 1, 1, Value::new(1)),
         Err(Error::NotAllocTree)
     );
     t.validate().unwrap();
@@ -420,14 +436,14 @@ fn aligned_search_skips_misaligned_subtrees() -> Result<(), Error> {
     t.erase_range(1990 * 0x2000..=1990 * 0x2000 + 0x7ff)?;
     assert!(t.height() >= 3);
     assert_eq!(
-        t.empty_area_aligned(0, 2000 * 0x2000 - 1, 0x1000, 0x1000)?,
+        t.empty_area_aligned(0..=2000 * 0x2000 - 1, 0x1000, 0x1000)?,
         1990 * 0x2000
     );
     assert_eq!(
-        t.empty_area_rev_aligned(0, 2000 * 0x2000 - 1, 0x1000, 0x1000)?,
+        t.empty_area_rev_aligned(0..=2000 * 0x2000 - 1, 0x1000, 0x1000)?,
         1990 * 0x2000
     );
-    assert_eq!(t.empty_area_aligned(0, u64::MAX, 0x800, 0x800)?, 0x800);
+    assert_eq!(t.empty_area_aligned(0..=u64::MAX, 0x800, 0x800)?, 0x800);
     Ok(())
 }
 
@@ -733,7 +749,9 @@ fn zero_entries_count_in_len() -> Result<(), Error> {
     assert_eq!((t.len(), t.is_empty()), (1, false));
     assert_eq!(t.remove(15), None); // not an entry
     assert_eq!(t.pop_first(), None);
-    assert_eq!(t.erase(15), Some((10, 19)));
+    let erased = t.erase(15);
+    assert_eq!(erased.as_ref().map(|e| e.range()), Some(10..=19));
+    assert!(erased.is_some_and(|e| e.entry().is_none())); // the zero entry is not handed back
     assert!(t.is_empty());
     Ok(())
 }
