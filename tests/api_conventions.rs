@@ -369,7 +369,10 @@ fn exact_size_aligned_hole() -> Result<(), Error> {
         t.store_range(0..=0xfff, Value::new(1))?;
         t.store_range(0x2000..=0x2fff, Value::new(2))?;
         assert_eq!(t.empty_area_aligned(0..=u64::MAX, 0x1000, 0x1000)?, 0x1000);
-        assert_eq!(t.empty_area_rev_aligned(0..=0x2fff, 0x1000, 0x1000)?, 0x1000);
+        assert_eq!(
+            t.empty_area_rev_aligned(0..=0x2fff, 0x1000, 0x1000)?,
+            0x1000
+        );
         assert_eq!(
             t.empty_area_rev_aligned(0..=u64::MAX, 0x1000, 0x1000)?,
             u64::MAX - 0xfff
@@ -394,7 +397,10 @@ fn exact_size_aligned_hole() -> Result<(), Error> {
             Err(Error::InvalidWindow)
         );
         assert_eq!(t.empty_area_aligned(0..=9, 0, 1), Err(Error::InvalidWindow));
-        assert_eq!(t.empty_area_aligned(0..=9, 11, 1), Err(Error::InvalidWindow));
+        assert_eq!(
+            t.empty_area_aligned(0..=9, 11, 1),
+            Err(Error::InvalidWindow)
+        );
         // The top of the index space: an aligned start whose round-up overflows.
         assert_eq!(
             t.empty_area_aligned(u64::MAX - 10..=u64::MAX, 2, 1 << 63),
@@ -486,7 +492,9 @@ fn range_bounds_helpers() -> Result<(), Error> {
 /// The contents as `(first, last, value)`.
 fn contents(t: &MapleTree<Value>) -> Vec<(u64, u64, u64)> {
     let g = t.pin();
-    t.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect()
+    t.iter(&g)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect()
 }
 
 /// Every range argument form (`a..=b`, `a..b`, `..=b`, `a..`, `..`, explicit bounds) through
@@ -539,7 +547,11 @@ fn range_arguments_every_form() -> Result<(), Error> {
         [u64::MAX - 9]
     );
     // Both ends of a bounded range.
-    let back: Vec<u64> = t.range(..0x6000, &g).rev().map(|(r, _)| *r.start()).collect();
+    let back: Vec<u64> = t
+        .range(..0x6000, &g)
+        .rev()
+        .map(|(r, _)| *r.start())
+        .collect();
     assert_eq!(back, [0x5001, 0x3000, 0x1000, 0]);
 
     // gaps: each form, clipped to the window.
@@ -600,7 +612,11 @@ fn range_arguments_every_form() -> Result<(), Error> {
         assert_eq!(Arc::strong_count(&entry), 1);
         let g = t.pin();
         assert_eq!(t.range(r, &g).count(), 0, "{r:?}");
-        assert_eq!(t.range(r, &g).next_back().map(|(r, _)| *r.start()), None, "{r:?}");
+        assert_eq!(
+            t.range(r, &g).next_back().map(|(r, _)| *r.start()),
+            None,
+            "{r:?}"
+        );
         assert_eq!(t.gaps(r, &g).err(), Some(Error::InvalidRange), "{r:?}");
     }
     // The std range literals of the same cases.

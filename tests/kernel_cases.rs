@@ -10,7 +10,9 @@ fn v(x: u64) -> Value {
 
 fn ranges(t: &MapleTree<Value>) -> Vec<(u64, u64, u64)> {
     let g = t.pin();
-    t.iter(&g).map(|(r, x)| (*r.start(), *r.end(), x.get())).collect()
+    t.iter(&g)
+        .map(|(r, x)| (*r.start(), *r.end(), x.get()))
+        .collect()
 }
 
 /// `[i*step, i*step+len]` for i in 0..n.
@@ -93,7 +95,10 @@ fn alloc_cyclic_sequence_and_wrap() {
     let t = MapleTree::<Value>::new_alloc();
     let mut next = 0;
     for i in 0..100u64 {
-        assert_eq!(t.alloc_cyclic(2..=1000, &mut next, v(i)), Ok((2 + i, false)));
+        assert_eq!(
+            t.alloc_cyclic(2..=1000, &mut next, v(i)),
+            Ok((2 + i, false))
+        );
     }
     assert_eq!(next, 102);
     // Free one behind, fill to the end, then wrap to it.
@@ -118,7 +123,10 @@ fn alloc_cyclic_sequence_and_wrap() {
     );
     assert_eq!(next, 0);
     assert_eq!(t.alloc_cyclic(2..=u64::MAX, &mut next, v(3)), Ok((2, true)));
-    assert_eq!(t.alloc_cyclic(2..=u64::MAX, &mut next, v(4)), Ok((3, false)));
+    assert_eq!(
+        t.alloc_cyclic(2..=u64::MAX, &mut next, v(4)),
+        Ok((3, false))
+    );
 
     // Full.
     let t = MapleTree::<Value>::new_alloc();
@@ -298,7 +306,8 @@ fn quirk_prev_min_above_zero() {
     let g = t.pin();
     assert!(t.prev(10, 5, &g).is_none());
     assert_eq!(
-        t.prev(10, 0, &g).map(|(r, x)| (*r.start(), *r.end(), x.get())),
+        t.prev(10, 0, &g)
+            .map(|(r, x)| (*r.start(), *r.end(), x.get())),
         Some((0, 0, 0))
     );
     let mut c = t.cursor(10, &g);
@@ -443,13 +452,13 @@ fn index_zero_and_max() {
         assert_eq!(i, 0, "find wraps the index to 0 after u64::MAX");
         assert_eq!(t.find_after(&mut i, u64::MAX, &g), None);
         assert_eq!(
-            t.iter(&g)
-                .rev()
-                .map(|(_, x)| x.get())
-                .collect::<Vec<_>>(),
+            t.iter(&g).rev().map(|(_, x)| x.get()).collect::<Vec<_>>(),
             [9, 8, 0]
         );
-        assert_eq!(t.erase(u64::MAX).map(|e| e.range()), Some(u64::MAX..=u64::MAX));
+        assert_eq!(
+            t.erase(u64::MAX).map(|e| e.range()),
+            Some(u64::MAX..=u64::MAX)
+        );
         assert_eq!(t.erase(0).map(|e| e.range()), Some(0..=0));
         assert_eq!(t.empty_area_rev(0..=u64::MAX, 1), Ok(u64::MAX));
         assert_eq!(t.empty_area(0..=u64::MAX, 1), Ok(0));
@@ -598,7 +607,8 @@ fn node_overwrite() {
     t.validate().unwrap();
     let g = t.pin();
     assert_eq!(
-        t.load_range(319_900, &g).map(|(r, _)| (*r.start(), *r.end())),
+        t.load_range(319_900, &g)
+            .map(|(r, _)| (*r.start(), *r.end())),
         Some((319_900, 319_950))
     );
     assert!(t.load(330_000, &g).is_none());

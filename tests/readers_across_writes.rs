@@ -32,7 +32,10 @@ fn append_split_then_append(tree: &MapleTree<Value>) {
     assert_eq!(rest, [(70, 75, 7)]);
     drop(g);
     let g = tree.pin();
-    let now: Vec<_> = tree.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect();
+    let now: Vec<_> = tree
+        .iter(&g)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect();
     assert_eq!(&now[7..], [(70, 72, 7), (73, 75, 99), (80, 85, 8)]);
     assert_eq!(tree.load(1000, &g), None);
     assert_eq!(tree.load(80, &g).map(|v| v.get()), Some(8));
@@ -74,7 +77,10 @@ fn append_split_then_three_way(tree: &MapleTree<Value>) {
     assert_eq!(rest, [(60, 65, 6), (66, 75, 66), (80, u64::MAX, 80)]);
     drop(g);
     let g = tree.pin();
-    let now: Vec<_> = tree.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect();
+    let now: Vec<_> = tree
+        .iter(&g)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect();
     assert_eq!(
         &now[6..],
         [
@@ -118,7 +124,9 @@ type Ranges = Vec<(u64, u64, u64)>;
 
 fn snapshot(tree: &MapleTree<Value>) -> Ranges {
     let g = tree.pin();
-    tree.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect()
+    tree.iter(&g)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect()
 }
 
 /// One random write, biased to the write paths that keep nodes in place (appends at the right

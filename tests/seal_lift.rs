@@ -98,7 +98,10 @@ fn seal_of_an_append_outlives_a_lift_scheduled_before_it() {
     });
     t.validate().unwrap();
     let g = t.pin();
-    let now: Vec<_> = t.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect();
+    let now: Vec<_> = t
+        .iter(&g)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect();
     assert_eq!(
         now,
         [

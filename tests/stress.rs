@@ -1097,7 +1097,9 @@ mod promise {
                 );
             }
             3 => {
-                let got = tree.load_range(i, g).map(|(r, v)| (*r.start(), *r.end(), v.get()));
+                let got = tree
+                    .load_range(i, g)
+                    .map(|(r, v)| (*r.start(), *r.end(), v.get()));
                 let a = ck.a();
                 out.read("load_range");
                 match got {
@@ -1174,7 +1176,9 @@ mod promise {
                 } else {
                     i.saturating_add(rng.below(300))
                 };
-                let got = tree.next(i, max, g).map(|(r, v)| (*r.start(), *r.end(), v.get()));
+                let got = tree
+                    .next(i, max, g)
+                    .map(|(r, v)| (*r.start(), *r.end(), v.get()));
                 let a = ck.a();
                 out.read("next");
                 match got {
@@ -1212,7 +1216,9 @@ mod promise {
                 } else {
                     i.saturating_sub(rng.below(300))
                 };
-                let got = tree.prev(i, min, g).map(|(r, v)| (*r.start(), *r.end(), v.get()));
+                let got = tree
+                    .prev(i, min, g)
+                    .map(|(r, v)| (*r.start(), *r.end(), v.get()));
                 let a = ck.a();
                 out.read("prev");
                 match got {
@@ -2261,7 +2267,10 @@ mod promise {
             }
             // The writer's own view, single-threaded.
             let g = tree.pin();
-            let got: Vec<_> = tree.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect();
+            let got: Vec<_> = tree
+                .iter(&g)
+                .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+                .collect();
             let want: Vec<_> = model.0.iter().map(|(&a, &(b, v))| (a, b, v)).collect();
             assert_eq!(
                 got, want,
@@ -2372,7 +2381,10 @@ mod promise {
             }
             writes += log.len() as u64;
             let g = tree.pin();
-            let got: Vec<_> = tree.iter(&g).map(|(r, v)| (*r.start(), *r.end(), v.get())).collect();
+            let got: Vec<_> = tree
+                .iter(&g)
+                .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+                .collect();
             assert_eq!(
                 got,
                 w.model.list(),

@@ -208,7 +208,10 @@ fn read(w: &mut World, op: &ReadOp) {
             let all = t.model.entries();
             let check = |g: &maple_tree::WriteGuard<'_, super::entry::E>| {
                 expect_eq(step, "guard load", g.load(a).map(seen), want);
-                let got: Vec<Seen> = g.iter().map(|(r, v)| (*r.start(), *r.end(), v.val, v.serial)).collect();
+                let got: Vec<Seen> = g
+                    .iter()
+                    .map(|(r, v)| (*r.start(), *r.end(), v.val, v.serial))
+                    .collect();
                 assert!(got == all, "step {step}: guard iter differs from the model");
             };
             if exclusive {

@@ -246,7 +246,8 @@ impl Driver {
         if matches!(t[0], "store" | "erase") {
             let g = self.tree.pin();
             let mut it = self.tree.iter(&g);
-            self.whole = matches!(it.next(), Some((r, _)) if r == (0..=u64::MAX)) && it.next().is_none();
+            self.whole =
+                matches!(it.next(), Some((r, _)) if r == (0..=u64::MAX)) && it.next().is_none();
         }
         let tree = &self.tree;
         match t[0] {
