@@ -161,11 +161,14 @@ fn family(op: &str) -> &'static str {
 }
 
 fn err(e: Error) -> String {
-    match e {
-        Error::Occupied => "err -EEXIST".into(),
-        Error::NoRoom => "err -EBUSY".into(),
-        _ => "err -EINVAL".into(),
-    }
+    let (name, errno) = match e {
+        Error::Occupied => ("EEXIST", -17),
+        Error::NoRoom => ("EBUSY", -16),
+        _ => ("EINVAL", -22),
+    };
+    // The library's own errno for the error (`Error::errno`) must be the kernel's.
+    assert_eq!(e.errno(), errno, "{e:?}: errno {} is not -{name}", e.errno());
+    format!("err -{name}")
 }
 
 fn val(v: Option<Value>) -> String {
