@@ -167,7 +167,12 @@ fn err(e: Error) -> String {
         _ => ("EINVAL", -22),
     };
     // The library's own errno for the error (`Error::errno`) must be the kernel's.
-    assert_eq!(e.errno(), errno, "{e:?}: errno {} is not -{name}", e.errno());
+    assert_eq!(
+        e.errno(),
+        errno,
+        "{e:?}: errno {} is not -{name}",
+        e.errno()
+    );
     format!("err -{name}")
 }
 
