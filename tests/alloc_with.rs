@@ -45,6 +45,9 @@ fn secs() -> f64 {
         .unwrap_or(2.0)
 }
 
+/// One writer thread's step, run until the readers are stopped.
+type Writer = Box<dyn FnMut(&mut Rng) + Send>;
+
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -88,11 +91,7 @@ fn check_all(tree: &MapleTree<Box<Item>>, rng: &mut Rng, window: u64) -> u64 {
 }
 
 /// Runs `writers` beside three readers for the configured time; returns (writes, checks).
-fn run(
-    tree: &Arc<MapleTree<Box<Item>>>,
-    window: u64,
-    writers: Vec<Box<dyn FnMut(&mut Rng) + Send>>,
-) -> (u64, u64) {
+fn run(tree: &Arc<MapleTree<Box<Item>>>, window: u64, writers: Vec<Writer>) -> (u64, u64) {
     let stop = Arc::new(AtomicBool::new(false));
     let writes = Arc::new(AtomicU64::new(0));
     let checks = Arc::new(AtomicU64::new(0));
@@ -139,7 +138,7 @@ fn readers_see_only_the_final_entry_of_range_allocations() {
     let before = LIVE.load(Ordering::Relaxed);
     {
         let tree = Arc::new(MapleTree::<Box<Item>>::new_alloc());
-        let mk = |tree: &Arc<MapleTree<Box<Item>>>, kind: u64| -> Box<dyn FnMut(&mut Rng) + Send> {
+        let mk = |tree: &Arc<MapleTree<Box<Item>>>, kind: u64| -> Writer {
             let tree = tree.clone();
             Box::new(move |rng: &mut Rng| {
                 let size = 1 + rng.next() % 32;
@@ -254,9 +253,12 @@ fn placeholder_twin() {
 fn placeholder_run() -> bool {
     let tree = Arc::new(MapleTree::<Box<Item>>::new_alloc());
     let w = tree.clone();
-    let writer: Box<dyn FnMut(&mut Rng) + Send> = Box::new(move |rng: &mut Rng| {
+    let writer: Writer = Box::new(move |rng: &mut Rng| {
         let size = 1 + rng.next() % 32;
-        if let Ok(r) = w.alloc_range(..WINDOW, size, Item::new(u64::MAX..=0)) {
+        // The placeholder's range is deliberately inverted: no real range is `u64::MAX..=0`.
+        #[allow(clippy::reversed_empty_ranges)]
+        let placeholder = Item::new(u64::MAX..=0);
+        if let Ok(r) = w.alloc_range(..WINDOW, size, placeholder) {
             w.store_range(r.clone(), Item::new(r)).unwrap();
         }
         w.erase(rng.next() % WINDOW);

@@ -154,7 +154,10 @@ fn run(ops: &[Op], exclusive: bool) {
                 m.store(a, b, Some(None));
             }
             Op::Erase(i) => {
-                let got = t.erase(i);
+                let got = t.erase(i).map(|e| {
+                    let r = e.range();
+                    (*r.start(), *r.end())
+                });
                 let want = m.at(i).map(|(a, b, _)| (a, b));
                 assert_eq!(got, want);
                 if let Some((a, b)) = want {
@@ -206,11 +209,15 @@ fn run(ops: &[Op], exclusive: bool) {
             Op::Alloc(size, align, rev) => {
                 let want = brute_fit(&m, 0, 599, size, align, rev);
                 let got = if rev {
-                    t.alloc_rrange_aligned(mk(7), size, align, 0, 599)
+                    t.alloc_rrange_aligned(0..=599, size, align, mk(7))
                 } else {
-                    t.alloc_range_aligned(mk(7), size, align, 0, 599)
+                    t.alloc_range_aligned(0..=599, size, align, mk(7))
                 };
-                assert_eq!(got.ok(), want, "alloc {size} align {align} rev {rev}");
+                assert_eq!(
+                    got.ok(),
+                    want.map(|s| s..=s + size - 1),
+                    "alloc {size} align {align} rev {rev}"
+                );
                 if let Some(s) = want {
                     m.store(s, s + size - 1, Some(Some(7)));
                 }
@@ -244,7 +251,10 @@ fn run(ops: &[Op], exclusive: bool) {
         assert_eq!(t.len(), m.map.0.len(), "step {step} {o:?}: len");
         assert_eq!(t.is_empty(), m.map.0.is_empty());
         let guard = t.pin();
-        let ents: Vec<(u64, u64, u64)> = t.iter(&guard).map(|(a, b, e)| (a, b, e.0)).collect();
+        let ents: Vec<(u64, u64, u64)> = t
+            .iter(&guard)
+            .map(|(r, e)| (*r.start(), *r.end(), e.0))
+            .collect();
         let want: Vec<(u64, u64, u64)> = m
             .map
             .0
@@ -332,9 +342,9 @@ proptest! {
             let align = 1u64 << k;
             for rev in [false, true] {
                 let got = if rev {
-                    t.empty_area_rev_aligned(min, max, size, align)
+                    t.empty_area_rev_aligned(min..=max, size, align)
                 } else {
-                    t.empty_area_aligned(min, max, size, align)
+                    t.empty_area_aligned(min..=max, size, align)
                 };
                 let want = if max - min < size - 1 {
                     Err(Error::InvalidWindow)
@@ -344,7 +354,7 @@ proptest! {
                 };
                 prop_assert_eq!(got, want, "[{}, {}] size {} align {} rev {}", min, max, size, align, rev);
                 if align == 1 {
-                    let plain = if rev { t.empty_area_rev(min, max, size) } else { t.empty_area(min, max, size) };
+                    let plain = if rev { t.empty_area_rev(min..=max, size) } else { t.empty_area(min..=max, size) };
                     prop_assert_eq!(plain, want);
                 }
             }
@@ -358,30 +368,42 @@ fn exact_size_aligned_hole() -> Result<(), Error> {
         let t = MapleTree::<Value>::with_options(Options::new().alloc(alloc));
         t.store_range(0..=0xfff, Value::new(1))?;
         t.store_range(0x2000..=0x2fff, Value::new(2))?;
-        assert_eq!(t.empty_area_aligned(0, u64::MAX, 0x1000, 0x1000)?, 0x1000);
-        assert_eq!(t.empty_area_rev_aligned(0, 0x2fff, 0x1000, 0x1000)?, 0x1000);
+        assert_eq!(t.empty_area_aligned(0..=u64::MAX, 0x1000, 0x1000)?, 0x1000);
         assert_eq!(
-            t.empty_area_rev_aligned(0, u64::MAX, 0x1000, 0x1000)?,
+            t.empty_area_rev_aligned(0..=0x2fff, 0x1000, 0x1000)?,
+            0x1000
+        );
+        assert_eq!(
+            t.empty_area_rev_aligned(0..=u64::MAX, 0x1000, 0x1000)?,
             u64::MAX - 0xfff
         );
         assert_eq!(
-            t.empty_area_aligned(0, u64::MAX, 0x1000, 3),
+            t.empty_area_aligned(0..=u64::MAX, 0x1000, 3),
             Err(Error::InvalidAlignment)
         );
         assert_eq!(
-            t.empty_area_aligned(0, u64::MAX, 0x1000, 0),
+            t.empty_area_aligned(0..=u64::MAX, 0x1000, 0),
             Err(Error::InvalidAlignment)
         );
         assert_eq!(
-            t.empty_area_aligned(0, 0x2fff, 0x1000, 0x2000),
+            t.empty_area_aligned(0..=0x2fff, 0x1000, 0x2000),
             Err(Error::NoRoom)
         );
-        assert_eq!(t.empty_area_aligned(5, 4, 1, 1), Err(Error::InvalidWindow));
-        assert_eq!(t.empty_area_aligned(0, 9, 0, 1), Err(Error::InvalidWindow));
-        assert_eq!(t.empty_area_aligned(0, 9, 11, 1), Err(Error::InvalidWindow));
+        // An inverted window (min > max).
+        #[allow(clippy::reversed_empty_ranges)]
+        let inverted = 5..=4;
+        assert_eq!(
+            t.empty_area_aligned(inverted, 1, 1),
+            Err(Error::InvalidWindow)
+        );
+        assert_eq!(t.empty_area_aligned(0..=9, 0, 1), Err(Error::InvalidWindow));
+        assert_eq!(
+            t.empty_area_aligned(0..=9, 11, 1),
+            Err(Error::InvalidWindow)
+        );
         // The top of the index space: an aligned start whose round-up overflows.
         assert_eq!(
-            t.empty_area_aligned(u64::MAX - 10, u64::MAX, 2, 1 << 63),
+            t.empty_area_aligned(u64::MAX - 10..=u64::MAX, 2, 1 << 63),
             Err(Error::NoRoom)
         );
     }
@@ -389,17 +411,17 @@ fn exact_size_aligned_hole() -> Result<(), Error> {
     t.store_range(0..=0xfff, Value::new(1))?;
     t.store_range(0x2000..=0x2fff, Value::new(2))?;
     assert_eq!(
-        t.alloc_range_aligned(Value::new(3), 0x1000, 0x1000, 0, u64::MAX)?,
-        0x1000
+        t.alloc_range_aligned(0..=u64::MAX, 0x1000, 0x1000, Value::new(3))?,
+        0x1000..=0x1fff
     );
     assert_eq!(
-        t.alloc_range_aligned(Value::new(4), 0x1000, 0x1000, 0, u64::MAX)?,
-        0x3000
+        t.alloc_range_aligned(0..=u64::MAX, 0x1000, 0x1000, Value::new(4))?,
+        0x3000..=0x3fff
     );
     assert_eq!(t.len(), 4);
     let plain = MapleTree::<Value>::new();
     assert_eq!(
-        plain.alloc_range_aligned(Value::new(1), 1, 1, 0, 9),
+        plain.alloc_range_aligned(0..=9, 1, 1, Value::new(1)),
         Err(Error::NotAllocTree)
     );
     t.validate().unwrap();
@@ -420,14 +442,14 @@ fn aligned_search_skips_misaligned_subtrees() -> Result<(), Error> {
     t.erase_range(1990 * 0x2000..=1990 * 0x2000 + 0x7ff)?;
     assert!(t.height() >= 3);
     assert_eq!(
-        t.empty_area_aligned(0, 2000 * 0x2000 - 1, 0x1000, 0x1000)?,
+        t.empty_area_aligned(0..=2000 * 0x2000 - 1, 0x1000, 0x1000)?,
         1990 * 0x2000
     );
     assert_eq!(
-        t.empty_area_rev_aligned(0, 2000 * 0x2000 - 1, 0x1000, 0x1000)?,
+        t.empty_area_rev_aligned(0..=2000 * 0x2000 - 1, 0x1000, 0x1000)?,
         1990 * 0x2000
     );
-    assert_eq!(t.empty_area_aligned(0, u64::MAX, 0x800, 0x800)?, 0x800);
+    assert_eq!(t.empty_area_aligned(0..=u64::MAX, 0x800, 0x800)?, 0x800);
     Ok(())
 }
 
@@ -460,9 +482,9 @@ fn range_bounds_helpers() -> Result<(), Error> {
     assert_eq!(gaps.next(), None); // fused
     assert_eq!(t.gaps(0..=9, &g)?.count(), 0);
     let mut it = t.range(15.., &g);
-    assert_eq!(it.next().map(|(a, _, _)| a), Some(20));
-    assert_eq!(it.next().map(|(a, _, _)| a), None);
-    assert_eq!(it.next().map(|(a, _, _)| a), None);
+    assert_eq!(it.next().map(|(r, _)| *r.start()), Some(20));
+    assert_eq!(it.next().map(|(r, _)| *r.start()), None);
+    assert_eq!(it.next().map(|(r, _)| *r.start()), None);
     assert!(format!("{it:?}").starts_with("Iter"));
     Ok(())
 }
@@ -470,7 +492,9 @@ fn range_bounds_helpers() -> Result<(), Error> {
 /// The contents as `(first, last, value)`.
 fn contents(t: &MapleTree<Value>) -> Vec<(u64, u64, u64)> {
     let g = t.pin();
-    t.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect()
+    t.iter(&g)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect()
 }
 
 /// Every range argument form (`a..=b`, `a..b`, `..=b`, `a..`, `..`, explicit bounds) through
@@ -504,7 +528,7 @@ fn range_arguments_every_form() -> Result<(), Error> {
 
     // range: each form, ranges reported whole.
     let g = t.pin();
-    let starts = |it: maple_tree::Iter<'_, Value>| it.map(|(a, _, _)| a).collect::<Vec<_>>();
+    let starts = |it: maple_tree::Iter<'_, Value>| it.map(|(r, _)| *r.start()).collect::<Vec<_>>();
     assert_eq!(starts(t.range(5..=0x1000, &g)), [0, 0x1000]);
     assert_eq!(starts(t.range(10..0x1000, &g)), Vec::<u64>::new());
     assert_eq!(starts(t.range(10..0x1001, &g)), [0x1000]);
@@ -523,7 +547,11 @@ fn range_arguments_every_form() -> Result<(), Error> {
         [u64::MAX - 9]
     );
     // Both ends of a bounded range.
-    let back: Vec<u64> = t.range(..0x6000, &g).rev().map(|(a, _, _)| a).collect();
+    let back: Vec<u64> = t
+        .range(..0x6000, &g)
+        .rev()
+        .map(|(r, _)| *r.start())
+        .collect();
     assert_eq!(back, [0x5001, 0x3000, 0x1000, 0]);
 
     // gaps: each form, clipped to the window.
@@ -584,7 +612,11 @@ fn range_arguments_every_form() -> Result<(), Error> {
         assert_eq!(Arc::strong_count(&entry), 1);
         let g = t.pin();
         assert_eq!(t.range(r, &g).count(), 0, "{r:?}");
-        assert_eq!(t.range(r, &g).next_back().map(|(a, _, _)| a), None, "{r:?}");
+        assert_eq!(
+            t.range(r, &g).next_back().map(|(r, _)| *r.start()),
+            None,
+            "{r:?}"
+        );
         assert_eq!(t.gaps(r, &g).err(), Some(Error::InvalidRange), "{r:?}");
     }
     // The std range literals of the same cases.
@@ -733,7 +765,9 @@ fn zero_entries_count_in_len() -> Result<(), Error> {
     assert_eq!((t.len(), t.is_empty()), (1, false));
     assert_eq!(t.remove(15), None); // not an entry
     assert_eq!(t.pop_first(), None);
-    assert_eq!(t.erase(15), Some((10, 19)));
+    let erased = t.erase(15);
+    assert_eq!(erased.as_ref().map(|e| e.range()), Some(10..=19));
+    assert!(erased.is_some_and(|e| e.entry().is_none())); // the zero entry is not handed back
     assert!(t.is_empty());
     Ok(())
 }

@@ -90,7 +90,10 @@ fn random_ops_match_model_and_maple_tree() {
             let want = model_ranges(&m);
             assert_eq!(b.iter().collect::<Vec<_>>(), want, "seed {seed}");
             let guard = t.pin();
-            let tree: Vec<_> = t.iter(&guard).map(|(x, y, v)| (x, y, v.get())).collect();
+            let tree: Vec<_> = t
+                .iter(&guard)
+                .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+                .collect();
             assert_eq!(tree, want, "seed {seed}: maple tree disagrees");
             assert_eq!(b.len(), want.len());
             let lo = rng.below(U);
@@ -104,7 +107,7 @@ fn random_ops_match_model_and_maple_tree() {
             );
             assert_eq!(
                 g,
-                t.empty_area_rev(lo, hi, size).ok(),
+                t.empty_area_rev(lo..=hi, size).ok(),
                 "seed {seed}: maple gap"
             );
         }

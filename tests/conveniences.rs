@@ -56,7 +56,7 @@ type Tree = MapleTree<Box<Counted>>;
 /// `[(range, id)]` of the tree in index order.
 fn contents(tree: &Tree) -> Vec<(RangeInclusive<u64>, u64)> {
     let guard = tree.pin();
-    tree.iter(&guard).map(|(a, b, e)| (a..=b, e.id)).collect()
+    tree.iter(&guard).map(|(r, e)| (r, e.id)).collect()
 }
 
 fn ids(v: &[(RangeInclusive<u64>, Box<Counted>)]) -> Vec<(RangeInclusive<u64>, u64)> {
@@ -127,7 +127,7 @@ fn clone_copies_entries_and_options() {
     alloc.store_range(0..=9, Value::new(1)).unwrap();
     let copy = alloc.clone();
     assert!(copy.is_alloc());
-    assert_eq!(copy.alloc_range(Value::new(2), 5, 0, 100), Ok(10));
+    assert_eq!(copy.alloc_range(0..=100, 5, Value::new(2)), Ok(10..=14));
     copy.validate().unwrap();
 
     let collector = Collector::new();
@@ -375,7 +375,7 @@ fn split_off_edges_and_options() {
     assert_eq!(high.len(), 2);
     assert_eq!(high.insert(17, Value::new(5)), Err(Error::Occupied));
     assert_eq!(tree.insert(12, Value::new(5)), Err(Error::Occupied));
-    assert_eq!(high.alloc_range(Value::new(6), 5, 0, 100), Ok(0));
+    assert_eq!(high.alloc_range(0..=100, 5, Value::new(6)), Ok(0..=4));
     tree.validate().unwrap();
     high.validate().unwrap();
 
@@ -514,8 +514,8 @@ fn write_guard_ref_iterates() {
     w.store_range(0..=9, Value::new(1)).unwrap();
     w.store_range(20..=29, Value::new(2)).unwrap();
     let mut seen = Vec::new();
-    for (a, b, v) in &w {
-        seen.push((a, b, v.get()));
+    for (r, v) in &w {
+        seen.push((*r.start(), *r.end(), v.get()));
     }
     assert_eq!(seen, [(0, 9, 1), (20, 29, 2)]);
     drop(w);

@@ -72,10 +72,10 @@ fn writer(tree: &MapleTree<Value>, stop: &AtomicBool, mixed: bool) -> u64 {
                 placed.push(a);
             }
             if rrange && k < RR_COUNT {
-                let s = tree
-                    .alloc_rrange(Value::new(k), 7, RR_MIN, u64::MAX)
+                let r = tree
+                    .alloc_rrange(RR_MIN..=u64::MAX, 7, Value::new(k))
                     .unwrap();
-                placed.push(s);
+                placed.push(*r.start());
             }
         }
         if rounds % 3 == 0 {
@@ -111,9 +111,9 @@ fn reader(tree: &MapleTree<Value>, stop: &AtomicBool, seed: u64, bad: &AtomicU64
         ];
         for (min, max, rev, want) in checks {
             let got = if rev {
-                tree.empty_area_rev(min, max, SIZE)
+                tree.empty_area_rev(min..=max, SIZE)
             } else {
-                tree.empty_area(min, max, SIZE)
+                tree.empty_area(min..=max, SIZE)
             };
             calls += 1;
             if got != want {

@@ -10,7 +10,9 @@ fn v(x: u64) -> Value {
 
 fn ranges(t: &MapleTree<Value>) -> Vec<(u64, u64, u64)> {
     let g = t.pin();
-    t.iter(&g).map(|(a, b, x)| (a, b, x.get())).collect()
+    t.iter(&g)
+        .map(|(r, x)| (*r.start(), *r.end(), x.get()))
+        .collect()
 }
 
 /// `[i*step, i*step+len]` for i in 0..n.
@@ -58,8 +60,8 @@ fn empty_area_window_table() {
         }
         t.erase_range(160..=169).unwrap();
         t.validate().unwrap();
-        let rev = |a, b, s| t.empty_area_rev(a, b, s);
-        let fwd = |a, b, s| t.empty_area(a, b, s);
+        let rev = |a, b, s| t.empty_area_rev(a..=b, s);
+        let fwd = |a, b, s| t.empty_area(a..=b, s);
         assert_eq!(rev(5, 90, 10), Err(Error::NoRoom));
         assert_eq!(rev(6, 90, 5), Err(Error::NoRoom));
         assert_eq!(rev(5, 90, 5), Ok(5));
@@ -83,9 +85,9 @@ fn empty_area_window_table() {
 #[test]
 fn empty_tree_gaps() {
     let t = MapleTree::<Value>::new_alloc();
-    assert_eq!(t.empty_area(5, 100, 10), Ok(5));
-    assert_eq!(t.empty_area_rev(5, 100, 10), Ok(91));
-    assert_eq!(t.empty_area(0, u64::MAX, u64::MAX), Ok(0));
+    assert_eq!(t.empty_area(5..=100, 10), Ok(5));
+    assert_eq!(t.empty_area_rev(5..=100, 10), Ok(91));
+    assert_eq!(t.empty_area(0..=u64::MAX, u64::MAX), Ok(0));
 }
 
 #[test]
@@ -93,15 +95,18 @@ fn alloc_cyclic_sequence_and_wrap() {
     let t = MapleTree::<Value>::new_alloc();
     let mut next = 0;
     for i in 0..100u64 {
-        assert_eq!(t.alloc_cyclic(v(i), 2, 1000, &mut next), Ok((2 + i, false)));
+        assert_eq!(
+            t.alloc_cyclic(2..=1000, &mut next, v(i)),
+            Ok((2 + i, false))
+        );
     }
     assert_eq!(next, 102);
     // Free one behind, fill to the end, then wrap to it.
     t.erase(50);
     let mut next = 999;
-    assert_eq!(t.alloc_cyclic(v(1), 2, 1000, &mut next), Ok((999, false)));
-    assert_eq!(t.alloc_cyclic(v(1), 2, 1000, &mut next), Ok((1000, false)));
-    assert_eq!(t.alloc_cyclic(v(1), 2, 1000, &mut next), Ok((50, true)));
+    assert_eq!(t.alloc_cyclic(2..=1000, &mut next, v(1)), Ok((999, false)));
+    assert_eq!(t.alloc_cyclic(2..=1000, &mut next, v(1)), Ok((1000, false)));
+    assert_eq!(t.alloc_cyclic(2..=1000, &mut next, v(1)), Ok((50, true)));
     assert_eq!(next, 51);
     t.validate().unwrap();
 
@@ -109,31 +114,34 @@ fn alloc_cyclic_sequence_and_wrap() {
     let t = MapleTree::<Value>::new_alloc();
     let mut next = u64::MAX - 1;
     assert_eq!(
-        t.alloc_cyclic(v(1), 2, u64::MAX, &mut next),
+        t.alloc_cyclic(2..=u64::MAX, &mut next, v(1)),
         Ok((u64::MAX - 1, false))
     );
     assert_eq!(
-        t.alloc_cyclic(v(2), 2, u64::MAX, &mut next),
+        t.alloc_cyclic(2..=u64::MAX, &mut next, v(2)),
         Ok((u64::MAX, false))
     );
     assert_eq!(next, 0);
-    assert_eq!(t.alloc_cyclic(v(3), 2, u64::MAX, &mut next), Ok((2, true)));
-    assert_eq!(t.alloc_cyclic(v(4), 2, u64::MAX, &mut next), Ok((3, false)));
+    assert_eq!(t.alloc_cyclic(2..=u64::MAX, &mut next, v(3)), Ok((2, true)));
+    assert_eq!(
+        t.alloc_cyclic(2..=u64::MAX, &mut next, v(4)),
+        Ok((3, false))
+    );
 
     // Full.
     let t = MapleTree::<Value>::new_alloc();
     let mut next = 0;
     for _ in 0..3 {
-        t.alloc_cyclic(v(0), 5, 7, &mut next).unwrap();
+        t.alloc_cyclic(5..=7, &mut next, v(0)).unwrap();
     }
-    assert_eq!(t.alloc_cyclic(v(0), 5, 7, &mut next), Err(Error::NoRoom));
+    assert_eq!(t.alloc_cyclic(5..=7, &mut next, v(0)), Err(Error::NoRoom));
     // Not an allocation tree.
     let t = MapleTree::<Value>::new();
     assert_eq!(
-        t.alloc_cyclic(v(0), 5, 7, &mut next),
+        t.alloc_cyclic(5..=7, &mut next, v(0)),
         Err(Error::NotAllocTree)
     );
-    assert_eq!(t.alloc_range(v(0), 1, 0, 10), Err(Error::NotAllocTree));
+    assert_eq!(t.alloc_range(0..=10, 1, v(0)), Err(Error::NotAllocTree));
 }
 
 #[test]
@@ -298,7 +306,8 @@ fn quirk_prev_min_above_zero() {
     let g = t.pin();
     assert!(t.prev(10, 5, &g).is_none());
     assert_eq!(
-        t.prev(10, 0, &g).map(|(a, b, x)| (a, b, x.get())),
+        t.prev(10, 0, &g)
+            .map(|(r, x)| (*r.start(), *r.end(), x.get())),
         Some((0, 0, 0))
     );
     let mut c = t.cursor(10, &g);
@@ -325,9 +334,9 @@ fn quirk_rev_search_whole_space() {
     // Fill the top so that only the leftmost subtree has a gap of 3.
     t.store_range(20_000..=u64::MAX, v(1)).unwrap();
     assert!(t.height() >= 3);
-    assert_eq!(t.empty_area_rev(0, u64::MAX, 3), Ok(19_990));
-    assert_eq!(t.empty_area_rev(0, u64::MAX, 4), Err(Error::NoRoom));
-    assert_eq!(t.alloc_rrange(v(9), 3, 0, u64::MAX), Ok(19_990));
+    assert_eq!(t.empty_area_rev(0..=u64::MAX, 3), Ok(19_990));
+    assert_eq!(t.empty_area_rev(0..=u64::MAX, 4), Err(Error::NoRoom));
+    assert_eq!(t.alloc_rrange(0..=u64::MAX, 3, v(9)), Ok(19_990..=19_992));
     t.validate().unwrap();
 }
 
@@ -336,11 +345,11 @@ fn quirk_rev_search_whole_space() {
 fn quirk_whole_space_then_erase() {
     let t = MapleTree::<Value>::new_alloc();
     t.store_range(0..=u64::MAX, v(1)).unwrap();
-    assert_eq!(t.empty_area(0, 100, 1), Err(Error::NoRoom));
-    assert_eq!(t.erase(77), Some((0, u64::MAX)));
+    assert_eq!(t.empty_area(0..=100, 1), Err(Error::NoRoom));
+    assert_eq!(t.erase(77).map(|e| e.range()), Some(0..=u64::MAX));
     assert!(t.is_empty());
-    assert_eq!(t.empty_area(0, 100, 1), Ok(0));
-    assert_eq!(t.empty_area_rev(0, 100, 1), Ok(100));
+    assert_eq!(t.empty_area(0..=100, 1), Ok(0));
+    assert_eq!(t.empty_area_rev(0..=100, 1), Ok(100));
     t.validate().unwrap();
 }
 
@@ -350,18 +359,18 @@ fn null_store_widening() {
     let t = filled(true, 5001, 10, 5);
     let mut w = t.lock();
     let mut c = w.cursor(0);
-    c.set_range(49800, 49815);
+    c.set_range(49800..=49815);
     c.store_null().unwrap();
     assert_eq!((c.index(), c.last()), (49796, 49819));
     // A value across empty-bounded boundaries keeps exactly its range.
-    c.set_range(49907, 49928);
+    c.set_range(49907..=49928);
     c.store(v(7)).unwrap();
     assert_eq!((c.index(), c.last()), (49907, 49928));
     drop(w);
     t.validate().unwrap();
     let g = t.pin();
     assert_eq!(
-        t.load_range(49907, &g).map(|(a, b, _)| (a, b)),
+        t.load_range(49907, &g).map(|(r, _)| (*r.start(), *r.end())),
         Some((49907, 49928))
     );
     assert_eq!(t.load(49906, &g), None);
@@ -388,15 +397,15 @@ fn iteration_with_writes() {
         match x {
             76 => {
                 // Overwrite part of the current entry.
-                c.set_range(760, 765);
+                c.set_range(760..=765);
                 c.store(v(1076)).unwrap();
             }
             78 => {
-                c.set_range(780, 785);
+                c.set_range(780..=785);
                 c.store(v(1078)).unwrap();
             }
             92 => {
-                c.set_range(925, 929);
+                c.set_range(925..=929);
                 c.store(v(1092)).unwrap();
             }
             _ => {}
@@ -443,16 +452,16 @@ fn index_zero_and_max() {
         assert_eq!(i, 0, "find wraps the index to 0 after u64::MAX");
         assert_eq!(t.find_after(&mut i, u64::MAX, &g), None);
         assert_eq!(
-            t.iter(&g)
-                .rev()
-                .map(|(_, _, x)| x.get())
-                .collect::<Vec<_>>(),
+            t.iter(&g).rev().map(|(_, x)| x.get()).collect::<Vec<_>>(),
             [9, 8, 0]
         );
-        assert_eq!(t.erase(u64::MAX), Some((u64::MAX, u64::MAX)));
-        assert_eq!(t.erase(0), Some((0, 0)));
-        assert_eq!(t.empty_area_rev(0, u64::MAX, 1), Ok(u64::MAX));
-        assert_eq!(t.empty_area(0, u64::MAX, 1), Ok(0));
+        assert_eq!(
+            t.erase(u64::MAX).map(|e| e.range()),
+            Some(u64::MAX..=u64::MAX)
+        );
+        assert_eq!(t.erase(0).map(|e| e.range()), Some(0..=0));
+        assert_eq!(t.empty_area_rev(0..=u64::MAX, 1), Ok(u64::MAX));
+        assert_eq!(t.empty_area(0..=u64::MAX, 1), Ok(0));
         t.validate().unwrap();
     }
 }
@@ -488,7 +497,7 @@ fn mt_find_and_for_each() {
     assert_eq!(t.load(64, &g), None);
     // The zero entry occupies its range.
     assert_eq!(t.insert(64, v(1)), Err(Error::Occupied));
-    assert_eq!(t.erase(64), Some((64, 64)));
+    assert_eq!(t.erase(64).map(|e| e.range()), Some(64..=64));
     t.insert(64, v(64)).unwrap();
     t.validate().unwrap();
 }
@@ -598,7 +607,8 @@ fn node_overwrite() {
     t.validate().unwrap();
     let g = t.pin();
     assert_eq!(
-        t.load_range(319_900, &g).map(|(a, b, _)| (a, b)),
+        t.load_range(319_900, &g)
+            .map(|(r, _)| (*r.start(), *r.end())),
         Some((319_900, 319_950))
     );
     assert!(t.load(330_000, &g).is_none());
@@ -694,7 +704,7 @@ fn write_paths_are_taken() {
     assert!(t.height() >= 3);
     t.validate().unwrap();
     let g = t.pin();
-    let starts: Vec<u64> = t.iter(&g).map(|(a, _, _)| a).collect();
+    let starts: Vec<u64> = t.iter(&g).map(|(r, _)| *r.start()).collect();
     assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
     // Each new range sits inside the [30, MAX] entry stored above, whose pieces remain between.
     assert_eq!(

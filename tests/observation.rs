@@ -54,7 +54,9 @@ fn interleavings(pre: &[Op], write: Op) -> Vec<String> {
             let guard = tree.pin();
             let mut got: Vec<Range> = Vec::new();
             {
-                let it = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get()));
+                let it = tree
+                    .iter(&guard)
+                    .map(|(r, v)| (*r.start(), *r.end(), v.get()));
                 let mut it: Box<dyn Iterator<Item = Range>> = if backward {
                     Box::new(it.rev())
                 } else {
@@ -157,7 +159,9 @@ fn spanning_store_iteration_minimal() {
             .unwrap();
     }
     let guard = tree.pin();
-    let mut it = tree.iter(&guard).map(|(a, b, v)| (a, b, v.get()));
+    let mut it = tree
+        .iter(&guard)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()));
     assert_eq!(it.by_ref().nth(7), Some((70, 74, 8)));
     tree.store_range(62..=82, Value::new(100)).unwrap();
     let next = it.next().unwrap();

@@ -85,17 +85,18 @@ fn double_ended_iter_never_yields_an_index_twice() {
     let tree = tree_of(6);
     let g = tree.pin();
     let mut it = tree.iter(&g);
-    assert_eq!(it.next().map(|(a, b, _)| (a, b)), Some((0, 5)));
+    assert_eq!(it.next().map(|(r, _)| (*r.start(), *r.end())), Some((0, 5)));
     tree.store_range(33..=36, Value::new(99)).unwrap(); // [30, 35] becomes [30, 32]
     let mut back = Vec::new();
-    while let Some((a, b, _)) = it.next_back() {
+    while let Some((r, _)) = it.next_back() {
+        let (a, b) = (*r.start(), *r.end());
         back.push((a, b));
         if a <= 33 {
             break;
         }
     }
     assert_eq!(back.last(), Some(&(33, 36)));
-    let front: Vec<_> = it.map(|(a, b, _)| (a, b)).collect();
+    let front: Vec<_> = it.map(|(r, _)| (*r.start(), *r.end())).collect();
     let mut all = vec![(0, 5)];
     all.extend(front);
     all.extend(back.into_iter().rev());

@@ -27,12 +27,15 @@ fn append_split_then_append(tree: &MapleTree<Value>) {
     tree.store_range(73..=75, Value::new(99)).unwrap(); // into the truncated leaf
     let after = tree.stats();
     assert_eq!(after.append_split, before.append_split + 1, "{after:?}");
-    let rest: Vec<_> = it.map(|(a, b, v)| (a, b, v.get())).collect();
+    let rest: Vec<_> = it.map(|(r, v)| (*r.start(), *r.end(), v.get())).collect();
     // The iterator still reads the state before the split: [70, 75] = 7 and nothing after.
     assert_eq!(rest, [(70, 75, 7)]);
     drop(g);
     let g = tree.pin();
-    let now: Vec<_> = tree.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect();
+    let now: Vec<_> = tree
+        .iter(&g)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect();
     assert_eq!(&now[7..], [(70, 72, 7), (73, 75, 99), (80, 85, 8)]);
     assert_eq!(tree.load(1000, &g), None);
     assert_eq!(tree.load(80, &g).map(|v| v.get()), Some(8));
@@ -70,11 +73,14 @@ fn append_split_then_three_way(tree: &MapleTree<Value>) {
     tree.store_range(70..=72, Value::new(98)).unwrap(); // then an exact fit of it
     let after = tree.stats();
     assert_eq!(after.append_split, before.append_split + 1, "{after:?}");
-    let rest: Vec<_> = it.map(|(a, b, v)| (a, b, v.get())).collect();
+    let rest: Vec<_> = it.map(|(r, v)| (*r.start(), *r.end(), v.get())).collect();
     assert_eq!(rest, [(60, 65, 6), (66, 75, 66), (80, u64::MAX, 80)]);
     drop(g);
     let g = tree.pin();
-    let now: Vec<_> = tree.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect();
+    let now: Vec<_> = tree
+        .iter(&g)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect();
     assert_eq!(
         &now[6..],
         [
@@ -118,7 +124,9 @@ type Ranges = Vec<(u64, u64, u64)>;
 
 fn snapshot(tree: &MapleTree<Value>) -> Ranges {
     let g = tree.pin();
-    tree.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect()
+    tree.iter(&g)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect()
 }
 
 /// One random write, biased to the write paths that keep nodes in place (appends at the right
@@ -145,7 +153,7 @@ fn random_write(tree: &MapleTree<Value>, rng: &mut Rng, version: &mut u64, top: 
             // Exact fit of an existing range.
             let i = rng.below(*top + 1);
             let g = tree.pin();
-            let r = tree.load_range(i, &g).map(|(a, b, _)| (a, b));
+            let r = tree.load_range(i, &g).map(|(r, _)| (*r.start(), *r.end()));
             drop(g);
             if let Some((a, b)) = r {
                 tree.store_range(a..=b, v).unwrap();
@@ -169,7 +177,7 @@ fn random_write(tree: &MapleTree<Value>, rng: &mut Rng, version: &mut u64, top: 
             // the last of its leaf, wherever the leaf is.
             let i = rng.below(*top + 1);
             let g = tree.pin();
-            let r = tree.load_range(i, &g).map(|(a, b, _)| (a, b));
+            let r = tree.load_range(i, &g).map(|(r, _)| (*r.start(), *r.end()));
             drop(g);
             let (a, b) = r.unwrap_or_else(|| {
                 // A NULL range: find its bounds by the neighbours.
@@ -220,7 +228,7 @@ fn iterate_across_writes(alloc: bool, backward: bool, seed: u64) {
         }
         let item = if backward { it.next_back() } else { it.next() };
         match item {
-            Some((a, b, v)) => seen.push(((a, b, v.get()), states.len() - 1)),
+            Some((r, v)) => seen.push(((*r.start(), *r.end(), v.get()), states.len() - 1)),
             None => break,
         }
     }

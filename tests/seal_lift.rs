@@ -59,8 +59,8 @@ fn seal_of_an_append_outlives_a_lift_scheduled_before_it() {
         s.spawn(move || {
             pin_now.recv().unwrap();
             let guard = t.pin();
-            let (a, b, v) = t.load_range(35, &guard).unwrap();
-            to_writer.send((a, b, v.get())).unwrap();
+            let (r, v) = t.load_range(35, &guard).unwrap();
+            to_writer.send((*r.start(), *r.end(), v.get())).unwrap();
             // Pinned until the writer is done.
             pin_now.recv().unwrap();
             drop(guard);
@@ -98,7 +98,10 @@ fn seal_of_an_append_outlives_a_lift_scheduled_before_it() {
     });
     t.validate().unwrap();
     let g = t.pin();
-    let now: Vec<_> = t.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect();
+    let now: Vec<_> = t
+        .iter(&g)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect();
     assert_eq!(
         now,
         [

@@ -176,7 +176,8 @@ fn store_prealloc_without_preallocate_is_a_typed_error() {
     drop(w);
     let g = tree.pin();
     assert_eq!(
-        tree.load_range(15, &g).map(|(a, b, v)| (a, b, v.get())),
+        tree.load_range(15, &g)
+            .map(|(r, v)| (*r.start(), *r.end(), v.get())),
         Some((10, 20, 3))
     );
     drop(g);

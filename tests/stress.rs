@@ -196,7 +196,8 @@ fn reader(tree: Arc<Tree>, stop: Arc<AtomicBool>, seed: u64, probes: Arc<Vec<u64
             }
             4 => {
                 let i = rng.below(TAIL + 2000);
-                if let Some((lo, hi, p)) = tree.load_range(i, &guard) {
+                if let Some((r, p)) = tree.load_range(i, &guard) {
+                    let (lo, hi) = (*r.start(), *r.end());
                     assert!(lo <= i && i <= hi, "load_range({i}) = [{lo}, {hi}]");
                     check_entry(p, lo, hi);
                 }
@@ -204,7 +205,8 @@ fn reader(tree: Arc<Tree>, stop: Arc<AtomicBool>, seed: u64, probes: Arc<Vec<u64
             5..=6 => {
                 let got: Vec<_> = tree
                     .iter(&guard)
-                    .map(|(a, b, p)| {
+                    .map(|(r, p)| {
+                        let (a, b) = (*r.start(), *r.end());
                         check_entry(p, a, b);
                         (a, b, p.version)
                     })
@@ -219,7 +221,8 @@ fn reader(tree: Arc<Tree>, stop: Arc<AtomicBool>, seed: u64, probes: Arc<Vec<u64
                 let mut got: Vec<_> = tree
                     .iter(&guard)
                     .rev()
-                    .map(|(a, b, p)| {
+                    .map(|(r, p)| {
+                        let (a, b) = (*r.start(), *r.end());
                         check_entry(p, a, b);
                         (a, b, p.version)
                     })
@@ -235,7 +238,8 @@ fn reader(tree: Arc<Tree>, stop: Arc<AtomicBool>, seed: u64, probes: Arc<Vec<u64
                 // A windowed iteration over a region and its neighbours, both ways alternately.
                 let k = rng.below(REGIONS - 2);
                 let (a, b) = (k * SPAN, (k + 2) * SPAN);
-                let it = tree.range(a..=b, &guard).map(|(x, y, p)| {
+                let it = tree.range(a..=b, &guard).map(|(r, p)| {
+                    let (x, y) = (*r.start(), *r.end());
                     check_entry(p, x, y);
                     (x, y, p.version)
                 });
@@ -356,7 +360,7 @@ impl Writer {
                     let i = 1 + self.rng.below(TAIL + 500);
                     if i % SPAN != 0 || i >= TAIL {
                         if let Some((a, b, _)) = self.model.at(i) {
-                            assert_eq!(w.erase(i), Some((a, b)));
+                            assert_eq!(w.erase(i).map(|e| e.range()), Some(a..=b));
                             self.model.store(a, b, None);
                         }
                     }
@@ -402,11 +406,13 @@ impl Writer {
                     self.clock += 1;
                     let e = self.flags.entry(min, max, self.clock);
                     let got = if self.rng.chance(50) {
-                        w.alloc_range(e, size, min, max)
+                        w.alloc_range(min..=max, size, e)
                     } else {
-                        w.alloc_rrange(e, size, min, max)
+                        w.alloc_rrange(min..=max, size, e)
                     };
-                    if let Ok(s) = got {
+                    if let Ok(r) = got {
+                        let s = *r.start();
+                        assert_eq!(*r.end(), s + (size - 1), "allocated {r:?} for size {size}");
                         self.model.store(s, s + (size - 1), Some(self.clock));
                     }
                 } else if r < 90 {
@@ -428,7 +434,10 @@ impl Writer {
 
     fn check(&self, tree: &Tree) {
         let g = tree.pin();
-        let got: Vec<(u64, u64, u64)> = tree.iter(&g).map(|(a, b, p)| (a, b, p.version)).collect();
+        let got: Vec<(u64, u64, u64)> = tree
+            .iter(&g)
+            .map(|(r, p)| (*r.start(), *r.end(), p.version))
+            .collect();
         let want: Vec<(u64, u64, u64)> =
             self.model.0.iter().map(|(&a, &(b, v))| (a, b, v)).collect();
         assert_eq!(got, want, "tree and model differ");
@@ -1088,7 +1097,9 @@ mod promise {
                 );
             }
             3 => {
-                let got = tree.load_range(i, g).map(|(lo, hi, v)| (lo, hi, v.get()));
+                let got = tree
+                    .load_range(i, g)
+                    .map(|(r, v)| (*r.start(), *r.end(), v.get()));
                 let a = ck.a();
                 out.read("load_range");
                 match got {
@@ -1165,7 +1176,9 @@ mod promise {
                 } else {
                     i.saturating_add(rng.below(300))
                 };
-                let got = tree.next(i, max, g).map(|(lo, hi, v)| (lo, hi, v.get()));
+                let got = tree
+                    .next(i, max, g)
+                    .map(|(r, v)| (*r.start(), *r.end(), v.get()));
                 let a = ck.a();
                 out.read("next");
                 match got {
@@ -1203,7 +1216,9 @@ mod promise {
                 } else {
                     i.saturating_sub(rng.below(300))
                 };
-                let got = tree.prev(i, min, g).map(|(lo, hi, v)| (lo, hi, v.get()));
+                let got = tree
+                    .prev(i, min, g)
+                    .map(|(r, v)| (*r.start(), *r.end(), v.get()));
                 let a = ck.a();
                 out.read("prev");
                 match got {
@@ -1306,9 +1321,9 @@ mod promise {
                 let rev = rng.chance(50);
                 let api = if rev { "empty_area_rev" } else { "empty_area" };
                 let got = if rev {
-                    tree.empty_area_rev(min, max, size)
+                    tree.empty_area_rev(min..=max, size)
                 } else {
-                    tree.empty_area(min, max, size)
+                    tree.empty_area(min..=max, size)
                 };
                 let a = ck.a();
                 out.read(api);
@@ -1405,7 +1420,7 @@ mod promise {
             } else {
                 self.it.next_back()
             }
-            .map(|(x, y, v)| (x, y, v.get()));
+            .map(|(r, v)| (*r.start(), *r.end(), v.get()));
             let a = ck.a();
             out.read(api);
             // What the two ends had yielded.
@@ -1923,7 +1938,10 @@ mod promise {
             });
         }
         fn erase(&mut self, i: u64) {
-            let (first, last) = self.tree.erase(i).unwrap_or((1, 0));
+            let (first, last) = self
+                .tree
+                .erase(i)
+                .map_or((1, 0), |e| (*e.range().start(), *e.range().end()));
             self.done(Logged {
                 first,
                 last,
@@ -1950,12 +1968,14 @@ mod promise {
         fn alloc(&mut self, rev: bool, size: u64, min: u64, max: u64) {
             let v = Value::new(self.next);
             let got = if rev {
-                self.tree.alloc_rrange(v, size, min, max)
+                self.tree.alloc_rrange(min..=max, size, v)
             } else {
-                self.tree.alloc_range(v, size, min, max)
+                self.tree.alloc_range(min..=max, size, v)
             };
             let l = match got {
-                Ok(s) => {
+                Ok(r) => {
+                    let s = *r.start();
+                    assert_eq!(*r.end(), s + (size - 1), "allocated {r:?} for size {size}");
                     assert!(
                         !self.model.occupied(s, s + (size - 1)),
                         "alloc over an entry"
@@ -2247,7 +2267,10 @@ mod promise {
             }
             // The writer's own view, single-threaded.
             let g = tree.pin();
-            let got: Vec<_> = tree.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect();
+            let got: Vec<_> = tree
+                .iter(&g)
+                .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+                .collect();
             let want: Vec<_> = model.0.iter().map(|(&a, &(b, v))| (a, b, v)).collect();
             assert_eq!(
                 got, want,
@@ -2358,7 +2381,10 @@ mod promise {
             }
             writes += log.len() as u64;
             let g = tree.pin();
-            let got: Vec<_> = tree.iter(&g).map(|(a, b, v)| (a, b, v.get())).collect();
+            let got: Vec<_> = tree
+                .iter(&g)
+                .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+                .collect();
             assert_eq!(
                 got,
                 w.model.list(),

@@ -77,7 +77,10 @@ fn apply(w: &mut WriteGuard<'_, Value>, op: Op) -> Option<(u64, u64)> {
             w.erase_range(a..=b).unwrap();
             None
         }
-        Op::Remove(i) => w.erase(i),
+        Op::Remove(i) => w.erase(i).map(|e| {
+            let r = e.range();
+            (*r.start(), *r.end())
+        }),
     }
 }
 

@@ -522,7 +522,7 @@ macro_rules! cursor_like {
                 <$t>::set(self, i)
             }
             fn set_range(&mut self, a: u64, b: u64) {
-                <$t>::set_range(self, a, b)
+                <$t>::set_range(self, a..=b)
             }
             fn reset(&mut self) {
                 <$t>::reset(self)

@@ -98,9 +98,10 @@ fn step(w: &mut World, op: &Op) {
                     None => {}
                     Some(Content::Zero) => model.store(a, b, Some(Content::Zero)),
                     Some(Content::Entry { val, serial }) => {
-                        let (x, y, v) = tree
+                        let (r, v) = tree
                             .load_range(a, &g)
                             .unwrap_or_else(|| panic!("step {step}: dup lost [{a}, {b}]"));
+                        let (x, y) = (*r.start(), *r.end());
                         assert_eq!(
                             (x, y, v.val),
                             (a, b, val),

@@ -140,9 +140,9 @@ fn empty(w: &mut World, min: u64, max: u64, size: u64, rev: bool) {
     let t = &mut w.trees[0];
     let want = t.model.empty_area(min, max, size, rev);
     let got = if rev {
-        t.tree.empty_area_rev(min, max, size)
+        t.tree.empty_area_rev(min..=max, size)
     } else {
-        t.tree.empty_area(min, max, size)
+        t.tree.empty_area(min..=max, size)
     };
     let what = if rev { "empty_area_rev" } else { "empty_area" };
     expect_eq(w.step, &format!("{what}({min}, {max}, {size})"), got, want);

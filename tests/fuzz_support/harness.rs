@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -206,6 +207,21 @@ pub trait Writer {
     ) -> Result<(u64, bool), Error>;
 }
 
+/// A range's bounds as `(first, last)`.
+fn bounds(r: RangeInclusive<u64>) -> (u64, u64) {
+    (*r.start(), *r.end())
+}
+
+/// The start of an allocated range, which must be `size` indices long.
+fn alloc_start(r: RangeInclusive<u64>, size: u64) -> u64 {
+    assert_eq!(
+        r.end().wrapping_sub(*r.start()),
+        size.wrapping_sub(1),
+        "allocated {r:?} for size {size}"
+    );
+    *r.start()
+}
+
 /// The pin-for-you façade as a [`Writer`].
 pub struct Facade<'a>(pub &'a MapleTree<E>);
 
@@ -223,7 +239,7 @@ impl Writer for Facade<'_> {
         self.0.insert(a, e)
     }
     fn erase(&mut self, a: u64) -> Option<(u64, u64)> {
-        self.0.erase(a)
+        self.0.erase(a).map(|e| bounds(e.range()))
     }
     fn erase_range(&mut self, a: u64, b: u64) -> Result<(), Error> {
         self.0.erase_range(a..=b)
@@ -233,17 +249,18 @@ impl Writer for Facade<'_> {
     }
     fn empty_area(&self, min: u64, max: u64, size: u64, rev: bool) -> Result<u64, Error> {
         if rev {
-            self.0.empty_area_rev(min, max, size)
+            self.0.empty_area_rev(min..=max, size)
         } else {
-            self.0.empty_area(min, max, size)
+            self.0.empty_area(min..=max, size)
         }
     }
     fn alloc(&mut self, e: E, size: u64, min: u64, max: u64, rev: bool) -> Result<u64, Error> {
         if rev {
-            self.0.alloc_rrange(e, size, min, max)
+            self.0.alloc_rrange(min..=max, size, e)
         } else {
-            self.0.alloc_range(e, size, min, max)
+            self.0.alloc_range(min..=max, size, e)
         }
+        .map(|r| alloc_start(r, size))
     }
     fn alloc_cyclic(
         &mut self,
@@ -252,7 +269,7 @@ impl Writer for Facade<'_> {
         hi: u64,
         next: &mut u64,
     ) -> Result<(u64, bool), Error> {
-        self.0.alloc_cyclic(e, lo, hi, next)
+        self.0.alloc_cyclic(lo..=hi, next, e)
     }
 }
 
@@ -270,7 +287,7 @@ impl Writer for WriteGuard<'_, E> {
         WriteGuard::insert(self, a, e)
     }
     fn erase(&mut self, a: u64) -> Option<(u64, u64)> {
-        WriteGuard::erase(self, a)
+        WriteGuard::erase(self, a).map(|e| bounds(e.range()))
     }
     fn erase_range(&mut self, a: u64, b: u64) -> Result<(), Error> {
         WriteGuard::erase_range(self, a..=b)
@@ -280,17 +297,18 @@ impl Writer for WriteGuard<'_, E> {
     }
     fn empty_area(&self, min: u64, max: u64, size: u64, rev: bool) -> Result<u64, Error> {
         if rev {
-            WriteGuard::empty_area_rev(self, min, max, size)
+            WriteGuard::empty_area_rev(self, min..=max, size)
         } else {
-            WriteGuard::empty_area(self, min, max, size)
+            WriteGuard::empty_area(self, min..=max, size)
         }
     }
     fn alloc(&mut self, e: E, size: u64, min: u64, max: u64, rev: bool) -> Result<u64, Error> {
         if rev {
-            WriteGuard::alloc_rrange(self, e, size, min, max)
+            WriteGuard::alloc_rrange(self, min..=max, size, e)
         } else {
-            WriteGuard::alloc_range(self, e, size, min, max)
+            WriteGuard::alloc_range(self, min..=max, size, e)
         }
+        .map(|r| alloc_start(r, size))
     }
     fn alloc_cyclic(
         &mut self,
@@ -299,7 +317,7 @@ impl Writer for WriteGuard<'_, E> {
         hi: u64,
         next: &mut u64,
     ) -> Result<(u64, bool), Error> {
-        WriteGuard::alloc_cyclic(self, e, lo, hi, next)
+        WriteGuard::alloc_cyclic(self, lo..=hi, next, e)
     }
 }
 
@@ -661,7 +679,7 @@ impl World {
         }
         let ents: Vec<Seen> = tree
             .iter(&guard)
-            .map(|(a, b, v)| (a, b, v.val, v.serial))
+            .map(|(r, v)| (*r.start(), *r.end(), v.val, v.serial))
             .collect();
         let want_e = tut.model.entries();
         assert!(

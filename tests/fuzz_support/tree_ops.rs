@@ -80,7 +80,7 @@ fn read(w: &mut World, op: &ReadOp) {
                 "load_range",
                 t.tree
                     .load_range(a, &g)
-                    .map(|(x, y, v)| (x, y, v.val, v.serial)),
+                    .map(|(r, v)| (*r.start(), *r.end(), v.val, v.serial)),
                 want,
             );
             // `get` clones (a new serial), so compare values only.
@@ -114,7 +114,7 @@ fn read(w: &mut World, op: &ReadOp) {
             let got = t
                 .tree
                 .next(a, max, &g)
-                .map(|(x, y, v)| (x, y, v.val, v.serial));
+                .map(|(r, v)| (*r.start(), *r.end(), v.val, v.serial));
             expect_eq(
                 step,
                 &format!("next({a}, {max})"),
@@ -129,7 +129,7 @@ fn read(w: &mut World, op: &ReadOp) {
             let got = t
                 .tree
                 .prev(a, min, &g)
-                .map(|(x, y, v)| (x, y, v.val, v.serial));
+                .map(|(r, v)| (*r.start(), *r.end(), v.val, v.serial));
             expect_eq(
                 step,
                 &format!("prev({a}, {min})"),
@@ -149,7 +149,7 @@ fn read(w: &mut World, op: &ReadOp) {
                 let back = k < 64 && dirs >> k & 1 == 1;
                 k += 1;
                 let got = if back { it.next_back() } else { it.next() };
-                let got: Option<Seen> = got.map(|(x, y, v)| (x, y, v.val, v.serial));
+                let got: Option<Seen> = got.map(|(r, v)| (*r.start(), *r.end(), v.val, v.serial));
                 let exp = if lo == hi {
                     None
                 } else if back {
@@ -187,12 +187,12 @@ fn read(w: &mut World, op: &ReadOp) {
                 t.tree
                     .iter(&g)
                     .rev()
-                    .map(|(x, y, v)| (x, y, v.val, v.serial))
+                    .map(|(r, v)| (*r.start(), *r.end(), v.val, v.serial))
                     .collect()
             } else {
                 t.tree
                     .iter(&g)
-                    .map(|(x, y, v)| (x, y, v.val, v.serial))
+                    .map(|(r, v)| (*r.start(), *r.end(), v.val, v.serial))
                     .collect()
             };
             assert!(
@@ -208,7 +208,10 @@ fn read(w: &mut World, op: &ReadOp) {
             let all = t.model.entries();
             let check = |g: &maple_tree::WriteGuard<'_, super::entry::E>| {
                 expect_eq(step, "guard load", g.load(a).map(seen), want);
-                let got: Vec<Seen> = g.iter().map(|(x, y, v)| (x, y, v.val, v.serial)).collect();
+                let got: Vec<Seen> = g
+                    .iter()
+                    .map(|(r, v)| (*r.start(), *r.end(), v.val, v.serial))
+                    .collect();
                 assert!(got == all, "step {step}: guard iter differs from the model");
             };
             if exclusive {
