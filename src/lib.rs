@@ -438,6 +438,7 @@
 //! README for the commands.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // `unsafe` lives in two layers only, each allowed where it is declared: `entry` (entry words)
 // and `tree::node` (raw nodes, the root, the publication protocol, the node slab).
 #![deny(unsafe_code)]
@@ -453,6 +454,9 @@ mod error;
 #[doc(hidden)]
 pub mod loom_knobs;
 pub mod migration;
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub mod snapshot;
 mod sync;
 pub mod tree;
 
