@@ -961,6 +961,23 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
 
 impl<'t, E: Entry + 't> WriteGuard<'t, E> {
     /// A writing cursor at `index`, in status [`Status::Start`].
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Status, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// let mut c = w.cursor(10);
+    /// assert_eq!(c.status(), Status::Start);
+    /// c.set_range(10..=19);
+    /// c.store(Value::new(1))?;
+    /// assert_eq!((c.range(), c.walk()), (10..=19, Some(Value::new(1))));
+    /// drop(w);
+    /// assert_eq!(tree.get(15), Some(Value::new(1)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cursor<'w>(&'w mut self, index: u64) -> CursorMut<'w, 't, E> {
         let mut wg = self.any_writer();
         let core = Core::new(with_mode!(ref wg, w => w.root.walk_root()), index);

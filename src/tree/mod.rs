@@ -1144,6 +1144,22 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
     /// A structural copy of the tree (`__mt_dup`): every node copied with the same pivots, gaps
     /// and shape, every entry cloned, so replacing each entry afterwards over the same range is an
     /// exact fit. The copy uses the same options and collector.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(0..=9, Value::new(1))?;
+    /// let copy = w.dup();
+    /// w.store_range(0..=9, Value::new(2))?;
+    /// drop(w);
+    /// assert_eq!(copy.get(5), Some(Value::new(1)));
+    /// assert_eq!(tree.get(5), Some(Value::new(2)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dup(&self) -> MapleTree<E> {
         let mut opts = Options::new()
             .alloc(self.internal == Kind::ARange)
