@@ -540,6 +540,19 @@ impl Value {
     /// # Panics
     ///
     /// If `v > Value::MAX`; use [`Value::try_new`] for unchecked input.
+    ///
+    /// ```
+    /// use maple_tree::Value;
+    ///
+    /// let v = Value::new(42);
+    /// assert_eq!(v.get(), 42);
+    /// ```
+    ///
+    /// ```should_panic
+    /// use maple_tree::Value;
+    ///
+    /// let _ = Value::new(u64::MAX); // does not fit: panics
+    /// ```
     #[inline]
     pub const fn new(v: u64) -> Self {
         assert!(v <= Self::MAX, "Value::new: value does not fit in 63 bits");
@@ -547,6 +560,13 @@ impl Value {
     }
 
     /// Wraps `v`, or `None` if it does not fit in 63 bits.
+    ///
+    /// ```
+    /// use maple_tree::Value;
+    ///
+    /// assert_eq!(Value::try_new(Value::MAX).map(Value::get), Some(Value::MAX));
+    /// assert_eq!(Value::try_new(Value::MAX + 1), None);
+    /// ```
     #[inline]
     pub const fn try_new(v: u64) -> Option<Self> {
         if v <= Self::MAX {
@@ -557,6 +577,13 @@ impl Value {
     }
 
     /// The wrapped integer.
+    ///
+    /// ```
+    /// use maple_tree::Value;
+    ///
+    /// assert_eq!(Value::new(7).get(), 7);
+    /// assert_eq!(u64::from(Value::new(7)), 7); // the same, as a conversion
+    /// ```
     #[inline]
     pub const fn get(self) -> u64 {
         self.0
@@ -711,6 +738,13 @@ pub struct ValueTooLarge(u64);
 
 impl ValueTooLarge {
     /// The integer that did not fit.
+    ///
+    /// ```
+    /// use maple_tree::Value;
+    ///
+    /// let err = Value::try_from(u64::MAX).unwrap_err();
+    /// assert_eq!(err.value(), u64::MAX);
+    /// ```
     pub const fn value(self) -> u64 {
         self.0
     }

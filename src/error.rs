@@ -38,6 +38,16 @@ pub enum Error {
 
 impl Error {
     /// The kernel's negative errno for this error.
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    ///
+    /// let tree = MapleTree::<Value>::new();
+    /// let err = tree.alloc_range(0..=9, 1, Value::new(1)).unwrap_err();
+    /// assert_eq!(err, Error::NotAllocTree);
+    /// assert_eq!(err.errno(), -22); // -EINVAL
+    /// assert_eq!(Error::Occupied.errno(), -17); // -EEXIST
+    /// ```
     pub const fn errno(self) -> i32 {
         match self {
             Error::Occupied => -17,    // EEXIST

@@ -53,6 +53,19 @@ impl Allocator {
     /// # Errors
     ///
     /// [`Error::InvalidWindow`] if `size` is 0 or `base + size - 1` overflows `u64`.
+    ///
+    /// ```
+    /// use maple_tree::tree::Allocator;
+    /// use maple_tree::Error;
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let a = Allocator::new(0x1000, 0x1000)?;
+    /// assert_eq!(a.bounds(), 0x1000..=0x1fff);
+    /// assert_eq!(Allocator::new(0x1000, 0).err(), Some(Error::InvalidWindow));
+    /// assert_eq!(Allocator::new(u64::MAX, 2).err(), Some(Error::InvalidWindow));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(base: u64, size: u64) -> Result<Self, Error> {
         if size == 0 {
             return Err(Error::InvalidWindow);
@@ -66,6 +79,16 @@ impl Allocator {
     }
 
     /// The managed addresses.
+    ///
+    /// ```
+    /// use maple_tree::tree::Allocator;
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let a = Allocator::new(0, 1 << 20)?;
+    /// assert_eq!(a.bounds(), 0..=0xf_ffff);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn bounds(&self) -> RangeInclusive<u64> {
         self.first..=self.last
     }
@@ -81,6 +104,22 @@ impl Allocator {
     /// [`Error::InvalidRange`] for an exact range that leaves the managed range;
     /// [`Error::Occupied`] if an exact range overlaps an allocation; [`Error::NoRoom`] if no
     /// aligned fit is free.
+    ///
+    /// ```
+    /// use maple_tree::tree::{Allocator, Placement};
+    /// use maple_tree::Error;
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let mut a = Allocator::new(0x1000, 0x10000)?;
+    /// assert_eq!(a.allocate(0x100, 0x100, Placement::FirstMatch)?, 0x1000..=0x10ff);
+    /// assert_eq!(a.allocate(0x100, 0x100, Placement::LastMatch)?, 0x10f00..=0x10fff);
+    /// assert_eq!(a.allocate(0x100, 0x100, Placement::ExactMatch(0x2000))?, 0x2000..=0x20ff);
+    /// assert_eq!(a.allocate(0x10, 0x10, Placement::ExactMatch(0x2080)), Err(Error::Occupied));
+    /// assert_eq!(a.allocate(0x10, 3, Placement::FirstMatch), Err(Error::InvalidAlignment));
+    /// assert_eq!(a.allocate(0x10000, 1, Placement::FirstMatch), Err(Error::NoRoom));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn allocate(
         &mut self,
         size: u64,
@@ -115,6 +154,21 @@ impl Allocator {
     ///
     /// [`Error::NotAllocated`] if `range` is not exactly one allocated range (nothing is freed
     /// then).
+    ///
+    /// ```
+    /// use maple_tree::tree::{Allocator, Placement};
+    /// use maple_tree::Error;
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let mut a = Allocator::new(0, 0x1000)?;
+    /// let r = a.allocate(0x100, 1, Placement::FirstMatch)?;
+    /// assert_eq!(a.free(&(0..=0x7f)), Err(Error::NotAllocated)); // only part of it
+    /// a.free(&r)?;
+    /// assert_eq!(a.free(&r), Err(Error::NotAllocated)); // freed already
+    /// assert!(a.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn free(&mut self, range: &RangeInclusive<u64>) -> Result<(), Error> {
         let (a, b) = (*range.start(), *range.end());
         let mut w = self.tree.exclusive();
@@ -127,16 +181,54 @@ impl Allocator {
     }
 
     /// The number of allocations.
+    ///
+    /// ```
+    /// use maple_tree::tree::{Allocator, Placement};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let mut a = Allocator::new(0, 0x1000)?;
+    /// a.allocate(0x100, 1, Placement::FirstMatch)?;
+    /// a.allocate(0x100, 1, Placement::FirstMatch)?;
+    /// assert_eq!(a.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn len(&self) -> usize {
         self.tree.len()
     }
 
     /// Whether nothing is allocated.
+    ///
+    /// ```
+    /// use maple_tree::tree::{Allocator, Placement};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let mut a = Allocator::new(0, 0x1000)?;
+    /// assert!(a.is_empty());
+    /// let r = a.allocate(0x100, 1, Placement::FirstMatch)?;
+    /// assert!(!a.is_empty());
+    /// a.free(&r)?;
+    /// assert!(a.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.tree.is_empty()
     }
 
     /// The allocated ranges, in address order.
+    ///
+    /// ```
+    /// use maple_tree::tree::{Allocator, Placement};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let mut a = Allocator::new(0, 0x1000)?;
+    /// a.allocate(0x100, 1, Placement::LastMatch)?;
+    /// a.allocate(0x100, 1, Placement::FirstMatch)?;
+    /// assert_eq!(a.allocations(), [0..=0xff, 0xf00..=0xfff]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn allocations(&self) -> Vec<RangeInclusive<u64>> {
         let guard = self.tree.pin();
         self.tree.iter(&guard).map(|(r, _)| r).collect()

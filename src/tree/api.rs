@@ -83,6 +83,20 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// Whether the tree holds nothing: no entry and no zero entry (`len() == 0`).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// assert!(tree.is_empty());
+    /// tree.store_range(0..=9, Value::new(1))?;
+    /// assert!(!tree.is_empty());
+    /// tree.erase(5);
+    /// assert!(tree.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -114,6 +128,16 @@ impl<E: Entry> MapleTree<E> {
     /// # Panics
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// let tree: MapleTree<Value> = [(0..=9, Value::new(1)), (20..=29, Value::new(2))]
+    ///     .into_iter()
+    ///     .collect();
+    /// let guard = tree.pin();
+    /// assert_eq!(tree.last(&guard), Some((20..=29, Value::new(2))));
+    /// ```
     pub fn last<'g>(&'g self, guard: &'g Guard) -> Option<(RangeInclusive<u64>, E::Borrowed<'g>)> {
         self.iter(guard).next_back()
     }
@@ -246,6 +270,17 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// Removes the highest range holding an entry and returns it with the owned entry.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// let mut tree: MapleTree<Value> = [(0..=9, Value::new(1)), (20..=29, Value::new(2))]
+    ///     .into_iter()
+    ///     .collect();
+    /// assert_eq!(tree.pop_last(), Some((20..=29, Value::new(2))));
+    /// assert_eq!(tree.pop_last(), Some((0..=9, Value::new(1))));
+    /// assert_eq!(tree.pop_last(), None);
+    /// ```
     pub fn pop_last(&mut self) -> Option<(RangeInclusive<u64>, E)> {
         let mut w = self.exclusive();
         let at = w.iter().next_back_raw().map(|(a, _, _)| a)?;

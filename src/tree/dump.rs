@@ -21,6 +21,18 @@ fn word_text(w: usize) -> String {
 
 impl<E: Entry> WriteGuard<'_, E> {
     /// A text dump of every node, depth first, in the spirit of the kernel's `mt_dump`.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new_alloc();
+    /// let mut w = tree.lock();
+    /// w.store_range(0..=9, Value::new(1))?;
+    /// assert!(w.dump().starts_with("maple_tree flags alloc, height 1"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dump(&self) -> String {
         let mut out = String::new();
         let root = self.view().node();
@@ -69,6 +81,18 @@ impl<E: Entry> WriteGuard<'_, E> {
     }
 
     /// The tree as a Graphviz DOT graph (one record per node, slot ranges as fields).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(0..=9, Value::new(1))?;
+    /// assert!(w.dump_dot().starts_with("digraph"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dump_dot(&self) -> String {
         let mut out = String::from("digraph maple {\n  node [shape=record, fontname=monospace];\n");
         if let Some(r) = self.view().node() {

@@ -165,6 +165,10 @@ impl<E: Entry> IdAllocator<E> {
 
     /// The allocated ids with their entries, in id order (lock-free).
     ///
+    /// # Panics
+    ///
+    /// If `guard` is not from this allocator's [`pin`](Self::pin).
+    ///
     /// ```
     /// use maple_tree::{IdAllocator, Value};
     /// let ids = IdAllocator::new(1..).unwrap();

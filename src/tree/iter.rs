@@ -1,4 +1,4 @@
-//! Double-ended iteration over `(first, last, entry)`, lock-free.
+//! Double-ended iteration over `(range, entry)`, lock-free.
 //!
 //! Each direction keeps its own position (path), so a step is `O(1)` amortised. Under a
 //! concurrent writer, each yielded range existed at some moment of the iteration, ranges come

@@ -125,17 +125,39 @@ pub struct Options {
 
 impl Options {
     /// The default options: a range tree (no gap tracking) on crossbeam's default collector.
+    ///
+    /// ```
+    /// use maple_tree::Options;
+    ///
+    /// let opts = Options::new();
+    /// assert!(!opts.alloc && opts.collector.is_none() && !opts.huge_pages);
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Sets [`Options::alloc`]: track gaps in internal nodes (an allocation tree).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Options, Value};
+    ///
+    /// let tree = MapleTree::<Value>::with_options(Options::new().alloc(true));
+    /// assert!(tree.is_alloc());
+    /// ```
     pub fn alloc(mut self, on: bool) -> Self {
         self.alloc = on;
         self
     }
 
     /// Sets [`Options::collector`]: the epoch collector the tree's readers and writer pin.
+    ///
+    /// ```
+    /// use maple_tree::{Collector, MapleTree, Options, Value};
+    ///
+    /// let collector = Collector::new();
+    /// let tree = MapleTree::<Value>::with_options(Options::new().collector(collector.clone()));
+    /// assert!(*tree.collector() == collector);
+    /// ```
     pub fn collector(mut self, collector: Collector) -> Self {
         self.collector = Some(collector);
         self
@@ -214,17 +236,46 @@ impl<E: Entry> Default for MapleTree<E> {
 
 impl<E: Entry> MapleTree<E> {
     /// An empty range tree (internal nodes without gap tracking, 16 slots).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// let tree = MapleTree::<Value>::new();
+    /// assert!(tree.is_empty());
+    /// assert!(!tree.is_alloc());
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// An empty allocation tree (`MT_FLAGS_ALLOC_RANGE`): gap-tracking internal nodes, required
     /// by [`WriteGuard::alloc_range`] and friends, and `O(log n)` gap search.
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let ids = MapleTree::<Value>::new_alloc();
+    /// assert_eq!(ids.alloc_range(0..=99, 10, Value::new(1))?, 0..=9);
+    ///
+    /// let plain = MapleTree::<Value>::new();
+    /// assert_eq!(plain.alloc_range(0..=99, 10, Value::new(1)), Err(Error::NotAllocTree));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new_alloc() -> Self {
         Self::with_options(Options::new().alloc(true))
     }
 
     /// An empty tree with the given options.
+    ///
+    /// ```
+    /// use maple_tree::{Collector, MapleTree, Options, Value};
+    ///
+    /// let collector = Collector::new();
+    /// let tree = MapleTree::<Value>::with_options(Options::new().alloc(true).collector(collector));
+    /// assert!(tree.is_alloc());
+    /// ```
     pub fn with_options(opts: Options) -> Self {
         let (collector, default_collector) = match opts.collector {
             Some(c) => (c, false),
@@ -252,11 +303,32 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// Whether this is an allocation tree.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// assert!(MapleTree::<Value>::new_alloc().is_alloc());
+    /// assert!(!MapleTree::<Value>::new().is_alloc());
+    /// ```
     pub fn is_alloc(&self) -> bool {
         self.internal == Kind::ARange
     }
 
     /// The collector this tree's guards must come from.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store(5, Value::new(1))?;
+    /// // A guard pinned through a handle of the tree's collector does as well as `tree.pin()`.
+    /// let handle = tree.collector().register();
+    /// let guard = handle.pin();
+    /// assert_eq!(tree.load(5, &guard), Some(Value::new(1)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn collector(&self) -> &Collector {
         self.root.collector()
     }
@@ -298,11 +370,41 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// Number of levels (0 for an empty tree, 1 for a single leaf). Takes the writer lock.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// assert_eq!(tree.height(), 0);
+    /// tree.store_range(0..=9, Value::new(1))?;
+    /// assert_eq!(tree.height(), 1); // one leaf
+    /// for i in 1..100 {
+    ///     tree.store(i * 10, Value::new(i))?;
+    /// }
+    /// assert!(tree.height() > 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn height(&self) -> usize {
         self.root.lock().height
     }
 
     /// Per-path write counters since creation, and the readers' restarts. Takes the writer lock.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(0..=9, Value::new(1))?;
+    /// tree.store_range(0..=9, Value::new(2))?; // same range: replaced in place
+    /// let stats = tree.stats();
+    /// assert_eq!(stats.exact_fit, 1);
+    /// assert!(stats.nodes_allocated >= 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stats(&self) -> Stats {
         let mut s = self.root.lock().stats;
         s.reader_restarts = self.root.restarts();
@@ -343,6 +445,21 @@ impl<E: Entry> MapleTree<E> {
     /// through the guard ([`WriteGuard::height`], [`WriteGuard::validate`],
     /// [`WriteGuard::dump`]); the tree's own writing methods and its `height`, `stats`,
     /// `validate` and `dump` take the lock again and would wait for ever.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(0..=9, Value::new(1))?;
+    /// w.store_range(10..=19, Value::new(2))?;
+    /// assert_eq!(w.load(15), Some(Value::new(2))); // the writer sees its own writes
+    /// drop(w); // release the lock before calling the tree's own writing methods
+    /// assert_eq!(tree.get(5), Some(Value::new(1)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock(&self) -> WriteGuard<'_, E> {
         let lock = self.root.lock();
         WriteGuard::from_parts(
@@ -356,6 +473,21 @@ impl<E: Entry> MapleTree<E> {
 
     /// Exclusive-mode writes: no reader can exist, so nodes are rewritten in place and anything
     /// removed is freed at once (the kernel's non-RCU mode).
+    ///
+    /// ```
+    /// use maple_tree::MapleTree;
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let mut tree = MapleTree::<Box<String>>::new();
+    /// let mut w = tree.exclusive();
+    /// w.store_range(0..=9, Box::new("a".to_string()))?;
+    /// // No reader can hold the erased entry: it comes back owned.
+    /// let erased = w.erase(5).and_then(|e| e.into_entry().ok().flatten());
+    /// assert_eq!(erased.as_deref().map(String::as_str), Some("a"));
+    /// assert!(w.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn exclusive(&mut self) -> WriteGuard<'_, E> {
         let MapleTree {
             root,
@@ -380,6 +512,20 @@ impl<E: Entry> MapleTree<E> {
     /// # Panics
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::MapleTree;
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Box<String>>::new();
+    /// tree.store_range(10..=19, Box::new("ten".to_string()))?;
+    /// let guard = tree.pin();
+    /// let s: &String = tree.load(15, &guard).unwrap(); // borrowed for as long as `guard` lives
+    /// assert_eq!(s, "ten");
+    /// assert_eq!(tree.load(20, &guard), None);
+    /// # Ok(())
+    /// # }
+    /// ```
     #[inline]
     pub fn load<'g>(&'g self, index: u64, guard: &'g Guard) -> Option<E::Borrowed<'g>> {
         // Read under `guard`, which keeps the entry alive for 'g (entries are released through
@@ -392,6 +538,19 @@ impl<E: Entry> MapleTree<E> {
     /// # Panics
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10..=19, Value::new(1))?;
+    /// let guard = tree.pin();
+    /// assert_eq!(tree.load_range(15, &guard), Some((10..=19, Value::new(1))));
+    /// assert_eq!(tree.load_range(20, &guard), None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn load_range<'g>(
         &'g self,
         index: u64,
@@ -408,6 +567,25 @@ impl<E: Entry> MapleTree<E> {
     /// # Panics
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10..=19, Value::new(1))?;
+    /// tree.store_range(30..=39, Value::new(3))?;
+    /// let guard = tree.pin();
+    /// let mut index = 0;
+    /// let mut found = vec![];
+    /// while let Some(v) = tree.find(&mut index, u64::MAX, &guard) {
+    ///     found.push(v.get());
+    /// }
+    /// assert_eq!(found, [1, 3]);
+    /// assert_eq!(index, 40); // one past the last range found
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn find<'g>(
         &'g self,
         index: &mut u64,
@@ -438,6 +616,21 @@ impl<E: Entry> MapleTree<E> {
     /// # Panics
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10..=u64::MAX, Value::new(1))?;
+    /// let guard = tree.pin();
+    /// let mut index = 0;
+    /// assert_eq!(tree.find(&mut index, u64::MAX, &guard), Some(Value::new(1)));
+    /// assert_eq!(index, 0); // wrapped past u64::MAX: `find` would start over
+    /// assert_eq!(tree.find_after(&mut index, u64::MAX, &guard), None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn find_after<'g>(
         &'g self,
         index: &mut u64,
@@ -456,6 +649,20 @@ impl<E: Entry> MapleTree<E> {
     /// # Panics
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10..=19, Value::new(1))?;
+    /// tree.store_range(30..=39, Value::new(3))?;
+    /// let guard = tree.pin();
+    /// assert_eq!(tree.next(12, u64::MAX, &guard), Some((30..=39, Value::new(3))));
+    /// assert_eq!(tree.next(12, 29, &guard), None); // [30, 39] starts above `max`
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn next<'g>(
         &'g self,
         index: u64,
@@ -486,6 +693,20 @@ impl<E: Entry> MapleTree<E> {
     /// # Panics
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10..=19, Value::new(1))?;
+    /// tree.store_range(30..=39, Value::new(3))?;
+    /// let guard = tree.pin();
+    /// assert_eq!(tree.prev(35, 0, &guard), Some((10..=19, Value::new(1))));
+    /// assert_eq!(tree.prev(35, 20, &guard), None); // [10, 19] ends below `min`
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn prev<'g>(
         &'g self,
         index: u64,
@@ -509,7 +730,7 @@ impl<E: Entry> MapleTree<E> {
         }
     }
 
-    /// Iterates over every `(first, last, entry)` in index order; double-ended. Zero entries
+    /// Iterates over every `(range, entry)` in index order; double-ended. Zero entries
     /// are skipped. Beside a writer, the front yields strictly increasing ranges and the back
     /// strictly decreasing ones, each a range of some state during the iteration; one iterator
     /// driven from both ends never yields an index twice (each end stops at what the other has
@@ -518,6 +739,18 @@ impl<E: Entry> MapleTree<E> {
     /// # Panics
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// let tree: MapleTree<Value> = [(0..=9, Value::new(1)), (20..=29, Value::new(2))]
+    ///     .into_iter()
+    ///     .collect();
+    /// let guard = tree.pin();
+    /// let all: Vec<_> = tree.iter(&guard).collect();
+    /// assert_eq!(all, [(0..=9, Value::new(1)), (20..=29, Value::new(2))]);
+    /// assert_eq!(tree.iter(&guard).next_back(), Some((20..=29, Value::new(2))));
+    /// ```
     pub fn iter<'g>(&'g self, guard: &'g Guard) -> Iter<'g, E> {
         Iter::new(self.reader(guard), 0, u64::MAX)
     }
@@ -565,6 +798,24 @@ impl<E: Entry> MapleTree<E> {
     /// # Panics
     ///
     /// If `guard` is not pinned on this tree's collector (take it from [`MapleTree::pin`]).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Status, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10..=19, Value::new(1))?;
+    /// tree.store_range(30..=39, Value::new(3))?;
+    /// let guard = tree.pin();
+    /// let mut c = tree.cursor(0, &guard);
+    /// assert_eq!(c.status(), Status::Start);
+    /// assert_eq!(c.find(u64::MAX), Some(Value::new(1)));
+    /// assert_eq!(c.range(), 10..=19);
+    /// assert_eq!(c.next(u64::MAX), Some(Value::new(3)));
+    /// assert_eq!(c.range(), 30..=39);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cursor<'g>(&'g self, index: u64, guard: &'g Guard) -> Cursor<'g, E> {
         Cursor::new(self.reader(guard), index)
     }
@@ -573,6 +824,18 @@ impl<E: Entry> MapleTree<E> {
 
     /// A clone of the entry at `index` (pins internally). For `Arc` entries this bumps a count;
     /// for [`Value`](crate::Value) it copies.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10..=19, Value::new(1))?;
+    /// assert_eq!(tree.get(19), Some(Value::new(1)));
+    /// assert_eq!(tree.get(20), None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn get(&self, index: u64) -> Option<E>
     where
         E: Clone,
@@ -582,18 +845,58 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// Calls `f` with the entry at `index` (pins internally).
+    ///
+    /// ```
+    /// use maple_tree::MapleTree;
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let names = MapleTree::<Box<String>>::new();
+    /// names.store_range(0..=9, Box::new("zero to nine".to_string()))?;
+    /// assert_eq!(names.with(5, |s| s.map(|s| s.len())), Some(12));
+    /// assert!(names.with(10, |s| s.is_none()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with<R>(&self, index: u64, f: impl FnOnce(Option<E::Borrowed<'_>>) -> R) -> R {
         let guard = self.pin();
         f(self.load(index, &guard))
     }
 
     /// Whether `index` holds an entry (the zero entry counts as absent, as for `load`).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(10..=19, Value::new(1))?;
+    /// tree.lock().store_zero_range(20..=29)?;
+    /// assert!(tree.contains(10) && tree.contains(19));
+    /// assert!(!tree.contains(25)); // the zero entry
+    /// assert!(!tree.contains(30));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn contains(&self, index: u64) -> bool {
         let guard = self.pin();
         walk::load_word(self.reader(&guard), index).is_entry()
     }
 
     /// Number of entries (ranges holding an entry; zero entries not counted). `O(n)`.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(0..=9, Value::new(1))?;
+    /// tree.store_range(3..=4, Value::new(2))?; // splits [0, 9] in three
+    /// tree.lock().store_zero_range(20..=29)?;
+    /// assert_eq!(tree.count(), 3);
+    /// assert_eq!(tree.len(), 4); // `len` counts the zero entry too
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn count(&self) -> usize {
         let guard = self.pin();
         self.iter(&guard).count()
@@ -633,6 +936,20 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     ///
     /// [`Error::Reserved`](crate::Error::Reserved) for an entry whose word is reserved; nothing is
     /// written then and `entry` is dropped.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(0..=9, Value::new(1))?;
+    /// tree.store(5, Value::new(2))?; // splits [0, 9]
+    /// let guard = tree.pin();
+    /// assert_eq!(tree.load_range(5, &guard), Some((5..=5, Value::new(2))));
+    /// assert_eq!(tree.load_range(6, &guard), Some((6..=9, Value::new(1))));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn store(&self, index: u64, entry: E) -> Result<(), crate::Error> {
         self.lock().store_range(index..=index, entry)
     }
@@ -647,6 +964,20 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// [`Error::Occupied`](crate::Error::Occupied) if an index of the range holds an entry (the zero
     /// entry included), [`Error::Reserved`](crate::Error::Reserved) for a reserved entry word.
     /// Nothing is written then and `entry` is dropped.
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.insert_range(10..=19, Value::new(1))?;
+    /// assert_eq!(tree.insert_range(15..=25, Value::new(2)), Err(Error::Occupied));
+    /// assert_eq!(tree.get(25), None); // nothing written
+    /// tree.insert_range(20..=25, Value::new(2))?;
+    /// assert_eq!(tree.get(25), Some(Value::new(2)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn insert_range(&self, r: impl RangeBounds<u64>, entry: E) -> Result<(), crate::Error> {
         self.lock().insert_range(r, entry)
     }
@@ -656,6 +987,18 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// # Errors
     ///
     /// As [`insert_range`](Self::insert_range).
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.insert(7, Value::new(1))?;
+    /// assert_eq!(tree.insert(7, Value::new(2)), Err(Error::Occupied));
+    /// assert_eq!(tree.get(7), Some(Value::new(1)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn insert(&self, index: u64, entry: E) -> Result<(), crate::Error> {
         self.lock().insert_range(index..=index, entry)
     }
@@ -682,11 +1025,39 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     ///
     /// [`Error::InvalidRange`](crate::Error::InvalidRange) for an empty or inverted `r` (nothing
     /// is erased).
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(0..=99, Value::new(1))?;
+    /// tree.erase_range(10..=89)?;
+    /// assert_eq!(tree.erase_range(5..5), Err(Error::InvalidRange));
+    /// let guard = tree.pin();
+    /// let left: Vec<_> = tree.iter(&guard).map(|(r, _)| r).collect();
+    /// assert_eq!(left, [0..=9, 90..=99]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn erase_range(&self, r: impl RangeBounds<u64>) -> Result<(), crate::Error> {
         self.lock().erase_range(r)
     }
 
     /// Empties the whole tree (`mtree_destroy`); the tree stays usable with the same options.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new_alloc();
+    /// tree.store_range(0..=9, Value::new(1))?;
+    /// tree.clear();
+    /// assert!(tree.is_empty());
+    /// assert!(tree.is_alloc()); // same options
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clear(&self) {
         self.lock().clear()
     }
@@ -697,16 +1068,53 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// # Errors
     ///
     /// A [`ValidateError`] naming the first broken invariant and where it was found.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// for i in 0..1000 {
+    ///     tree.store_range(i * 10..=i * 10 + 4, Value::new(i))?;
+    /// }
+    /// tree.validate()?; // `?` turns a ValidateError into Error::Invalid
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn validate(&self) -> Result<(), ValidateError> {
         self.lock().validate()
     }
 
     /// A text dump of every node (`mt_dump`).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(0..=9, Value::new(1))?;
+    /// let text = tree.dump();
+    /// assert!(text.starts_with("maple_tree flags range, height 1"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dump(&self) -> String {
         self.lock().dump()
     }
 
     /// A Graphviz DOT rendering of the tree.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(0..=9, Value::new(1))?;
+    /// let dot = tree.dump_dot(); // render with `dot -Tsvg`
+    /// assert!(dot.starts_with("digraph"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dump_dot(&self) -> String {
         self.lock().dump_dot()
     }
@@ -715,6 +1123,20 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
 impl<E: Entry + Clone + Send + Sync> MapleTree<E> {
     /// A structural copy (`__mt_dup`): same nodes, same shape, each entry cloned, so that storing
     /// replacement entries over the same ranges afterwards is always an exact fit.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// tree.store_range(0..=9, Value::new(1))?;
+    /// let copy = tree.dup();
+    /// tree.store_range(0..=9, Value::new(2))?; // the copy is independent
+    /// assert_eq!(copy.get(5), Some(Value::new(1)));
+    /// assert_eq!(copy.height(), tree.height());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dup(&self) -> Self {
         self.lock().dup()
     }
@@ -724,6 +1146,22 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
     /// A structural copy of the tree (`__mt_dup`): every node copied with the same pivots, gaps
     /// and shape, every entry cloned, so replacing each entry afterwards over the same range is an
     /// exact fit. The copy uses the same options and collector.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(0..=9, Value::new(1))?;
+    /// let copy = w.dup();
+    /// w.store_range(0..=9, Value::new(2))?;
+    /// drop(w);
+    /// assert_eq!(copy.get(5), Some(Value::new(1)));
+    /// assert_eq!(tree.get(5), Some(Value::new(2)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dup(&self) -> MapleTree<E> {
         let mut opts = Options::new()
             .alloc(self.internal == Kind::ARange)

@@ -380,6 +380,20 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// # Errors
     ///
     /// As [`MapleTree::store_range`](crate::MapleTree::store_range).
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(0..=99, Value::new(1))?;
+    /// w.store_range(10..20, Value::new(2))?; // splits [0, 99] in three
+    /// assert_eq!(w.len(), 3);
+    /// assert_eq!(w.store_range(20..10, Value::new(3)), Err(Error::InvalidRange));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn store_range(
         &mut self,
         r: impl core::ops::RangeBounds<u64>,
@@ -394,6 +408,20 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// # Errors
     ///
     /// [`Error::InvalidRange`] for an empty or inverted `r` (nothing is written).
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let tree = MapleTree::<Value>::new_alloc();
+    /// let mut w = tree.lock();
+    /// w.store_zero_range(0..=9)?; // reserve [0, 9]
+    /// assert_eq!(w.load(5), None);
+    /// assert_eq!(w.insert(5, Value::new(1)), Err(Error::Occupied));
+    /// assert_eq!(w.alloc_range(0..=99, 1, Value::new(1))?, 10..=10);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn store_zero_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
         with_mode!(self.any_writer(), w => w.store_zero_range(r))
     }
@@ -403,6 +431,20 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// # Errors
     ///
     /// As [`MapleTree::insert_range`](crate::MapleTree::insert_range).
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.insert_range(10..=19, Value::new(1))?;
+    /// assert_eq!(w.insert_range(0..=10, Value::new(2)), Err(Error::Occupied));
+    /// w.insert_range(0..=9, Value::new(2))?;
+    /// assert_eq!(w.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn insert_range(
         &mut self,
         r: impl core::ops::RangeBounds<u64>,
@@ -416,6 +458,19 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// # Errors
     ///
     /// As [`MapleTree::insert_range`](crate::MapleTree::insert_range).
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.insert(7, Value::new(1))?;
+    /// assert_eq!(w.insert(7, Value::new(2)), Err(Error::Occupied));
+    /// assert_eq!(w.load(7), Some(Value::new(1)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn insert(&mut self, index: u64, entry: E) -> Result<(), Error> {
         with_mode!(self.any_writer(), w => w.insert(index, entry))
     }
@@ -447,11 +502,39 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     /// # Errors
     ///
     /// As [`MapleTree::erase_range`](crate::MapleTree::erase_range).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(0..=99, Value::new(1))?;
+    /// w.erase_range(50..)?;
+    /// let left: Vec<_> = w.iter().map(|(r, _)| r).collect();
+    /// assert_eq!(left, [0..=49]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn erase_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
         with_mode!(self.any_writer(), w => w.erase_range(r))
     }
 
     /// Empties the tree (`mtree_destroy`), keeping its options.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let mut tree = MapleTree::<Value>::new();
+    /// let mut w = tree.exclusive();
+    /// w.store_range(0..=9, Value::new(1))?;
+    /// w.clear();
+    /// assert!(w.is_empty());
+    /// assert_eq!(w.height(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clear(&mut self) {
         with_mode!(self.any_writer(), w => w.clear())
     }

@@ -239,6 +239,20 @@ impl<E: Entry> WriteGuard<'_, E> {
     /// # Errors
     ///
     /// A [`ValidateError`] naming the first broken invariant and where it was found.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// for i in 0..1000 {
+    ///     w.store_range(i * 10..=i * 10 + 4, Value::new(i))?;
+    /// }
+    /// w.validate()?; // not `tree.validate()`: that would wait for the lock `w` holds
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn validate(&self) -> Result<(), ValidateError> {
         check(self.view(), self.internal, self.state(), self.len())
     }

@@ -246,21 +246,73 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// The number of ranges holding an entry or the zero entry (see [`MapleTree::len`](crate::MapleTree::len)).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(0..=9, Value::new(1))?;
+    /// w.store_range(20..=29, Value::new(2))?;
+    /// assert_eq!(w.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn len(&self) -> usize {
         self.len.load(StdOrdering::Relaxed)
     }
 
     /// Whether the tree holds nothing (`len() == 0`).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// assert!(w.is_empty());
+    /// w.store_range(5..=5, Value::new(1))?;
+    /// assert!(!w.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Height (levels).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// assert_eq!(w.height(), 0);
+    /// w.store_range(0..=9, Value::new(1))?;
+    /// assert_eq!(w.height(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn height(&self) -> usize {
         self.state().height
     }
 
     /// The entry at `index`, read under the writer.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(10..=19, Value::new(1))?;
+    /// assert_eq!(w.load(15), Some(Value::new(1)));
+    /// assert_eq!(w.load(20), None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn load(&self, index: u64) -> Option<E::Borrowed<'_>> {
         // The writer is the only mutator and `&self` keeps it from writing while the borrow
         // lives; what it released waits for its guard, pinned when it deferred the drop.
@@ -268,6 +320,20 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 
     /// Iterates under the writer (see [`MapleTree::iter`](crate::MapleTree::iter)).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(0..=9, Value::new(1))?;
+    /// w.store_range(20..=29, Value::new(2))?;
+    /// let all: Vec<_> = w.iter().map(|(r, v)| (r, v.get())).collect();
+    /// assert_eq!(all, [(0..=9, 1), (20..=29, 2)]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn iter(&self) -> Iter<'_, E> {
         Iter::new(self.view(), 0, u64::MAX)
     }
