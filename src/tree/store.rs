@@ -402,6 +402,29 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
         with_mode!(self.any_writer(), w => w.store_range(r, entry))
     }
 
+    /// [`store_range`](Self::store_range) of one index (`mtree_store`).
+    ///
+    /// # Errors
+    ///
+    /// As [`MapleTree::store`](crate::MapleTree::store).
+    ///
+    /// ```
+    /// use maple_tree::{Error, MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(0..=9, Value::new(1))?;
+    /// w.store(5, Value::new(2))?; // splits [0, 9] in three
+    /// assert_eq!(w.load(5), Some(Value::new(2)));
+    /// assert_eq!(w.len(), 3);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn store(&mut self, index: u64, entry: E) -> Result<(), Error> {
+        self.store_range(index..=index, entry)
+    }
+
     /// Stores the reserved zero entry (`XA_ZERO_ENTRY`) over the range `r`: the range counts
     /// as occupied for insert and gap search but reads as empty through `load` and `iter`.
     ///
