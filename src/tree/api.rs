@@ -230,7 +230,9 @@ impl<E: Entry> MapleTree<E> {
     ///
     /// An entry whose range a store split in two (a store strictly inside it keeps the same
     /// entry on both sides) is one entry held by several ranges: `remove` then takes it out of
-    /// every range holding it and returns the range containing `index`.
+    /// every range holding it and returns the range containing `index`. An entry type without
+    /// drop glue (such as [`Value`](crate::Value)) is a plain copy in each range instead: only
+    /// the range containing `index` is removed.
     ///
     /// ```
     /// use maple_tree::MapleTree;

@@ -1252,7 +1252,8 @@ impl<'w, 't, E: Entry + 't> CursorMut<'w, 't, E> {
         self.store_word(None)
     }
 
-    /// Erases the range containing `index` (`mas_erase`); returns whether it held an entry.
+    /// Erases the range containing `index` (`mas_erase`); returns whether it held anything (an
+    /// entry or the reserved zero entry, which is erased as well).
     /// Afterwards the range is the (widened) empty range.
     ///
     /// ```
