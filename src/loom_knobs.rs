@@ -5,6 +5,7 @@
 //! turn it off again (also when it panics), since the switches are process-wide and loom tests
 //! run one at a time (`--test-threads=1`). [`reset`] turns them all off.
 
+// `Ordering` is the same type in std and loom (loom re-exports std's).
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as StdOrdering};
 
 static RELAXED_PUBLISH: AtomicBool = AtomicBool::new(false);
@@ -125,29 +126,29 @@ pub(crate) fn ignore_repoint_seals() -> bool {
 // ordering, `tree::node::ord`) otherwise. They never supply an ordering of their own.
 
 /// `Relaxed` if `set_relaxed_publish` is on (overrides P9's publishing store).
-pub(crate) fn publish_override() -> Option<crate::sync::Ordering> {
+pub(crate) fn publish_override() -> Option<StdOrdering> {
     relaxed_if(&RELAXED_PUBLISH)
 }
 
 /// `Relaxed` if `set_relaxed_root_publish` is on (overrides P1's store of a new root).
-pub(crate) fn root_publish_override() -> Option<crate::sync::Ordering> {
+pub(crate) fn root_publish_override() -> Option<StdOrdering> {
     relaxed_if(&RELAXED_ROOT_PUBLISH)
 }
 
 /// `Relaxed` if `set_relaxed_slot_publish` is on (overrides P3/P5's in-place slot store).
-pub(crate) fn slot_publish_override() -> Option<crate::sync::Ordering> {
+pub(crate) fn slot_publish_override() -> Option<StdOrdering> {
     relaxed_if(&RELAXED_SLOT_PUBLISH)
 }
 
 /// `Relaxed` if `set_relaxed_reader` is on (overrides P9's reader pivot loads).
-pub(crate) fn reader_pivot_override() -> Option<crate::sync::Ordering> {
+pub(crate) fn reader_pivot_override() -> Option<StdOrdering> {
     relaxed_if(&RELAXED_READER)
 }
 
-fn relaxed_if(switch: &AtomicBool) -> Option<crate::sync::Ordering> {
+fn relaxed_if(switch: &AtomicBool) -> Option<StdOrdering> {
     switch
         .load(StdOrdering::SeqCst)
-        .then_some(crate::sync::Ordering::Relaxed)
+        .then_some(StdOrdering::Relaxed)
 }
 
 /// Whether retired nodes are poisoned at once.

@@ -586,7 +586,7 @@ fn unlinked_check_tells_linked_from_replaced() {
     let fresh = w.alloc_node(child.kind());
     let items: Vec<_> = child
         .slots(0, root.slot_max(0, u64::MAX), w.internal)
-        .map(|(_, hi, s)| super::big_node::Item {
+        .map(|(_, hi, s)| super::write::big_node::Item {
             hi,
             slot: s,
             gap: 0,

@@ -1,9 +1,24 @@
 //! The writer: the write guard, the typed writer it lends out for each operation
 //! (`Writer<'w, E, M>`, in the guard's write mode `M`), and the primitives every write path
 //! shares — node allocation, publication of a replaced child or a new root level, retirement,
-//! entry ownership, seals, gap maintenance, and writing items into a node. The store classification is in `store`, each
-//! write path in its own module (`exact_fit`, `append`, `slot_store`, `node_store`,
-//! `append_split`, and the rebuild of `rebuild`/`split`/`rebalance`/`spanning`).
+//! entry ownership, seals, gap maintenance, and writing items into a node. What the writer
+//! can do is this folder's listing: `store` classifies a store and sends it down one write
+//! path, each in its own module (`exact_fit`, `append`, `slot_store`, `node_store`,
+//! `append_split`, and the rebuild of `rebuild`/`split`/`rebalance`/`spanning`), on the item
+//! buffer and leaf image of `big_node` and the paths of `path`.
+
+mod append;
+mod append_split;
+pub(crate) mod big_node;
+mod exact_fit;
+mod node_store;
+mod path;
+mod rebalance;
+mod rebuild;
+mod slot_store;
+mod spanning;
+mod split;
+mod store;
 
 use core::marker::PhantomData;
 
@@ -19,13 +34,13 @@ use std::sync::Arc;
 use super::node::Write;
 use super::pending::Pending;
 
-use super::big_node::Item;
+use self::big_node::Item;
+use self::path::Retired;
 use super::iter::Iter;
 use super::node::{
     Exclusive, Fresh, Kind, Live, Mode, NodeMem, Rcu, RootRef, Slot, Unlinked, WriterLock,
     WriterRoot, RANGE_SLOTS,
 };
-use super::path::Retired;
 use super::state::{StateRef, WriterState};
 use super::walk::{Level, Walker};
 
@@ -724,7 +739,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     #[inline]
     pub(crate) fn items_gap(&self, kind: Kind, items: &[Item<'_>], min: u64) -> u64 {
         if self.is_alloc() {
-            super::big_node::items_max_gap(kind, items, min)
+            self::big_node::items_max_gap(kind, items, min)
         } else {
             0
         }

@@ -6,11 +6,11 @@
 
 use crate::entry::{Entry, Word};
 
-use super::node::Mode;
-use super::node::Write;
-use super::node::{Kind, RANGE_SLOTS};
-use super::walk::{Level, Walker};
-use super::write::Writer;
+use super::Writer;
+use crate::tree::node::Mode;
+use crate::tree::node::Write;
+use crate::tree::node::{Kind, RANGE_SLOTS};
+use crate::tree::walk::{Level, Walker};
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The in-place appends (see the module table) of `[first, last] = entry` into the last slot
@@ -125,29 +125,29 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         if entry.is_null() {
             // A NULL written inside an entry's range (NULL widening excludes a NULL content):
             // one new gap, the maximum can only grow.
-            let g = super::gap::range_size(first, last);
+            let g = crate::tree::gap::range_size(first, last);
             if g > old_max {
                 self.propagate_gap(&lw.path()[..lw.depth - 1], g);
             }
             return;
         }
-        if super::gap::range_size(r_min, leaf.max) < old_max {
+        if crate::tree::gap::range_size(r_min, leaf.max) < old_max {
             return; // the pieces are smaller still, the maximum is elsewhere
         }
         let left = if first > r_min {
-            super::gap::range_size(r_min, first - 1)
+            crate::tree::gap::range_size(r_min, first - 1)
         } else {
             0
         };
         let right = if last < leaf.max {
-            super::gap::range_size(last + 1, leaf.max)
+            crate::tree::gap::range_size(last + 1, leaf.max)
         } else {
             0
         };
         let g = if left.max(right) >= r_min - leaf.min {
             left.max(right)
         } else {
-            super::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max)
+            crate::tree::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max)
         };
         self.propagate_gap(&lw.path()[..lw.depth - 1], g);
     }

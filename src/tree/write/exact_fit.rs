@@ -5,11 +5,11 @@
 use crate::entry::{Entry, Word};
 
 use super::big_node::LeafWrite;
-use super::node::Live;
-use super::node::Mode;
-use super::node::Write;
-use super::walk::Walker;
-use super::write::Writer;
+use super::Writer;
+use crate::tree::node::Live;
+use crate::tree::node::Mode;
+use crate::tree::node::Write;
+use crate::tree::walk::Walker;
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The exact fit without the leaf image (`wr_exact_fit`): `[first, last]` is exactly the

@@ -24,14 +24,14 @@ use crate::error::Error;
 
 use super::append_split::LastSlot;
 use super::big_node::{Item, Items, LeafWrite};
-use super::erased::Erased;
-use super::node::Mode;
-use super::node::Write;
-use super::node::{Kind, Loaded, RcuReclaim, TakenEntry, RANGE_SLOTS};
 use super::path::{Path, Retired};
-use super::pending::Pending;
-use super::walk::Walker;
-use super::write::{with_mode, WriteGuard, Writer};
+use super::{with_mode, WriteGuard, Writer};
+use crate::tree::erased::Erased;
+use crate::tree::node::Mode;
+use crate::tree::node::Write;
+use crate::tree::node::{Kind, Loaded, RcuReclaim, TakenEntry, RANGE_SLOTS};
+use crate::tree::pending::Pending;
+use crate::tree::walk::Walker;
 use std::sync::Arc;
 
 /// Outcome of the single-leaf classification.
@@ -250,7 +250,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         r: impl core::ops::RangeBounds<u64>,
         entry: E,
     ) -> Result<(), Error> {
-        let (first, last) = super::inclusive(r)?;
+        let (first, last) = crate::tree::inclusive(r)?;
         let w = Owned::new(entry)?.into_word();
         self.write(first, last, w);
         Ok(())
@@ -261,7 +261,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         &mut self,
         r: impl core::ops::RangeBounds<u64>,
     ) -> Result<(), Error> {
-        let (first, last) = super::inclusive(r)?;
+        let (first, last) = crate::tree::inclusive(r)?;
         self.write(first, last, Word::ZERO);
         Ok(())
     }
@@ -272,7 +272,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         r: impl core::ops::RangeBounds<u64>,
         entry: E,
     ) -> Result<(), Error> {
-        let (first, last) = super::inclusive(r)?;
+        let (first, last) = crate::tree::inclusive(r)?;
         if self.is_occupied(first, last) {
             return Err(Error::Occupied);
         }
@@ -350,7 +350,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
 
     /// See [`WriteGuard::erase_range`].
     pub(crate) fn erase_range(&mut self, r: impl core::ops::RangeBounds<u64>) -> Result<(), Error> {
-        let (first, last) = super::inclusive(r)?;
+        let (first, last) = crate::tree::inclusive(r)?;
         self.write(first, last, Word::NULL);
         Ok(())
     }

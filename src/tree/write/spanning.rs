@@ -3,11 +3,11 @@
 
 use crate::entry::{Entry, Word};
 
-use super::node::Mode;
-use super::node::Write;
 use super::path::Path;
-use super::walk::Walker;
-use super::write::Writer;
+use super::Writer;
+use crate::tree::node::Mode;
+use crate::tree::node::Write;
+use crate::tree::walk::Walker;
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Stores `entry` over `[first, last]`, which crosses the leaf of `lw` (positioned on

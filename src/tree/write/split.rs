@@ -11,13 +11,13 @@ use core::ops::Range;
 use crate::entry::{Entry, Word};
 
 use super::big_node::{Item, Items, LeafWrite};
-use super::gap::range_size;
-use super::node::Mode;
-use super::node::Write;
-use super::node::{Fresh, Kind, Live, RANGE_PIVOTS, RANGE_SLOTS};
 use super::rebuild::Rebuild;
-use super::walk::{Level, Walker};
-use super::write::Writer;
+use super::Writer;
+use crate::tree::gap::range_size;
+use crate::tree::node::Mode;
+use crate::tree::node::Write;
+use crate::tree::node::{Fresh, Kind, Live, RANGE_PIVOTS, RANGE_SLOTS};
+use crate::tree::walk::{Level, Walker};
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// Partitions the level's items into fresh nodes (a split if more than one); pushes them

@@ -5,9 +5,9 @@
 
 use smallvec::SmallVec;
 
-use super::node::Write;
-use super::node::{Fresh, Kind, Live, Slot, RANGE_PIVOTS, RANGE_SLOTS};
-use super::walk::Level;
+use crate::tree::node::Write;
+use crate::tree::node::{Fresh, Kind, Live, Slot, RANGE_PIVOTS, RANGE_SLOTS};
+use crate::tree::walk::Level;
 
 /// One slot of a level being rebuilt: its upper bound, its word (entry or child node) and, for
 /// children of allocation trees, the child's largest gap.
@@ -63,7 +63,7 @@ pub(crate) fn items_max_gap(kind: Kind, items: &[Item<'_>], min: u64) -> u64 {
             let mut lo = min;
             for it in items {
                 if it.is_null() {
-                    best = best.max(super::gap::range_size(lo, it.hi));
+                    best = best.max(crate::tree::gap::range_size(lo, it.hi));
                 }
                 lo = it.hi.wrapping_add(1);
             }

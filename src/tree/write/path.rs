@@ -2,9 +2,9 @@
 
 use smallvec::SmallVec;
 
-use super::node::Write;
-use super::node::{Kind, Live};
-use super::walk::{Level, Walker};
+use crate::tree::node::Write;
+use crate::tree::node::{Kind, Live};
+use crate::tree::walk::{Level, Walker};
 
 /// A root-to-node path (index = depth).
 #[derive(Clone)]

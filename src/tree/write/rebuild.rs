@@ -27,12 +27,12 @@ use smallvec::SmallVec;
 use crate::entry::{Entry, Word};
 
 use super::big_node::{Item, Items};
-use super::node::Mode;
-use super::node::Write;
-use super::node::{Kind, Live};
 use super::path::{Levels, Path, Retired};
-use super::walk::Level;
-use super::write::Writer;
+use super::Writer;
+use crate::tree::node::Mode;
+use crate::tree::node::Write;
+use crate::tree::node::{Kind, Live};
+use crate::tree::walk::Level;
 
 /// A rebuild in progress: the paths whose nodes it consumes, the items of the level it is at
 /// (the big node), and what it has done so far.

@@ -5,10 +5,10 @@
 use crate::entry::{Entry, Word};
 
 use super::big_node::LeafWrite;
-use super::node::Mode;
-use super::node::Write;
-use super::walk::Walker;
-use super::write::Writer;
+use super::Writer;
+use crate::tree::node::Mode;
+use crate::tree::node::Write;
+use crate::tree::walk::Walker;
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The slot store of `l` in the leaf of `lw`, if it is one and the mode allows it; `false`,

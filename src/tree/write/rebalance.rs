@@ -5,10 +5,10 @@
 use crate::entry::Entry;
 
 use super::big_node::{Item, Items};
-use super::node::Kind;
-use super::node::Mode;
 use super::rebuild::{rightmost_path, Rebuild};
-use super::write::Writer;
+use super::Writer;
+use crate::tree::node::Kind;
+use crate::tree::node::Mode;
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The leaf level: coalesces NULLs and pulls in right neighbours while the last leaf would

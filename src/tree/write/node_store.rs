@@ -5,12 +5,12 @@
 use crate::entry::{Entry, Word};
 
 use super::big_node::LeafWrite;
-use super::gap::range_size;
-use super::node::Mode;
-use super::node::Write;
-use super::node::{Kind, Live, RANGE_PIVOTS};
-use super::walk::Walker;
-use super::write::Writer;
+use super::Writer;
+use crate::tree::gap::range_size;
+use crate::tree::node::Mode;
+use crate::tree::node::Write;
+use crate::tree::node::{Kind, Live, RANGE_PIVOTS};
+use crate::tree::walk::Walker;
 
 impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// The node store of `l` in the leaf of `lw`: the leaf's slots with `[first, last]` cut out

@@ -27,11 +27,11 @@ use smallvec::SmallVec;
 use crate::entry::{Entry, Word};
 
 use super::big_node::Item;
-use super::node::Mode;
-use super::node::Write;
-use super::node::{Fresh, Kind, Live, RANGE_SLOTS};
-use super::walk::{Level, Walker};
-use super::write::Writer;
+use super::Writer;
+use crate::tree::node::Mode;
+use crate::tree::node::Write;
+use crate::tree::node::{Fresh, Kind, Live, RANGE_SLOTS};
+use crate::tree::walk::{Level, Walker};
 
 /// The last slot of the full leaf, as the leaf store saw it.
 pub(crate) struct LastSlot {
@@ -201,7 +201,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         self.write_items(&new_leaf, items, u64::MAX);
         let new_gap = self.node_max_gap(new_leaf.node(), kept_max + 1, u64::MAX);
         let mut kept_gap = if self.is_alloc() {
-            super::gap::leaf_max_gap(leaf.node.view(), leaf.min, kept_max)
+            crate::tree::gap::leaf_max_gap(leaf.node.view(), leaf.min, kept_max)
         } else {
             0
         };
