@@ -72,8 +72,8 @@ impl FdTable {
         if nofile == 0 {
             return Err(Errno::EMFILE);
         }
-        match self.fdt.alloc_range(file, 1, 0, nofile - 1) {
-            Ok(fd) => i32::try_from(fd).map_err(|_| Errno::EMFILE),
+        match self.fdt.alloc_range(0..nofile, 1, file) {
+            Ok(fd) => i32::try_from(*fd.start()).map_err(|_| Errno::EMFILE),
             Err(Error::NoRoom) => Err(Errno::EMFILE),
             Err(_) => Err(Errno::EINVAL),
         }
