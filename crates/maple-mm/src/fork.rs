@@ -165,7 +165,7 @@ fn dup_append<H: ForkHook>(parent: &Mm, child: &mut Mm, hook: &mut H) -> Result<
     let guard = parent.tree.pin();
     let mut w = tree.exclusive();
     let mut count = 0;
-    for (_, _, v) in parent.tree.iter(&guard) {
+    for (_, v) in parent.tree.iter(&guard) {
         v.start_write(&parent.locks);
         if v.flags().contains(VmFlags::DONTCOPY) {
             continue;

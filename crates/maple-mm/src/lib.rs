@@ -455,8 +455,9 @@ impl Mm {
             .map_err(|e: ValidateError| format!("tree: {e:?}"))?;
         let mut n = 0usize;
         let mut last_end = 0u64;
-        for (first, last, v) in self.tree.iter(&r.guard) {
+        for (range, v) in self.tree.iter(&r.guard) {
             n += 1;
+            let (first, last) = (*range.start(), *range.end());
             if first != v.start() || last != v.end() - 1 {
                 return Err(format!("entry [{first:#x}, {last:#x}] holds {v:?}"));
             }
@@ -685,7 +686,7 @@ impl<'a> VmaTree<'a> {
         self.0.load(addr, guard)
     }
 
-    /// Every VMA in address order, as `(first, last, vma)` with `last = end - 1`.
+    /// Every VMA in address order, as `(range, vma)` with `range = start..=end - 1`.
     pub fn iter<'g>(&self, guard: &'g Guard) -> Iter<'g, Arc<Vma>>
     where
         'a: 'g,
@@ -783,13 +784,13 @@ macro_rules! vma_reads {
         pub fn find_vma_prev(&self, addr: u64) -> (Option<&Vma>, Option<&Vma>) {
             let vma = self.find_vma(addr);
             let from = vma.map_or(addr, |v| v.start());
-            let prev = self.mm.tree.prev(from, 0, &self.guard).map(|(_, _, v)| v);
+            let prev = self.mm.tree.prev(from, 0, &self.guard).map(|(_, v)| v);
             (vma, prev)
         }
 
         /// Every VMA in address order (`for_each_vma`).
         pub fn vmas(&self) -> impl DoubleEndedIterator<Item = &Vma> + '_ {
-            self.mm.tree.iter(&self.guard).map(|(_, _, v)| v)
+            self.mm.tree.iter(&self.guard).map(|(_, v)| v)
         }
 
         /// The VMAs that intersect `[start, end)` (`for_each_vma_range`).
@@ -800,7 +801,7 @@ macro_rules! vma_reads {
                 .tree
                 .range(start..=last, &self.guard)
                 .filter(move |_| !empty)
-                .map(|(_, _, v)| v)
+                .map(|(_, v)| v)
         }
 
         /// Number of VMAs.
@@ -865,7 +866,7 @@ impl Drop for Mm {
         let mut w = self.tree.exclusive();
         {
             let mut it = w.iter();
-            for (_, _, v) in it.by_ref() {
+            for (_, v) in it.by_ref() {
                 v.mark_detached();
             }
         }

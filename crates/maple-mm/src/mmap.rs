@@ -299,7 +299,7 @@ pub(crate) fn plan<'g>(
     }
     let mut tail: Option<Seg> = None;
     let mut middles: Vec<Seg> = Vec::new();
-    for (_, _, v) in tree.range(lo..hi, g) {
+    for (_, v) in tree.range(lo..hi, g) {
         let v: &'g Vma = v;
         old.push(v);
         let vd = v.desc();
@@ -566,7 +566,7 @@ impl MmWriteGuard<'_> {
             }
             if info.topdown {
                 let start = tree
-                    .empty_area_rev(low, high - 1, length)
+                    .empty_area_rev(low..high, length)
                     .map_err(|_| MmError::NoMem)?;
                 let gap_end = start + length;
                 let mut gap = gap_end - info.length;
@@ -592,7 +592,7 @@ impl MmWriteGuard<'_> {
                 return Ok(gap);
             } else {
                 let start = tree
-                    .empty_area(low, high - 1, length)
+                    .empty_area(low..high, length)
                     .map_err(|_| MmError::NoMem)?;
                 let mut gap = start + info.start_gap;
                 gap += info.align_offset.wrapping_sub(gap) & info.align_mask;

@@ -746,7 +746,7 @@ fn failed_fork_leaves_the_parent_intact() {
         assert_eq!(mm.render_maps(), text);
         mm.validate().unwrap();
         let g = mm.pin();
-        assert!(mm.tree().iter(&g).all(|(_, _, v)| !v.is_detached()));
+        assert!(mm.tree().iter(&g).all(|(_, v)| !v.is_detached()));
     }
 }
 

@@ -120,8 +120,8 @@ fn lockless_lookups_during_mmap_munmap_mprotect() {
                     }
                     // Iteration. (Strict ordering of the yielded ranges is a tree property that
                     // the core does not keep yet: tests/mm_core_bugs.rs.)
-                    for (first, last, v) in mm.tree().range(BASE..=BASE + PAGES * PAGE_SIZE, &guard)
-                    {
+                    for (r, v) in mm.tree().range(BASE..=BASE + PAGES * PAGE_SIZE, &guard) {
+                        let (first, last) = (*r.start(), *r.end());
                         // An entry only ever covers part of its VMA; less than all of it only
                         // while a writer is replacing it (trimmed by a neighbouring store), and
                         // such a VMA was detached before the first store.

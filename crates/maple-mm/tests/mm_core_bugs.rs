@@ -19,7 +19,10 @@ fn null_store_in_full_leaves_keeps_every_range() {
     t.erase_range(15..=15).unwrap();
     t.validate().unwrap();
     let guard = t.pin();
-    let got: Vec<(u64, u64, u64)> = t.iter(&guard).map(|(a, b, v)| (a, b, v.get())).collect();
+    let got: Vec<(u64, u64, u64)> = t
+        .iter(&guard)
+        .map(|(r, v)| (*r.start(), *r.end(), v.get()))
+        .collect();
     let want: Vec<(u64, u64, u64)> = (0..31u64).filter(|&i| i != 15).map(|i| (i, i, i)).collect();
     assert_eq!(got, want);
 }
@@ -64,7 +67,8 @@ fn lockless_iteration_is_strictly_increasing_during_stores() {
     while start.elapsed() < std::time::Duration::from_secs(2) && bad.is_none() {
         let g = t.pin();
         let mut prev: Option<(u64, u64)> = None;
-        for (first, last, _) in t.range(0x1000_0000..=0x1000_0000 + 96 * 0x1000, &g) {
+        for (r, _) in t.range(0x1000_0000..=0x1000_0000 + 96 * 0x1000, &g) {
+            let (first, last) = (*r.start(), *r.end());
             if let Some((pf, pl)) = prev {
                 if first <= pl {
                     bad = Some(((pf, pl), (first, last)));

@@ -1,6 +1,6 @@
 //! The descriptor table on a maple tree (`struct files_struct`): descriptor `fd` is index `fd`
 //! of an allocation tree holding `Arc<File>`; a new descriptor is the lowest free index below
-//! `RLIMIT_NOFILE`, found by the tree's gap search (`alloc_range(file, 1, 0, nofile − 1)`), which
+//! `RLIMIT_NOFILE`, found by the tree's gap search (`alloc_range(0..nofile, 1, file)`), which
 //! is what `get_unused_fd_flags` computes with its bitmaps.
 
 use crate::sync::{Arc, AtomicU64, Ordering};
@@ -72,8 +72,8 @@ impl FdTable {
         if nofile == 0 {
             return Err(Errno::EMFILE);
         }
-        match self.fdt.alloc_range(file, 1, 0, nofile - 1) {
-            Ok(fd) => i32::try_from(fd).map_err(|_| Errno::EMFILE),
+        match self.fdt.alloc_range(0..nofile, 1, file) {
+            Ok(fd) => i32::try_from(*fd.start()).map_err(|_| Errno::EMFILE),
             Err(Error::NoRoom) => Err(Errno::EMFILE),
             Err(_) => Err(Errno::EINVAL),
         }
