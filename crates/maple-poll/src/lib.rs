@@ -92,6 +92,7 @@
 // The model drives real descriptors and mappings through Linux system calls.
 #![cfg(target_os = "linux")]
 
+mod calibrate;
 mod fdtable;
 mod file;
 #[cfg(loom)]
@@ -110,14 +111,12 @@ mod tests;
 
 use core::fmt;
 
+pub use calibrate::window_bookkeeping_ns;
 pub use fdtable::{Fd, FdTable};
 pub use file::{
     pipe, EventFd, File, FileOperations, PipeReader, PipeWriter, RealFile, RegularFile,
 };
-pub use select::{
-    window_bookkeeping_ns, CopyOut, PollTimeout, Task, N_INLINE_POLL_ENTRIES, N_STACK_PPS,
-    POLLFD_PER_PAGE,
-};
+pub use select::{CopyOut, PollTimeout, Task, N_INLINE_POLL_ENTRIES, N_STACK_PPS, POLLFD_PER_PAGE};
 pub use uaccess::{
     pkeys_available, Enforcement, Uaccess, UaccessStats, UserMemory, UserWindow, WindowCost,
     WindowMode,

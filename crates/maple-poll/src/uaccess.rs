@@ -230,10 +230,14 @@ impl UserMemory {
     /// The user address of the mapping's first byte.
     pub const BASE: u64 = 0x1000_0000;
 
-    /// Maps `len` bytes (rounded up to whole pages) of zeroed user memory at [`Self::BASE`],
-    /// with windows realised as `mode` says. `ENOMEM` if the mapping fails or `len` is too
-    /// large for the address space.
-    pub fn new(len: usize, mode: WindowMode) -> Result<Self, Errno> {
+    /// [`UserMemory::new`] with the model's bookkeeping per window given by `bookkeeping_ns`
+    /// (asked only for a costed model; `new` passes the measured
+    /// [`window_bookkeeping_ns`](crate::window_bookkeeping_ns)).
+    pub(crate) fn with_bookkeeping(
+        len: usize,
+        mode: WindowMode,
+        bookkeeping_ns: impl Fn() -> f64,
+    ) -> Result<Self, Errno> {
         if len as u64 > Self::TASK_SIZE - Self::BASE {
             return Err(Errno::ENOMEM);
         }
@@ -245,7 +249,7 @@ impl UserMemory {
                 if cost == WindowCost::FREE {
                     Backend::Counted
                 } else {
-                    let half = super::select::window_bookkeeping_ns() / 2.0;
+                    let half = bookkeeping_ns() / 2.0;
                     Backend::Model {
                         open: iters_for(cost.open_ns - half),
                         close: iters_for(cost.close_ns - half),
