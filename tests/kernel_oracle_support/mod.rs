@@ -246,7 +246,7 @@ impl Driver {
         if matches!(t[0], "store" | "erase") {
             let g = self.tree.pin();
             let mut it = self.tree.iter(&g);
-            self.whole = matches!(it.next(), Some((0, u64::MAX, _))) && it.next().is_none();
+            self.whole = matches!(it.next(), Some((r, _)) if r == (0..=u64::MAX)) && it.next().is_none();
         }
         let tree = &self.tree;
         match t[0] {
@@ -308,11 +308,11 @@ impl Driver {
             }
             "next" => {
                 let g = tree.pin();
-                one(val(tree.next(a(1), a(2), &g).map(|x| x.2)))
+                one(val(tree.next(a(1), a(2), &g).map(|x| x.1)))
             }
             "prev" => {
                 let g = tree.pin();
-                one(val(tree.prev(a(1), a(2), &g).map(|x| x.2)))
+                one(val(tree.prev(a(1), a(2), &g).map(|x| x.1)))
             }
             "walk" => {
                 let g = tree.pin();
@@ -323,9 +323,9 @@ impl Driver {
             "gap_lo" | "gap_hi" => {
                 let (min, max, size) = (a(1), a(2), a(3));
                 let r = if t[0] == "gap_lo" {
-                    tree.empty_area(min, max, size)
+                    tree.empty_area(min..=max, size)
                 } else {
-                    tree.empty_area_rev(min, max, size)
+                    tree.empty_area_rev(min..=max, size)
                 };
                 match r {
                     Ok(s) => one(format!("{s} {}", s.wrapping_add(size - 1))),
@@ -335,11 +335,11 @@ impl Driver {
             "alloc" | "ralloc" => {
                 let (size, min, max, v) = (a(1), a(2), a(3), a(4));
                 let r = if t[0] == "alloc" {
-                    tree.alloc_range(Value::new(v), size, min, max)
+                    tree.alloc_range(min..=max, size, Value::new(v))
                 } else {
-                    tree.alloc_rrange(Value::new(v), size, min, max)
+                    tree.alloc_rrange(min..=max, size, Value::new(v))
                 };
-                match r {
+                match r.map(|r| *r.start()) {
                     Ok(s) => {
                         self.wrote(s == 0 && size == 1, false);
                         one(s.to_string())
@@ -349,7 +349,7 @@ impl Driver {
             }
             "cyclic" => {
                 let (lo, hi, mut next, v) = (a(1), a(2), a(3), a(4));
-                match tree.alloc_cyclic(Value::new(v), lo, hi, &mut next) {
+                match tree.alloc_cyclic(lo..=hi, &mut next, Value::new(v)) {
                     Ok((s, wrapped)) => {
                         self.wrote(s == 0, false);
                         one(format!("{} {s} {next}", u8::from(wrapped)))
@@ -361,7 +361,7 @@ impl Driver {
                 let g = tree.pin();
                 let mut out: Vec<String> = tree
                     .iter(&g)
-                    .map(|(f, l, v)| format!("{f} {l} {}", v.get()))
+                    .map(|(r, v)| format!("{} {} {}", r.start(), r.end(), v.get()))
                     .collect();
                 out.push("end".into());
                 out

@@ -20,7 +20,7 @@
 //! `check` replays each script on this crate, compares with the kernel's output and prints the
 //! figures per op family; it exits with status 1 if any difference is not a documented one.
 
-#[path = "../tests/kernel_oracle_support/mod.rs"]
+#[path = "../../../../tests/kernel_oracle_support/mod.rs"]
 mod support;
 
 use std::fmt::Write as _;

@@ -19,7 +19,7 @@
 //! source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped outside
 //! the count). Prints the number of operations measured.
 
-#[path = "../benches/support/btree_range.rs"]
+#[path = "../../../../benches/support/btree_range.rs"]
 #[allow(dead_code)]
 mod btree_range;
 
@@ -160,7 +160,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             match m {
                 Map::Maple(t, _) => {
                     let g = t.pin();
-                    for (_, _, v) in t.iter(&g) {
+                    for (_, v) in t.iter(&g) {
                         s += v.get();
                     }
                 }
@@ -178,7 +178,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             for _ in 0..count {
                 let lo = pick(rng.next(), 10 * n - 10_000 + 1);
                 let r = match m {
-                    Map::Maple(t, _) => t.empty_area_rev(lo, lo + 9_999, 3).ok(),
+                    Map::Maple(t, _) => t.empty_area_rev(lo..=lo + 9_999, 3).ok(),
                     Map::Btree(b) => b.empty_area_rev(lo, lo + 9_999, 3),
                 };
                 black_box(r.unwrap());
@@ -193,7 +193,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             let count = 100_000;
             for _ in 0..count {
                 let lo = pick(rng.next(), 10 * n - 10_000 + 1);
-                black_box(t.empty_area(lo, lo + 9_999, 3).unwrap());
+                black_box(t.empty_area(lo..=lo + 9_999, 3).unwrap());
             }
             *ops = count;
         }
@@ -218,13 +218,13 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
                     let g = src.pin();
                     if *rcu {
                         let mut w = new.lock();
-                        for (a, b, v) in src.iter(&g) {
-                            w.store_range(a..=b, v).unwrap();
+                        for (r, v) in src.iter(&g) {
+                            w.store_range(r, v).unwrap();
                         }
                     } else {
                         let mut w = new.exclusive();
-                        for (a, b, v) in src.iter(&g) {
-                            w.store_range(a..=b, v).unwrap();
+                        for (r, v) in src.iter(&g) {
+                            w.store_range(r, v).unwrap();
                         }
                     }
                     new
@@ -297,7 +297,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             match m {
                 Map::Maple(t, _) => {
                     let g = t.pin();
-                    for (_, _, v) in t.iter(&g).rev() {
+                    for (_, v) in t.iter(&g).rev() {
                         s += v.get();
                     }
                 }

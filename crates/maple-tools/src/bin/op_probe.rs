@@ -66,7 +66,7 @@ fn main() {
         "gap" => {
             for _ in 0..n {
                 let lo = rnd() % (10 * n);
-                sum += tree.empty_area_rev(lo, lo + 10_000, 3).unwrap_or(0);
+                sum += tree.empty_area_rev(lo..=lo + 10_000, 3).unwrap_or(0);
             }
         }
         "load" => {

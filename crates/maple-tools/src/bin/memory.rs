@@ -10,7 +10,7 @@
 //!
 //! `cargo run --release --example memory [-- N]` (N defaults to 1,000,000).
 
-#[path = "../benches/support/btree_range.rs"]
+#[path = "../../../../benches/support/btree_range.rs"]
 #[allow(dead_code)]
 mod btree_range;
 
