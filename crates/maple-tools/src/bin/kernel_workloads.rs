@@ -5,7 +5,7 @@
 //! divides row by row.
 //!
 //! ```text
-//! cargo run --release --example kernel_workloads [-- --quick]
+//! cargo run --release -p maple-tools --bin kernel_workloads [-- --quick]
 //! ```
 //!
 //! The workloads (n = 1,000,000 ranges `[10i, 10i+5]` = `i`; random numbers from xorshift64
@@ -207,13 +207,19 @@ fn erase_half(t: &mut MapleTree<Value>, c: &Counts, locked: bool) {
     let t0 = Instant::now();
     if locked {
         for i in (0..c.seq).step_by(2) {
-            assert_eq!(t.erase(10 * i).map(|e| e.range()), Some(10 * i..=10 * i + 5));
+            assert_eq!(
+                t.erase(10 * i).map(|e| e.range()),
+                Some(10 * i..=10 * i + 5)
+            );
         }
         report("erase_half_locked", t0, c.seq / 2);
     } else {
         let mut w = t.exclusive();
         for i in (0..c.seq).step_by(2) {
-            assert_eq!(w.erase(10 * i).map(|e| e.range()), Some(10 * i..=10 * i + 5));
+            assert_eq!(
+                w.erase(10 * i).map(|e| e.range()),
+                Some(10 * i..=10 * i + 5)
+            );
         }
         report("erase_half", t0, c.seq / 2);
     }

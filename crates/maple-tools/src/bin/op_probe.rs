@@ -1,5 +1,5 @@
 //! Instruction-count probe: run one operation kind under callgrind
-//! (`valgrind --tool=callgrind target/release/examples/op_probe <op>`), minus the `none` baseline.
+//! (`valgrind --tool=callgrind target/release/op_probe <op>`), minus the `none` baseline.
 use maple_tree::{MapleTree, Value};
 use std::collections::BTreeMap;
 fn main() {

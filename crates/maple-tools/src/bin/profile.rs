@@ -2,9 +2,9 @@
 //! `benches/kernel.rs`) inside `measured`, so that callgrind can count just that part:
 //!
 //! ```text
-//! cargo build --release --example profile
+//! cargo build --release -p maple-tools --bin profile
 //! valgrind --tool=callgrind --toggle-collect='*measured*' --callgrind-out-file=cg.out \
-//!     target/release/examples/profile lookup_hit maple 1000000
+//!     target/release/profile lookup_hit maple 1000000
 //! callgrind_annotate --inclusive=yes cg.out | head -40
 //! ```
 //!
@@ -13,11 +13,11 @@
 //!
 //! Usage: `profile WORKLOAD MAP [N]`; WORKLOAD is one of build, lookup_hit, lookup_miss,
 //! random_store, erase_half, iterate, iterate_rev (`iterate` backwards), gap (`gap_rev`
-//! forwards, maple only), gap_rev, fork_old, fork_new, dup, dup_drop, slot_store, node_store, rewrite; MAP
-//! is maple (allocation tree, exclusive writer), maple-rcu (writes through the lock) or
-//! btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new, the
-//! source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped outside
-//! the count). Prints the number of operations measured.
+//! forwards, maple only), gap_rev, fork_old, fork_new, dup, dup_drop, slot_store, node_store,
+//! rewrite; MAP is maple (allocation tree, exclusive writer), maple-rcu (writes through the
+//! lock) or btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new,
+//! the source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped
+//! outside the count). Prints the number of operations measured; `--help` prints the usage.
 
 #[path = "../../../../benches/support/btree_range.rs"]
 #[allow(dead_code)]
@@ -314,8 +314,22 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
     }
 }
 
+const USAGE: &str = "usage: profile WORKLOAD MAP [N]
+  WORKLOAD: build lookup_hit lookup_miss random_store erase_half iterate iterate_rev gap gap_rev
+            fork_old fork_new dup dup_drop slot_store node_store rewrite
+  MAP:      maple (allocation tree, exclusive writer), maple-rcu (writes through the lock),
+            btreemap
+  N:        ranges (default 1000000; the fork source's entries for fork_old, fork_new, dup and
+            dup_drop, default 135)
+Runs the workload inside `measured` (valgrind --tool=callgrind --toggle-collect='*measured*')
+and prints the number of operations measured.";
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().skip(1).any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return;
+    }
     let work = args.get(1).map(String::as_str).unwrap_or("lookup_hit");
     let map = args.get(2).map(String::as_str).unwrap_or("maple");
     let given: Option<u64> = args.get(3).map(|s| s.parse().unwrap());
