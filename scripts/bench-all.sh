@@ -6,7 +6,7 @@
 # target/bench-results/report.md, BENCHMARKS.md updated in place, docs/bench-chart.svg).
 # Where the kernel's C tree can be had (BENCH_SLAB, ORACLE_DIR or ../shared/kernel-oracle, as
 # for scripts/bench-vs-kernel.sh), VS_KERNEL_ROUNDS (default 5) alternated rounds of it against
-# examples/kernel_workloads.rs go into the report too; VS_KERNEL_ROUNDS=0 skips them.
+# maple-tools' kernel_workloads go into the report too; VS_KERNEL_ROUNDS=0 skips them.
 # MAPLE_BENCH_QUICK=1 for a smoke run (a couple of minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +32,7 @@ for k in $(seq 1 "$runs"); do
          --modes "$out/run-$k/modes.json")
 done
 if [ -n "${MAPLE_BENCH_QUICK:-}" ] && [ "${MAPLE_BENCH_QUICK}" != 0 ]; then n=100000; else n=1000000; fi
-cargo run -q --release --example memory -- "$n" | tee "$out/memory.md"
+cargo run -q --release -p maple-tools --bin memory -- "$n" | tee "$out/memory.md"
 vsk_rounds=${VS_KERNEL_ROUNDS:-5}
 if [ -n "${MAPLE_BENCH_QUICK:-}" ] && [ "${MAPLE_BENCH_QUICK}" != 0 ]; then vsk_rounds=0; fi
 if [ "$vsk_rounds" -gt 0 ] && { [ -n "${BENCH_SLAB:-}" ] ||

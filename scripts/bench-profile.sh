@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 n="${1:-1000000}"
 out=target/bench-results/profile
 mkdir -p "$out"
-cargo build --release --example profile
-bin=target/release/examples/profile
+cargo build --release -p maple-tools --bin profile
+bin=${CARGO_TARGET_DIR:-target}/release/profile
 runs=(
   "lookup_hit maple" "lookup_hit btreemap"
   "lookup_miss maple" "lookup_miss btreemap"

@@ -594,7 +594,8 @@ def main():
         # scripts/bench-vs-kernel.sh: its caption, then its table.
         head, *rest = open(vsk).read().strip().split("\n")
         lines.append("### The kernel's C tree on its own workloads, timed alternately\n")
-        lines.append(head.replace(" ns per op", " ns per op (examples/kernel_workloads.rs; "
+        lines.append(head.replace(" ns per op", " ns per op "
+                                  "(crates/maple-tools/src/bin/kernel_workloads.rs; "
                                   "`_locked`: through the writer lock, RCU mode)") + "\n")
         lines.extend(l for l in rest if l.startswith("|"))
         lines.append("")

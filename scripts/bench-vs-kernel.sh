@@ -6,7 +6,7 @@
 # The C side is `bench_slab` (the kernel's own lib/maple_tree.c built in userspace with a
 # slab-like node allocator by ../shared/kernel-oracle/build.sh); set BENCH_SLAB to its binary, or
 # ORACLE_DIR to the directory build.sh was (or is to be) run with (default /tmp/kernel-oracle),
-# where it is built if missing. The Rust side is examples/kernel_workloads.rs, the same workloads
+# where it is built if missing. The Rust side is maple-tools' kernel_workloads, the same workloads
 # with the same inputs (its checksums are the C tree's). Each round runs both programs, pinned
 # to one CPU when there are two or more, and the two take turns going first, so slow drift of
 # the machine falls on both. Per row: the median over the rounds of maple ÷ C within a round,
@@ -21,8 +21,8 @@ rounds=${1:-5}
 
 source scripts/kernel-oracle-bin.sh
 C=${BENCH_SLAB:-$(oracle_bin bench_slab)}
-cargo build --release --example kernel_workloads >&2
-RUST=${CARGO_TARGET_DIR:-target}/release/examples/kernel_workloads
+cargo build --release -p maple-tools --bin kernel_workloads >&2
+RUST=${CARGO_TARGET_DIR:-target}/release/kernel_workloads
 out=target/bench-results/vs-kernel
 rm -rf "$out"
 mkdir -p "$out"

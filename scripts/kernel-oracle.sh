@@ -14,7 +14,7 @@
 # scripts and the answers the kernel printed.
 #
 # A campaign generates scripts of every kind (small, wide, alloc, cursor, tall, quirks) from
-# SEED, runs each through the oracle and through this crate (examples/kernel_oracle.rs), and
+# SEED, runs each through the oracle and through this crate (maple-tools' kernel_oracle), and
 # prints per-family figures and every difference that is not a documented one. Exit status 1
 # if there is any.
 set -euo pipefail
@@ -22,8 +22,8 @@ cd "$(dirname "$0")/.."
 
 source scripts/kernel-oracle-bin.sh
 ORACLE=${KERNEL_ORACLE:-$(oracle_bin trace_debug)}
-cargo build --release --example kernel_oracle >&2
-GEN=${CARGO_TARGET_DIR:-target}/release/examples/kernel_oracle
+cargo build --release -p maple-tools --bin kernel_oracle >&2
+GEN=${CARGO_TARGET_DIR:-target}/release/kernel_oracle
 
 case "${1:-}" in
 regen)

@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 target=${CARGO_TARGET_DIR:-$root/target}
 
-cargo publish --dry-run --workspace --exclude maple-seeds
-cargo package --workspace --exclude maple-seeds --no-verify --quiet
+cargo publish --dry-run --workspace --exclude maple-seeds --exclude maple-tools
+cargo package --workspace --exclude maple-seeds --exclude maple-tools --no-verify --quiet
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

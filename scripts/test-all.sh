@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace (the tree and the member crates under crates/): formatting,
 # lints, unit/integration/doc tests (the fuzz-corpus replays included), the loom models, the
-# seeds demo's smoke run, a compile of the benchmarks, and each published crate packaged and
+# seeds demo's smoke run, the user examples, a short run of the developer tools
+# (crates/maple-tools), a compile of the benchmarks, and each published crate packaged and
 # tested from its unpacked `.crate`. README's test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -94,6 +95,25 @@ step "user examples (examples/guest_memory, id_allocator, symbolizer, readers_be
 for ex in guest_memory id_allocator symbolizer readers_beside_writer; do
   cargo run --release --quiet --example "$ex"
 done
+
+step "developer tools (crates/maple-tools): each program once on a small input (they assert what they measure)"
+cargo build --release --quiet -p maple-tools
+bin=${CARGO_TARGET_DIR:-target}/release
+for w in build lookup_hit lookup_miss random_store erase_half iterate iterate_rev gap gap_rev \
+         fork_old fork_new dup dup_drop slot_store node_store rewrite; do
+  for m in maple maple-rcu btreemap; do
+    case "$m:$w" in btreemap:gap | btreemap:fork_* | btreemap:dup* | btreemap:slot_store) continue ;; esac
+    "$bin/profile" "$w" "$m" 2000 >/dev/null
+  done
+done
+"$bin/kernel_workloads" --quick >/dev/null
+"$bin/memory" 10000 >/dev/null
+for op in none build btree_build fork fork_noval erase random gap load; do "$bin/op_probe" "$op" >/dev/null; done
+"$bin/perf_probe" 10000 >/dev/null
+"$bin/iter_probe" iter >/dev/null
+"$bin/iter_probe" load >/dev/null
+# The kernel oracle's checker on the committed traces (tests/kernel_oracle.rs replays them too).
+"$bin/kernel_oracle" check $(for f in tests/kernel-traces/*.ops; do echo "$f" "${f%.ops}.kernel"; done) >/dev/null
 
 if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
   step "benchmarks compile"

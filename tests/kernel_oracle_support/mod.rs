@@ -1,7 +1,7 @@
 //! Replays scripts of the kernel oracle's op language (see `scripts/kernel-oracle.sh`) on this
 //! crate and compares every answer with the one the kernel's own `lib/maple_tree.c` printed.
 //!
-//! Shared by `tests/kernel_oracle.rs` (the committed traces) and `examples/kernel_oracle.rs`
+//! Shared by `tests/kernel_oracle.rs` (the committed traces) and maple-tools' `kernel_oracle`
 //! (the generator and the campaign checker).
 //!
 //! A difference is accepted only when it is one of these, each named in the report:

@@ -80,7 +80,7 @@ fn main() {
     let mut found = 0;
     for k in 0..100_000u64 {
         let lo = xorshift(&mut s) % (10 * n);
-        if tree.empty_area_rev(lo, lo + 10_000, 3).is_ok() {
+        if tree.empty_area_rev(lo..=lo + 10_000, 3).is_ok() {
             found += 1;
         }
         let _ = k;

@@ -1,5 +1,5 @@
 //! Instruction-count probe: run one operation kind under callgrind
-//! (`valgrind --tool=callgrind target/release/examples/op_probe <op>`), minus the `none` baseline.
+//! (`valgrind --tool=callgrind target/release/op_probe <op>`), minus the `none` baseline.
 use maple_tree::{MapleTree, Value};
 use std::collections::BTreeMap;
 fn main() {
@@ -66,7 +66,7 @@ fn main() {
         "gap" => {
             for _ in 0..n {
                 let lo = rnd() % (10 * n);
-                sum += tree.empty_area_rev(lo, lo + 10_000, 3).unwrap_or(0);
+                sum += tree.empty_area_rev(lo..=lo + 10_000, 3).unwrap_or(0);
             }
         }
         "load" => {

@@ -2,9 +2,9 @@
 //! `benches/kernel.rs`) inside `measured`, so that callgrind can count just that part:
 //!
 //! ```text
-//! cargo build --release --example profile
+//! cargo build --release -p maple-tools --bin profile
 //! valgrind --tool=callgrind --toggle-collect='*measured*' --callgrind-out-file=cg.out \
-//!     target/release/examples/profile lookup_hit maple 1000000
+//!     target/release/profile lookup_hit maple 1000000
 //! callgrind_annotate --inclusive=yes cg.out | head -40
 //! ```
 //!
@@ -13,13 +13,13 @@
 //!
 //! Usage: `profile WORKLOAD MAP [N]`; WORKLOAD is one of build, lookup_hit, lookup_miss,
 //! random_store, erase_half, iterate, iterate_rev (`iterate` backwards), gap (`gap_rev`
-//! forwards, maple only), gap_rev, fork_old, fork_new, dup, dup_drop, slot_store, node_store, rewrite; MAP
-//! is maple (allocation tree, exclusive writer), maple-rcu (writes through the lock) or
-//! btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new, the
-//! source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped outside
-//! the count). Prints the number of operations measured.
+//! forwards, maple only), gap_rev, fork_old, fork_new, dup, dup_drop, slot_store, node_store,
+//! rewrite; MAP is maple (allocation tree, exclusive writer), maple-rcu (writes through the
+//! lock) or btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new,
+//! the source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped
+//! outside the count). Prints the number of operations measured; `--help` prints the usage.
 
-#[path = "../benches/support/btree_range.rs"]
+#[path = "../../../../benches/support/btree_range.rs"]
 #[allow(dead_code)]
 mod btree_range;
 
@@ -160,7 +160,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             match m {
                 Map::Maple(t, _) => {
                     let g = t.pin();
-                    for (_, _, v) in t.iter(&g) {
+                    for (_, v) in t.iter(&g) {
                         s += v.get();
                     }
                 }
@@ -178,7 +178,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             for _ in 0..count {
                 let lo = pick(rng.next(), 10 * n - 10_000 + 1);
                 let r = match m {
-                    Map::Maple(t, _) => t.empty_area_rev(lo, lo + 9_999, 3).ok(),
+                    Map::Maple(t, _) => t.empty_area_rev(lo..=lo + 9_999, 3).ok(),
                     Map::Btree(b) => b.empty_area_rev(lo, lo + 9_999, 3),
                 };
                 black_box(r.unwrap());
@@ -193,7 +193,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             let count = 100_000;
             for _ in 0..count {
                 let lo = pick(rng.next(), 10 * n - 10_000 + 1);
-                black_box(t.empty_area(lo, lo + 9_999, 3).unwrap());
+                black_box(t.empty_area(lo..=lo + 9_999, 3).unwrap());
             }
             *ops = count;
         }
@@ -218,13 +218,13 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
                     let g = src.pin();
                     if *rcu {
                         let mut w = new.lock();
-                        for (a, b, v) in src.iter(&g) {
-                            w.store_range(a..=b, v).unwrap();
+                        for (r, v) in src.iter(&g) {
+                            w.store_range(r, v).unwrap();
                         }
                     } else {
                         let mut w = new.exclusive();
-                        for (a, b, v) in src.iter(&g) {
-                            w.store_range(a..=b, v).unwrap();
+                        for (r, v) in src.iter(&g) {
+                            w.store_range(r, v).unwrap();
                         }
                     }
                     new
@@ -297,7 +297,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             match m {
                 Map::Maple(t, _) => {
                     let g = t.pin();
-                    for (_, _, v) in t.iter(&g).rev() {
+                    for (_, v) in t.iter(&g).rev() {
                         s += v.get();
                     }
                 }
@@ -314,8 +314,22 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
     }
 }
 
+const USAGE: &str = "usage: profile WORKLOAD MAP [N]
+  WORKLOAD: build lookup_hit lookup_miss random_store erase_half iterate iterate_rev gap gap_rev
+            fork_old fork_new dup dup_drop slot_store node_store rewrite
+  MAP:      maple (allocation tree, exclusive writer), maple-rcu (writes through the lock),
+            btreemap
+  N:        ranges (default 1000000; the fork source's entries for fork_old, fork_new, dup and
+            dup_drop, default 135)
+Runs the workload inside `measured` (valgrind --tool=callgrind --toggle-collect='*measured*')
+and prints the number of operations measured.";
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().skip(1).any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return;
+    }
     let work = args.get(1).map(String::as_str).unwrap_or("lookup_hit");
     let map = args.get(2).map(String::as_str).unwrap_or("maple");
     let given: Option<u64> = args.get(3).map(|s| s.parse().unwrap());

@@ -1,8 +1,9 @@
 //! The kernel oracle's script generator and checker (see `scripts/kernel-oracle.sh`).
 //!
 //! ```text
-//! cargo run --release --example kernel_oracle -- gen SEED KIND OPS > script
-//! cargo run --release --example kernel_oracle -- check SCRIPT KERNEL_OUTPUT [SCRIPT KERNEL_OUTPUT ...]
+//! cargo run --release -p maple-tools --bin kernel_oracle -- gen SEED KIND OPS > script
+//! cargo run --release -p maple-tools --bin kernel_oracle -- check SCRIPT KERNEL_OUTPUT \
+//!     [SCRIPT KERNEL_OUTPUT ...]
 //! ```
 //!
 //! `gen` writes a random script in the oracle's op language. `KIND` is one of
@@ -20,7 +21,7 @@
 //! `check` replays each script on this crate, compares with the kernel's output and prints the
 //! figures per op family; it exits with status 1 if any difference is not a documented one.
 
-#[path = "../tests/kernel_oracle_support/mod.rs"]
+#[path = "../../../../tests/kernel_oracle_support/mod.rs"]
 mod support;
 
 use std::fmt::Write as _;

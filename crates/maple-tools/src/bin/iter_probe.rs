@@ -14,7 +14,7 @@ fn main() {
     match what.as_str() {
         "iter" => {
             for _ in 0..10 {
-                for (_, _, v) in tree.iter(&g) {
+                for (_, v) in tree.iter(&g) {
                     sum += v.get();
                 }
             }

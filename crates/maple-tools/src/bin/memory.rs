@@ -8,9 +8,9 @@
 //!   free lists included;
 //! - for the maple tree also `nodes`: (`nodes_allocated - nodes_freed`) × 256.
 //!
-//! `cargo run --release --example memory [-- N]` (N defaults to 1,000,000).
+//! `cargo run --release -p maple-tools --bin memory [-- N]` (N defaults to 1,000,000).
 
-#[path = "../benches/support/btree_range.rs"]
+#[path = "../../../../benches/support/btree_range.rs"]
 #[allow(dead_code)]
 mod btree_range;
 

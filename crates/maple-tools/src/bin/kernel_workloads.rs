@@ -5,7 +5,7 @@
 //! divides row by row.
 //!
 //! ```text
-//! cargo run --release --example kernel_workloads [-- --quick]
+//! cargo run --release -p maple-tools --bin kernel_workloads [-- --quick]
 //! ```
 //!
 //! The workloads (n = 1,000,000 ranges `[10i, 10i+5]` = `i`; random numbers from xorshift64
@@ -34,7 +34,7 @@ use std::time::Instant;
 use maple_tree::{Guard, MapleTree, Value};
 
 /// The benchmarks' xorshift64 (seeded 42): the C bench's generator, reseeded per workload.
-#[path = "../benches/support/mod.rs"]
+#[path = "../../../../benches/support/mod.rs"]
 mod support;
 use support::XorShift64 as Xs64;
 
@@ -142,8 +142,8 @@ fn forks(c: &Counts) {
         let mut new = MapleTree::<Value>::new_alloc();
         {
             let mut w = new.exclusive();
-            for (a, b, x) in src.iter(&g) {
-                w.store_range(a..=b, x).unwrap();
+            for (r, x) in src.iter(&g) {
+                w.store_range(r, x).unwrap();
                 stored += 1;
             }
         }
@@ -174,7 +174,7 @@ fn iterate(t: &MapleTree<Value>, c: &Counts) {
     println!("# iterate checksum {sum}");
     let (mut n, mut sum) = (0u64, 0u64);
     let t0 = Instant::now();
-    for (_, _, x) in t.iter(&g) {
+    for (_, x) in t.iter(&g) {
         sum = sum.wrapping_add(x.get());
         n += 1;
     }
@@ -193,12 +193,12 @@ fn gap_search(c: &Counts) {
     let mut sum = 0u64;
     let t0 = Instant::now();
     for &l in &lo {
-        sum = sum.wrapping_add(t.empty_area_rev(l, l + GAP_WINDOW, 3).unwrap());
+        sum = sum.wrapping_add(t.empty_area_rev(l..=l + GAP_WINDOW, 3).unwrap());
     }
     report("empty_area_rev", t0, c.gap);
     println!("# empty_area_rev checksum {sum}");
     for &l in &lo[..1000.min(lo.len())] {
-        let s = t.empty_area_rev(l, l + GAP_WINDOW, 3).unwrap();
+        let s = t.empty_area_rev(l..=l + GAP_WINDOW, 3).unwrap();
         assert!(s >= l && s + 2 <= l + GAP_WINDOW && !t.contains(s) && !t.contains(s + 2));
     }
 }
@@ -207,13 +207,19 @@ fn erase_half(t: &mut MapleTree<Value>, c: &Counts, locked: bool) {
     let t0 = Instant::now();
     if locked {
         for i in (0..c.seq).step_by(2) {
-            assert_eq!(t.erase(10 * i), Some((10 * i, 10 * i + 5)));
+            assert_eq!(
+                t.erase(10 * i).map(|e| e.range()),
+                Some(10 * i..=10 * i + 5)
+            );
         }
         report("erase_half_locked", t0, c.seq / 2);
     } else {
         let mut w = t.exclusive();
         for i in (0..c.seq).step_by(2) {
-            assert_eq!(w.erase(10 * i), Some((10 * i, 10 * i + 5)));
+            assert_eq!(
+                w.erase(10 * i).map(|e| e.range()),
+                Some(10 * i..=10 * i + 5)
+            );
         }
         report("erase_half", t0, c.seq / 2);
     }
