@@ -24,6 +24,9 @@ allows=$(grep -rln 'allow(unsafe_code)' src | sort | tr '\n' ' ')
 [ "$(grep -c 'allow(unsafe_code)' src/lib.rs src/tree/mod.rs | paste -sd' ')" = "src/lib.rs:1 src/tree/mod.rs:1" ] \
   || { echo "more than the two allowed modules carry allow(unsafe_code)"; exit 1; }
 
+step "no circle of module imports in any crate"
+python3 scripts/import-cycles.py
+
 step "cargo doc --no-deps (no warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 

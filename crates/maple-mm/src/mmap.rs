@@ -23,12 +23,12 @@ use core::ops::BitOr;
 
 use maple_tree::Guard;
 
-use super::uffd::{feature, UffdCtx, UffdMsg};
 use super::vma::same_ctx;
 use super::{
     is_page_aligned, page_align, FileKind, MappedFile, Mm, MmError, MmWriteGuard, VmFlags, Vma,
     VmaDesc, VmaKind, VmaSnapshot, PAGE_SHIFT, PAGE_SIZE,
 };
+use crate::uffd::ctx::{feature, UffdCtx, UffdMsg};
 
 /// Inode numbers of the shmem objects behind shared anonymous mappings.
 static SHMEM_INO: IdCounter = IdCounter::new(1);

@@ -17,8 +17,8 @@ use crate::sync::{
 use core::fmt;
 use core::ops::{BitAnd, BitAndAssign, BitOr, BitOrAssign, Not};
 
-use super::uffd::UffdCtx;
 use super::PAGE_SHIFT;
+use crate::uffd::ctx::UffdCtx;
 
 /// VMA flags (`vm_flags_t`), with the kernel's bit values where the kernel has them.
 ///
