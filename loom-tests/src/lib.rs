@@ -205,11 +205,11 @@ pub enum Op {
     Clear,
     /// Through a `CursorMut`: walk to `first`; if the walked range is exactly `[first, last]`,
     /// store over it through the cursor's cached walker (the exact fit of `dup_mmap`'s loop),
-    /// else `set_range(first, last)` and store (a full write).
+    /// else `set_range(first..=last)` and store (a full write).
     CursorStore(u64, u64, u64),
     /// Through a `CursorMut` at `index`: `erase()` (the whole range holding `index`).
     CursorErase(u64),
-    /// Through a `CursorMut`: `set_range(first, last)`, `preallocate()`, `store_prealloc`.
+    /// Through a `CursorMut`: `set_range(first..=last)`, `preallocate()`, `store_prealloc`.
     CursorPrealloc(u64, u64, u64),
     /// Through one `CursorMut`: `find` from `from` and replace each of the next `count` entries
     /// by a new one (values `val`, `val + 1`, ...) through the cached walker, as `dup_mmap`'s
