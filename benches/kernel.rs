@@ -119,9 +119,9 @@ fn bench_awalk(c: &mut Criterion) {
     let t = tree_250();
     t.erase_range(1470..=1475).unwrap();
     // The only 10-wide hole is [1466, 1479]; the highest fit starts at 1470.
-    assert_eq!(t.empty_area_rev(0, 2000, 10), Ok(1470));
+    assert_eq!(t.empty_area_rev(0..=2000, 10), Ok(1470));
     c.bench_function("kernel/bench_awalk", |b| {
-        b.iter(|| assert_eq!(t.empty_area_rev(0, 2000, black_box(10)), Ok(1470)))
+        b.iter(|| assert_eq!(t.empty_area_rev(0..=2000, black_box(10)), Ok(1470)))
     });
 }
 
@@ -249,13 +249,13 @@ fn fork_by_append(src: &Tree, append: bool, rcu: bool, validate: bool) -> Tree {
     let guard = src.pin();
     if rcu {
         let mut w = new.lock();
-        for (a, b, x) in src.iter(&guard) {
-            w.store_range(a..=b, x).unwrap();
+        for (r, x) in src.iter(&guard) {
+            w.store_range(r, x).unwrap();
         }
     } else {
         let mut w = new.exclusive();
-        for (a, b, x) in src.iter(&guard) {
-            w.store_range(a..=b, x).unwrap();
+        for (r, x) in src.iter(&guard) {
+            w.store_range(r, x).unwrap();
         }
     }
     if validate {

@@ -1,7 +1,9 @@
 //! RCU mode ÷ exclusive mode, the two timed alternately in one process: every write row of
 //! `benches/peers.rs` done through the lock (RCU mode) and through `exclusive()`, and the read
 //! rows (lookups, iteration) on a tree built through the lock against one built exclusively, both
-//! trees alive.
+//! trees alive. One row has no `peers` twin: `erase_entry`, every second range taken out with
+//! its entry, by `erase(i)` through the lock (RCU mode, the entry handed back in an `Erased`)
+//! against the exclusive `remove(i)`.
 //!
 //! Not a criterion benchmark: criterion times one function after another, and on a shared
 //! two-core host the drift between two rows a minute apart (1.01–1.67 for the same code in one
@@ -44,6 +46,24 @@ fn erase(t: &mut MapleTree<Value>, m: Mode, a: u64, b: u64) {
     match m {
         Mode::Exclusive => t.exclusive().erase_range(a..=b).unwrap(),
         Mode::Rcu => t.erase_range(a..=b).unwrap(),
+    }
+}
+
+/// Takes out the range containing `index` of `t` with its entry in mode `m`: through the lock,
+/// [`MapleTree::erase`] (RCU mode: the entry comes back borrowed in an `Erased`, dropped after a
+/// grace period); exclusively, [`MapleTree::remove`] (the owned entry). Returns the range's
+/// start and the entry's value.
+#[inline]
+fn erase_entry(t: &mut MapleTree<Value>, m: Mode, index: u64) -> (u64, u64) {
+    match m {
+        Mode::Exclusive => {
+            let (r, v) = t.remove(index).unwrap();
+            (*r.start(), v.get())
+        }
+        Mode::Rcu => {
+            let e = t.erase(index).unwrap();
+            (*e.range().start(), e.entry().unwrap().get())
+        }
     }
 }
 
@@ -184,7 +204,7 @@ fn iterate(n: u64, rows: &mut Vec<Row>) {
         let guard = t.pin();
         let t0 = Instant::now();
         for _ in 0..passes {
-            let sum: u64 = t.iter(&guard).map(|(_, _, v)| v.get()).sum();
+            let sum: u64 = t.iter(&guard).map(|(_, v)| v.get()).sum();
             assert_eq!(sum, n * (n - 1) / 2);
         }
         t0.elapsed()
@@ -276,6 +296,33 @@ fn main() {
                 .sum::<Duration>()
         }));
     }
+    // `erase(i)` through the lock (RCU mode, the entry handed back) against the exclusive
+    // `remove(i)`, each on a tree built in its own mode: every second range taken out.
+    for &n in sizes
+        .iter()
+        .filter(|&&n| n >= 100_000 && wanted("erase_entry"))
+    {
+        let calls = (100_000 / n).max(1);
+        rows.push(alternate("erase_entry", n, n / 2 * calls, rounds(n), |m| {
+            (0..calls)
+                .map(|_| {
+                    timed(
+                        || build(m, n),
+                        |mut t| {
+                            let mut check = 0u64;
+                            for i in (0..n).step_by(2) {
+                                let (a, b) = shape(i);
+                                let (first, v) = erase_entry(&mut t, m, a + (b - a) / 2);
+                                check += (first == a && v == i) as u64;
+                            }
+                            assert_eq!(check, n.div_ceil(2));
+                            t
+                        },
+                    )
+                })
+                .sum::<Duration>()
+        }));
+    }
     if wanted("fork135_old") {
         fork135_old(&mut rows);
     }
@@ -292,8 +339,8 @@ fn fork135_old(rows: &mut Vec<Row>) {
                 timed(
                     || MapleTree::with_options(Options::new().alloc(true)),
                     |mut t| {
-                        for (a, b, v) in src.iter(&guard) {
-                            store(&mut t, m, a, b, v.get());
+                        for (r, v) in src.iter(&guard) {
+                            store(&mut t, m, *r.start(), *r.end(), v.get());
                         }
                         t
                     },

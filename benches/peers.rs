@@ -103,8 +103,8 @@ impl<const ALLOC: bool, const RCU: bool, const HUGE: bool> Peer for Maple<ALLOC,
     }
     fn visit(&self, mut f: impl FnMut(u64, u64, u64)) {
         let g = self.0.pin();
-        for (a, b, v) in self.0.iter(&g) {
-            f(a, b, v.get());
+        for (r, v) in self.0.iter(&g) {
+            f(*r.start(), *r.end(), v.get());
         }
     }
     fn fork(&self) -> Self {
@@ -142,7 +142,7 @@ impl<const ALLOC: bool, const RCU: bool, const HUGE: bool> RangePeer for Maple<A
     }
     #[inline]
     fn gap_rev(&self, min: u64, max: u64, size: u64) -> Option<u64> {
-        self.0.empty_area_rev(min, max, size).ok()
+        self.0.empty_area_rev(min..=max, size).ok()
     }
 }
 

@@ -11,19 +11,27 @@
 //!
 //! `cargo run --release --example readers_beside_writer`
 
-use maple_tree::MapleTree;
+use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use maple_tree::MapleTree;
 
 const SLOTS: u64 = 64;
 const SLOT: u64 = 100; // slot s covers [s * SLOT, s * SLOT + SLOT - 1]
 
 /// The entry: the range it was stored for, and a version number.
 struct Rec {
-    first: u64,
-    last: u64,
+    stored: RangeInclusive<u64>,
     version: u64,
+}
+
+impl Rec {
+    /// Whether `r` lies inside the range this entry was stored for.
+    fn covers(&self, r: &RangeInclusive<u64>) -> bool {
+        self.stored.contains(r.start()) && self.stored.contains(r.end())
+    }
 }
 
 /// A small xorshift generator, so the example needs no dependencies.
@@ -52,18 +60,19 @@ fn main() {
                     for _ in 0..256 {
                         let i = rand(&mut rng) % (SLOTS * SLOT);
                         lookups.fetch_add(1, Relaxed);
-                        if let Some((first, last, rec)) = tree.load_range(i, &guard) {
-                            assert!(first <= i && i <= last, "{i} not in {first}..={last}");
-                            assert!(rec.first <= first && last <= rec.last, "range grew");
+                        if let Some((range, rec)) = tree.load_range(i, &guard) {
+                            assert!(range.contains(&i), "{i} not in {range:?}");
+                            assert!(rec.covers(&range), "{range:?} grew past {:?}", rec.stored);
                             hits.fetch_add(1, Relaxed);
                         }
                     }
                     // A whole iteration: ordered, non-overlapping, each inside its entry's range.
-                    let mut prev_last = None;
-                    for (first, last, rec) in tree.iter(&guard) {
-                        assert!(first <= last && prev_last.is_none_or(|p| p < first));
-                        assert!(rec.first <= first && last <= rec.last && rec.version > 0);
-                        prev_last = Some(last);
+                    let mut prev_end = None;
+                    for (range, rec) in tree.iter(&guard) {
+                        assert!(!range.is_empty(), "{range:?}");
+                        assert!(prev_end.is_none_or(|p| p < *range.start()), "{range:?}");
+                        assert!(rec.covers(&range) && rec.version > 0);
+                        prev_end = Some(*range.end());
                     }
                     iterations.fetch_add(1, Relaxed);
                 }
@@ -73,15 +82,12 @@ fn main() {
             let (mut rng, mut version) = (42u64, 0);
             let mut store = |first: u64, last: u64| {
                 version += 1;
-                tree.store_range(
-                    first..=last,
-                    Box::new(Rec {
-                        first,
-                        last,
-                        version,
-                    }),
-                )
-                .unwrap();
+                let stored = first..=last;
+                let rec = Box::new(Rec {
+                    stored: stored.clone(),
+                    version,
+                });
+                tree.store_range(stored, rec).unwrap();
             };
             while started.elapsed() < Duration::from_secs(1) {
                 let base = rand(&mut rng) % SLOTS * SLOT;

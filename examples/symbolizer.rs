@@ -4,13 +4,15 @@
 //! function's address range to its name. Names are `Arc<String>` entries: an entry is one
 //! pointer-sized word, so an unsized `Box<str>` or `Arc<str>` cannot be stored, but a sized
 //! `String` behind a `Box` or an `Arc` can. Lookups: `load_range` under a guard gives the
-//! function's whole range and borrows its name; `get` hands out an `Arc` clone to keep.
-//! Iteration lists the functions in an address window.
+//! function's whole range (a `RangeInclusive<u64>`) and borrows its name; `get` hands out an
+//! `Arc` clone to keep. Iteration lists the functions in an address window.
 //!
 //! `cargo run --release --example symbolizer`
 
-use maple_tree::MapleTree;
+use std::ops::RangeInclusive;
 use std::sync::Arc;
+
+use maple_tree::MapleTree;
 
 /// A small symbol table as `nm --size-sort`/`readelf -s` would give it: start, size, name.
 /// Functions are padded to 16 bytes, so some addresses belong to no function.
@@ -28,11 +30,11 @@ const SYMBOLS: &[(u64, u64, &str)] = &[
 fn symbolize(tree: &MapleTree<Arc<String>>, addr: u64) -> Option<String> {
     let guard = tree.pin();
     // The borrowed `&String` lives as long as `guard`; format it before the guard drops.
-    let (first, last, name) = tree.load_range(addr, &guard)?;
+    let (range, name) = tree.load_range(addr, &guard)?;
     Some(format!(
         "{name}+{:#x}/{:#x}",
-        addr - first,
-        last - first + 1
+        addr - range.start(),
+        range.end() - range.start() + 1
     ))
 }
 
@@ -67,7 +69,12 @@ fn main() -> Result<(), maple_tree::Error> {
     // `get` clones the entry out (an `Arc` count bump): it outlives any guard and any later
     // change to the tree.
     let hot: Arc<String> = tree.get(0x401600).expect("compress_block");
-    tree.erase(0x401600); // unload it; our clone stays valid
+    // Unload it: `erase` takes out the whole range containing the address and hands it back
+    // with the tree's own reference to the name (dropped here). Our clone stays valid.
+    let unloaded = tree.erase(0x401600).expect("loaded");
+    assert_eq!(unloaded.range(), 0x4015e0..=0x4025df);
+    assert_eq!(unloaded.entry().map(String::as_str), Some("compress_block"));
+    drop(unloaded);
     assert_eq!(hot.as_str(), "compress_block");
     assert_eq!(tree.get(0x401600), None);
     println!("kept {hot:?} after unloading it");
@@ -77,24 +84,24 @@ fn main() -> Result<(), maple_tree::Error> {
     // (`compress_block`, at 0x4015e0, is unloaded, so it is not listed.)
     let guard = tree.pin();
     let window = 0x401250..=0x4015ff;
-    let found: Vec<(u64, u64, &str)> = tree
+    let found: Vec<(RangeInclusive<u64>, &str)> = tree
         .range(window.clone(), &guard)
-        .map(|(a, b, n)| (a, b, n.as_str()))
+        .map(|(r, name)| (r, name.as_str()))
         .collect();
     println!(
         "functions overlapping {:#x}..={:#x}:",
         window.start(),
         window.end()
     );
-    for (first, last, name) in &found {
-        println!("  {first:#x}..={last:#x}  {name}");
+    for (r, name) in &found {
+        println!("  {:#x}..={:#x}  {name}", r.start(), r.end());
     }
     assert_eq!(
         found,
         [
-            (0x401200, 0x401287, "parse_args"),
-            (0x401290, 0x40158f, "run_workload"),
-            (0x401590, 0x4015d4, "checksum"),
+            (0x401200..=0x401287, "parse_args"),
+            (0x401290..=0x40158f, "run_workload"),
+            (0x401590..=0x4015d4, "checksum"),
         ]
     );
     Ok(())

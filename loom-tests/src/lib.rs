@@ -205,11 +205,11 @@ pub enum Op {
     Clear,
     /// Through a `CursorMut`: walk to `first`; if the walked range is exactly `[first, last]`,
     /// store over it through the cursor's cached walker (the exact fit of `dup_mmap`'s loop),
-    /// else `set_range(first, last)` and store (a full write).
+    /// else `set_range(first..=last)` and store (a full write).
     CursorStore(u64, u64, u64),
     /// Through a `CursorMut` at `index`: `erase()` (the whole range holding `index`).
     CursorErase(u64),
-    /// Through a `CursorMut`: `set_range(first, last)`, `preallocate()`, `store_prealloc`.
+    /// Through a `CursorMut`: `set_range(first..=last)`, `preallocate()`, `store_prealloc`.
     CursorPrealloc(u64, u64, u64),
     /// Through one `CursorMut`: `find` from `from` and replace each of the next `count` entries
     /// by a new one (values `val`, `val + 1`, ...) through the cached walker, as `dup_mmap`'s
@@ -222,7 +222,7 @@ pub enum Op {
         /// Value of the first replacement.
         val: u64,
     },
-    /// `alloc_cyclic(value, lo, hi, &mut next)`, which must return `at` (and no wrap).
+    /// `alloc_cyclic(lo..=hi, &mut next, value)`, which must return `at` (and no wrap).
     AllocCyclic {
         /// Value of the new entry.
         val: u64,
@@ -235,7 +235,7 @@ pub enum Op {
         /// Where the allocation must land.
         at: u64,
     },
-    /// `alloc_range(value, size, min, max)`, which must return `at`.
+    /// `alloc_range(min..=max, size, value)`, which must return `at..=at + size - 1`.
     Alloc {
         /// Value of the new entry.
         val: u64,
@@ -323,8 +323,8 @@ impl Op {
             Op::CursorStore(a, b, v) => {
                 let mut c = w.cursor(a);
                 c.walk();
-                if (c.index(), c.last()) != (a, b) {
-                    c.set_range(a, b);
+                if c.range() != (a..=b) {
+                    c.set_range(a..=b);
                 }
                 c.store(arena.tag(v)).unwrap();
             }
@@ -333,7 +333,7 @@ impl Op {
             }
             Op::CursorPrealloc(a, b, v) => {
                 let mut c = w.cursor(a);
-                c.set_range(a, b);
+                c.set_range(a..=b);
                 c.preallocate().unwrap();
                 c.store_prealloc(arena.tag(v)).unwrap();
             }
@@ -355,7 +355,7 @@ impl Op {
                 at,
             } => {
                 assert_eq!(
-                    w.alloc_cyclic(arena.tag(val), lo, hi, &mut next),
+                    w.alloc_cyclic(lo..=hi, &mut next, arena.tag(val)),
                     Ok((at, false))
                 );
             }
@@ -371,7 +371,10 @@ impl Op {
                 max,
                 at,
             } => {
-                assert_eq!(w.alloc_range(arena.tag(val), size, min, max), Ok(at));
+                assert_eq!(
+                    w.alloc_range(min..=max, size, arena.tag(val)),
+                    Ok(at..=at + (size - 1))
+                );
             }
         }
     }
@@ -404,7 +407,7 @@ pub enum Reads {
     Forward,
     /// A full backward iteration only.
     Backward,
-    /// `empty_area(min, max, size)` (allocation trees: the answer must be the old or the new one).
+    /// `empty_area(min..=max, size)` (allocation trees: the answer must be the old or the new one).
     EmptyArea(u64, u64, u64),
     /// One iterator over the span driven from both ends alternately (`next`, `next_back`, ...):
     /// the front's and the back's ranges together, in index order, must never hold an index
@@ -752,7 +755,9 @@ impl Scenario {
 /// The tree's ranges, read single-threaded.
 pub fn snapshot(tree: &MapleTree<Tag>) -> Vec<(u64, u64, u64)> {
     let g = tree.pin();
-    tree.iter(&g).map(|(a, b, p)| (a, b, p.read())).collect()
+    tree.iter(&g)
+        .map(|(r, p)| (*r.start(), *r.end(), p.read()))
+        .collect()
 }
 
 /// The reader: checks one kind of read against the observation rules.
@@ -789,19 +794,19 @@ fn read_pinned(
         Reads::Forward | Reads::Backward => {
             let mut got: Vec<(u64, u64, u64)> = Vec::new();
             if reads == Reads::Forward {
-                for (a, b, p) in tree.iter(guard) {
-                    got.push((a, b, p.read()));
+                for (r, p) in tree.iter(guard) {
+                    got.push((*r.start(), *r.end(), p.read()));
                 }
             } else {
-                for (a, b, p) in tree.iter(guard).rev() {
-                    got.push((a, b, p.read()));
+                for (r, p) in tree.iter(guard).rev() {
+                    got.push((*r.start(), *r.end(), p.read()));
                 }
                 got.reverse();
             }
             check_ranges(&got, old, new, reads);
         }
         Reads::EmptyArea(min, max, size) => {
-            let got = tree.empty_area(min, max, size);
+            let got = tree.empty_area(min..=max, size);
             let exp = |r: &Ranges| expected_empty_area(r, min, max, size);
             assert!(
                 got == exp(old) || got == exp(new),
@@ -1132,12 +1137,12 @@ fn read_seq(
         Reads::Forward | Reads::Backward => {
             let mut got: Vec<(u64, u64, u64)> = Vec::new();
             if reads == Reads::Forward {
-                for (a, b, p) in tree.range(span.0..=span.1, guard) {
-                    got.push((a, b, p.read()));
+                for (r, p) in tree.range(span.0..=span.1, guard) {
+                    got.push((*r.start(), *r.end(), p.read()));
                 }
             } else {
-                for (a, b, p) in tree.range(span.0..=span.1, guard).rev() {
-                    got.push((a, b, p.read()));
+                for (r, p) in tree.range(span.0..=span.1, guard).rev() {
+                    got.push((*r.start(), *r.end(), p.read()));
                 }
                 got.reverse();
             }
@@ -1145,7 +1150,7 @@ fn read_seq(
             *lo = check_ranges_seq(&got, states, start, span, reads);
         }
         Reads::EmptyArea(min, max, size) => {
-            let got = tree.empty_area(min, max, size);
+            let got = tree.empty_area(min..=max, size);
             let fits = |r: &Ranges| expected_empty_area(r, min, max, size).is_ok();
             match got {
                 Ok(s) => {
@@ -1168,13 +1173,12 @@ fn read_seq(
         Reads::BothEnds => {
             let (mut front, mut back) = (Vec::new(), Vec::new());
             let mut it = tree.range(span.0..=span.1, guard);
-            loop {
-                let Some((a, b, p)) = it.next() else { break };
-                front.push((a, b, p.read()));
-                let Some((a, b, p)) = it.next_back() else {
+            while let Some((r, p)) = it.next() {
+                front.push((*r.start(), *r.end(), p.read()));
+                let Some((r, p)) = it.next_back() else {
                     break;
                 };
-                back.push((a, b, p.read()));
+                back.push((*r.start(), *r.end(), p.read()));
             }
             // In index order: the ordering check rejects an index yielded by both ends.
             let got: Vec<_> = front.into_iter().chain(back.into_iter().rev()).collect();
@@ -1200,8 +1204,10 @@ fn read_seq(
         Reads::NextPrev(i) => {
             let next = tree
                 .next(i, u64::MAX, guard)
-                .map(|(a, b, p)| (a, b, p.read()));
-            let prev = tree.prev(i, 0, guard).map(|(a, b, p)| (a, b, p.read()));
+                .map(|(r, p)| (*r.start(), *r.end(), p.read()));
+            let prev = tree
+                .prev(i, 0, guard)
+                .map(|(r, p)| (*r.start(), *r.end(), p.read()));
             for (what, r) in [("next", next), ("prev", prev)] {
                 let Some(r) = r else { continue };
                 let beyond = if what == "next" { r.0 > i } else { r.1 < i };
