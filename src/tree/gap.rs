@@ -6,6 +6,9 @@
 //! `2^64` indices). Saturation is why a search with `max = u64::MAX` still finds gaps in the
 //! leftmost subtree, unlike the 6.12 kernel's `mas_empty_area`.
 
+mod alloc;
+mod tree_api;
+
 use crate::error::Error;
 
 use super::node::{Kind, NodeRef, RootRef, WalkStack, RANGE_PIVOTS, RANGE_SLOTS};

@@ -11,10 +11,10 @@ use core::ops::{RangeBounds, RangeInclusive};
 use crate::entry::{Entry, Owned};
 use crate::error::Error;
 
-use super::api::window as to_window;
-use super::gap::{empty_area_aligned_at, empty_area_at};
-use super::node::Mode;
-use super::write::{with_mode, WriteGuard, Writer};
+use crate::tree::api::window as to_window;
+use crate::tree::gap::{empty_area_aligned_at, empty_area_at};
+use crate::tree::node::Mode;
+use crate::tree::write::{with_mode, WriteGuard, Writer};
 
 /// A gap-search query: the window `[min, max]`, the size, the alignment.
 #[derive(Clone, Copy)]
@@ -493,7 +493,7 @@ impl<E: Entry> WriteGuard<'_, E> {
         make: impl FnOnce(RangeInclusive<u64>) -> Result<E, X>,
     ) -> Result<RangeInclusive<u64>, X> {
         // `NotAllocTree` before any check of the query, as `Writer::alloc` orders them.
-        if self.internal != super::node::Kind::ARange {
+        if self.internal != crate::tree::node::Kind::ARange {
             return Err(Error::NotAllocTree.into());
         }
         let q = Want::new(window, size, align)?;
