@@ -132,7 +132,7 @@ impl<E: Entry> MapleTree<E> {
 }
 
 /// Allocation through the writer lock: each method takes the lock for one call, as
-/// [`MapleTree::lock`] then the [`WriteGuard`] method of the same name.
+/// [`MapleTree::lock`] then the [`WriteGuard`](crate::WriteGuard) method of the same name.
 impl<E: Entry + Send + Sync> MapleTree<E> {
     /// `mtree_alloc_range`: stores `entry` at the lowest free range of `size` indices inside
     /// `window` and returns that range.
