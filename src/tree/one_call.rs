@@ -17,7 +17,7 @@ impl<E: Entry + Send + Sync> MapleTree<E> {
     /// # Errors
     ///
     /// [`Error::InvalidRange`](crate::Error::InvalidRange) for an empty or inverted `r` (`5..5`,
-    /// `9..=3`, `..0`; see [`inclusive`]);
+    /// `9..=3`, `..0`; see [`inclusive`](crate::tree::inclusive));
     /// [`Error::Reserved`](crate::Error::Reserved) for an entry whose word is reserved (a faulty
     /// [`Entry`] implementation). Nothing is written then and `entry` is dropped.
     ///

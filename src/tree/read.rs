@@ -269,7 +269,7 @@ impl<E: Entry> MapleTree<E> {
     /// An empty or inverted `r` (`5..5`, `..0`, `9..=3`) yields nothing: unlike
     /// [`BTreeMap::range`](std::collections::BTreeMap::range) this does not panic. To tell such
     /// a range apart from an empty window, convert it first with
-    /// [`inclusive`], which returns
+    /// [`inclusive`](crate::tree::inclusive), which returns
     /// [`Error::InvalidRange`](crate::Error::InvalidRange) for it.
     ///
     /// # Panics
@@ -300,7 +300,7 @@ impl<E: Entry> MapleTree<E> {
         }
     }
 
-    /// A read cursor (`ma_state`) at `index`, in status [`Status::Start`].
+    /// A read cursor (`ma_state`) at `index`, in status [`Status::Start`](crate::Status::Start).
     ///
     /// # Panics
     ///
