@@ -19,9 +19,12 @@ done
 for crate in maple-tree maple-mm maple-poll; do
   printf -- '-- cargo test on the unpacked %s crate\n' "$crate"
   # A package drops the path-only dev-dependency of each crate on itself that turns on its
-  # experiment knobs for its own tests (`bench-internals`): turned on here instead.
+  # experiment knobs for its own tests (`bench-internals`, and the tree's `serde` for its
+  # snapshot tests): turned on here instead.
+  features=bench-internals
+  [ "$crate" = maple-tree ] && features=bench-internals,serde
   (cd "$scratch/$crate-0.1.0" && CARGO_TARGET_DIR="$target" cargo test --release --quiet \
-    --features bench-internals \
+    --features "$features" \
     --config "patch.crates-io.maple-tree.path=\"$scratch/maple-tree-0.1.0\"" 2>&1 |
     grep -E '^(test result|error|failures:|    [a-z_:]+$)' || true
    test "${PIPESTATUS[0]}" -eq 0)

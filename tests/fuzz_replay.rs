@@ -67,6 +67,11 @@ fn replay_dup_ops() {
 }
 
 #[test]
+fn replay_snapshot() {
+    replay("snapshot");
+}
+
+#[test]
 fn every_target_has_a_replay_test_and_a_fuzz_binary() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let this = std::fs::read_to_string(root.join("tests/fuzz_replay.rs")).unwrap();

@@ -19,6 +19,7 @@ pub mod entry;
 pub mod gap_ops;
 pub mod harness;
 pub mod model;
+pub mod snapshot;
 pub mod tree_ops;
 
 /// A fuzz target.
@@ -52,5 +53,10 @@ pub const TARGETS: &[Target] = &[
         name: "dup_ops",
         run: dup_ops::run,
         describe: dup_ops::describe,
+    },
+    Target {
+        name: "snapshot",
+        run: snapshot::run,
+        describe: snapshot::describe,
     },
 ];
