@@ -8,6 +8,16 @@ cd "$(dirname "$0")/.."
 root=$PWD
 target=${CARGO_TARGET_DIR:-$root/target}
 
+# `cargo publish --workspace` verifies each crate against the others through a local registry
+# whose sources cargo unpacks under `$CARGO_HOME/registry/src/-<hash>/` and never unpacks again
+# for the same name and version: drop such copies of this workspace's crates left by an earlier
+# run (crates.io's own directories are named after their index, not `-<hash>`), or the check
+# would build this version against last run's sources.
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+for crate in maple-tree maple-mm maple-poll; do
+  rm -rf "$cargo_home"/registry/src/-*/"$crate"-0.1.0
+done
+
 cargo publish --dry-run --workspace --exclude maple-seeds --exclude maple-tools
 cargo package --workspace --exclude maple-seeds --exclude maple-tools --no-verify --quiet
 
