@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long live-kernel differential of issue 15: `Mm` against the running Linux kernel, op by
+# The long live-kernel differential: `Mm` against the running Linux kernel, op by
 # op (tests/mm_live_kernel.rs), over SEEDS seeds of OPS ops each (default 8 x 2600 = 20,800 ops;
 # even seeds touch pages, odd seeds never do), plus the scripted reproducers. Prints the
 # agreement per op kind and every mismatch; fails unless every op agreed.

@@ -34,7 +34,7 @@ step "cargo test (unit, property, integration, doc; the short promise stress run
 cargo test --workspace --release
 
 step "stress: readers beside a writer on every write path, 30 s per tree kind (STRESS_SECS)"
-# The runs above give it 2.5 s per kind; the dropped-entry race of issue 40 needed about 8.
+# The runs above give it 2.5 s per kind; the dropped-entry race (tests/reclaim_order.rs) needed about 8.
 STRESS_SECS="${CI_STRESS_SECS:-30}" cargo test --release --test stress -- --exact \
   stress_range_tree stress_alloc_tree --test-threads=1 --nocapture
 

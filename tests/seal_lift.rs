@@ -1,4 +1,4 @@
-//! Issue 40: a seal lifts one grace period after the store that made it, never earlier — on
+//! A seal lifts one grace period after the store that made it, never earlier — on
 //! crossbeam's default collector, alone in its test binary (one test), so that no other
 //! thread's guard moves or holds back the process-wide epoch.
 //!

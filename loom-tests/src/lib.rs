@@ -411,10 +411,10 @@ pub enum Reads {
     EmptyArea(u64, u64, u64),
     /// One iterator over the span driven from both ends alternately (`next`, `next_back`, ...):
     /// the front's and the back's ranges together, in index order, must never hold an index
-    /// twice (issue 34).
+    /// twice.
     BothEnds,
     /// A cursor from the given index, `find` to the span's end until nothing is left: each
-    /// answer starts after the previous one's end (issue 34: a re-walk past a replaced node
+    /// answer starts after the previous one's end (a re-walk past a replaced node
     /// must not move the cursor backwards).
     CursorFind(u64),
     /// `next(i)` then `prev(i)` of the given index: a range starting after `i`, one ending

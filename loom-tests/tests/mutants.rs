@@ -383,7 +383,7 @@ fn append_split_climb_full_parent_relaxed_root() {
 // ---- seals (tree::seal): the broken twins of the write-sequence models ------------------------
 
 /// Seals ignored: the `+1` append into the leaf the append split truncated is done in place, and
-/// the reader that read the old bound sees `[73, MAX] = 101` (issue 13's reproducer).
+/// the reader that read the old bound sees `[73, MAX] = 101` (the in-place append over a truncated leaf).
 #[test]
 #[should_panic]
 fn append_split_then_append_end_ignoring_seals() {

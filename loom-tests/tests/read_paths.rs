@@ -1,4 +1,4 @@
-//! Loom models of the read paths issue 34 found breaking the readers' promise across writes,
+//! Loom models of the read paths found breaking the readers' promise across writes,
 //! one write each, each with a broken twin (`loom_knobs::set_trust_rewalk`: the read path trusts
 //! the range a re-walk lands on, as before the fix) that must fail:
 //!

@@ -9,7 +9,7 @@
 //! same in all of them. A one-execution check first asserts each write's path (`stats`), the
 //! height, `validate` and the contents, so a model cannot silently race the wrong path.
 //!
-//! The `append_split_then_*` models are the reproducers of issue 13 §1: they fail on the code
+//! The `append_split_then_*` models are the reproducers of the in-place append over a truncated leaf: they fail on the code
 //! where a truncated leaf is written in place again while a reader may still hold its old bound.
 //!
 //! The two models with large pre-fills (depth 3) iterate over `range(first, MAX)` around the
@@ -66,14 +66,14 @@ fn with(mut ops: Vec<Op>, more: &[Op]) -> Vec<Op> {
 }
 
 /// The path of an append into a leaf the append split truncated, once such a leaf is sealed
-/// until a grace period has passed (issue 13's fix): a copy-on-write node store.
+/// until a grace period has passed (the fix): a copy-on-write node store.
 const SEALED: &[(&str, u64)] = &[("node_store", 1), ("sealed_extend", 1)];
 
 const APPEND_SPLIT_GROW: &[(&str, u64)] = &[("split", 1), ("append_split", 1), ("grow", 1)];
 
 // ---- across two and three writes ---------------------------------------------------------------
 
-/// Issue 13's reproducer: append split of the full root leaf (`[80, 85]`: the leaf is truncated
+/// The truncated-leaf reproducer: append split of the full root leaf (`[80, 85]`: the leaf is truncated
 /// at 75 by the new root, `[76, MAX]` moves on), then a `+1` append at the end of the truncated
 /// leaf (`[73, 75]` over the end of `[70, 75]`), which writes slot 15, beyond its new end: a
 /// reader that read the old bound `MAX` sees `[73, MAX] = 101` and skips `[80, 85]`.

@@ -623,7 +623,7 @@ fn check_all(t: &MapleTree<Value>) {
     }
 }
 
-/// Issue 40: a lowered pivot stays sealed for a whole grace period after the store that
+/// The dropped-entry race: a lowered pivot stays sealed for a whole grace period after the store that
 /// lowered it, even when a lift was already pending when the store was made.
 ///
 /// A reader stands in a leaf's last slot, `[30, MAX]`, with its bound loaded (a reader is

@@ -782,7 +782,7 @@ fn maps_parse_errors() {
     }
 }
 
-// ----- issue 15: the running kernel's answers (each also run live in tests/mm_live_kernel.rs) ---
+// ----- the running kernel's answers (each also run live in tests/mm_live_kernel.rs) ---
 
 const B: u64 = 0x6000_0000_0000;
 const R: Prot = Prot::READ;

@@ -1,4 +1,4 @@
-//! `Mm` against the running Linux kernel, op by op (issue 15).
+//! `Mm` against the running Linux kernel, op by op.
 //!
 //! A forked child process reserves a `PROT_NONE` region at a fixed address and runs a seeded
 //! random sequence of real syscalls inside it — mmap (fixed, fixed-noreplace, hinted; anonymous
@@ -1320,7 +1320,7 @@ fn issue_reproducers_agree_with_the_running_kernel() {
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "worker died (status {status:#x}); output so far:\n{text}"
     );
-    println!("live-kernel reproducers (issue 15's classes):");
+    println!("live-kernel reproducers (one per class of difference found):");
     let total = print_report(&text);
     for l in text.lines() {
         if l.starts_with("STATE ") || l.starts_with("      [") {
@@ -1357,7 +1357,7 @@ fn remap(page: u64, n: u64, new_n: u64, flags: u32, to: u64) -> LOp {
     }
 }
 
-/// The reproducers of issue 15, one script per case (pages relative to the region; every
+/// The reproducers of the differences the live differential found, one script per case (pages relative to the region; every
 /// script starts from a fresh `PROT_NONE` reservation).
 fn scripts() -> Vec<(&'static str, Vec<LOp>)> {
     use LOp::*;
