@@ -207,37 +207,38 @@ impl<'g> Front<'g> {
     /// leftmost leaf after it, as [`Walker::cross_next`] moves: to the parent's next child
     /// when the leaf is not its last (the leaf and the parent alive, the child slot non-empty
     /// and a leaf), through `cross_next` otherwise. The front then stands before the new
-    /// leaf's slot 0 (`next_off` 0, ending at `min - 1`). `false` (nothing changed but the
-    /// path's offsets, which the walk that follows rewrites) when the walker must walk from
-    /// the root instead: a dead node (counted as a restart) or a state only a race can produce.
+    /// leaf's slot 0 (`next_off` 0, ending at `min - 1`). `Some(false)` (nothing changed but
+    /// the path's offsets, which the walk that follows rewrites) when the walker must walk
+    /// from the root instead: a dead node (counted as a restart) or a state only a race can
+    /// produce. `None` (nothing changed) when the leaf is its parent's last child: the caller
+    /// then [`climb`](Self::climb)s.
     #[inline(always)]
-    fn cross(&mut self, root: RootRef<'g>, leaf: NodeRef<'g>, back_pos: u64) -> bool {
+    fn cross(&mut self, root: RootRef<'g>, leaf: NodeRef<'g>, back_pos: u64) -> Option<bool> {
         let target = self.max + 1;
-        let Some(p) = self.parent.below(self.max) else {
-            return self.climb(leaf, back_pos);
-        };
+        let p = self.parent.below(self.max)?;
         if leaf.is_dead() || p.is_dead() {
             root.restarted();
-            return false;
+            return Some(false);
         }
         let i = self.poff + 1;
         let Some((c, max)) = p.child_and_max(i, self.parent.max()) else {
-            return false;
+            return Some(false);
         };
         if !c.is_leaf() || max < target {
-            return false;
+            return Some(false);
         }
         self.poff = i;
         self.leaf.move_to(c);
         self.set_max(max, back_pos);
         self.hi = target - 1;
-        true
+        Some(true)
     }
 
     /// [`cross`](Self::cross) when the leaf is its parent's last child: the walker's crossing.
     /// (The parent's offset in the path is behind, and stays so: the climb passes the parent,
     /// whose last child the leaf is, and the descent rewrites its level.)
-    #[inline(never)]
+    /// (Inlined into the iterator's [`climb`](Iter::climb), which is not.)
+    #[inline]
     fn climb(&mut self, leaf: NodeRef<'g>, back_pos: u64) -> bool {
         if self.walker.cross_next(leaf, self.max).is_none() {
             return false;
@@ -275,6 +276,22 @@ impl<'g, E: Entry> Iter<'g, E> {
             back: Back::new(root, last),
             _e: PhantomData,
         }
+    }
+
+    /// The front's crossing from leaf `n` ([`Front::cross`], or [`climb`](Self::climb)).
+    #[inline(always)]
+    fn cross_front(&mut self, n: NodeRef<'g>) -> bool {
+        match self.front.cross(self.root, n, self.back.pos) {
+            Some(crossed) => crossed,
+            None => self.climb(n),
+        }
+    }
+
+    /// [`Front::climb`], out of line (a method of the iterator, so that it is compiled with it
+    /// and called directly).
+    #[inline(never)]
+    fn climb(&mut self, n: NodeRef<'g>) -> bool {
+        self.front.climb(n, self.back.pos)
     }
 
     /// Ends the iteration.
@@ -323,7 +340,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             return self.yield_last(lo, max, b);
         }
         // A crossing sets the position itself (before the new leaf's slot 0, ending at `max`).
-        if !self.front.cross(self.root, n, self.back.pos) {
+        if !self.cross_front(n) {
             self.front.hi = max;
             self.front.leave();
         }
@@ -539,7 +556,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 self.finish();
                 return None;
             }
-            if !self.front.cross(self.root, n, self.back.pos) {
+            if !self.cross_front(n) {
                 self.front.leave();
             }
         }

@@ -110,8 +110,9 @@ impl<'g> Back<'g> {
     /// From slot 0 of leaf `n` to the last slot of the leaf before it, through the walker's
     /// crossing on the back's path (its last level and the parent's offset written back
     /// first). Returns that slot's word; `None` when the walker must walk from the root
-    /// instead (see `cross_prev`), or at index 0.
-    #[inline(never)]
+    /// instead (see `cross_prev`), or at index 0. (Inlined into the iterator's
+    /// [`back_prev_leaf`](Iter::back_prev_leaf), which is not.)
+    #[inline]
     pub(super) fn prev_leaf(&mut self, n: NodeRef<'g>) -> Option<Loaded<'g>> {
         if self.lo == 0 {
             return None;
@@ -166,6 +167,13 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some((self.out.0, self.out.1, b))
     }
 
+    /// [`Back::prev_leaf`], out of line (a method of the iterator, so that it is compiled with
+    /// it and called directly).
+    #[inline(never)]
+    fn back_prev_leaf(&mut self, n: NodeRef<'g>) -> Option<Loaded<'g>> {
+        self.back.prev_leaf(n)
+    }
+
     /// The back's fast-path yield of slot `k`, `[lo, hi]`, `lo` above the front's position.
     #[inline(always)]
     fn back_fast_yield(
@@ -193,7 +201,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 // On slot 0 of the leaf, which holds no entry: on to the leaf before it.
                 let w = if let Some(w) = self.back.cross(self.internal) {
                     w
-                } else if let Some(w) = self.back.prev_leaf(n) {
+                } else if let Some(w) = self.back_prev_leaf(n) {
                     w
                 } else {
                     break self.next_back_slow(true)?;
