@@ -11,14 +11,15 @@ use core::ops::RangeInclusive;
 use crate::entry::Entry;
 
 use super::node::{
-    FastLeaf, FrontLeaf, FrontParent, Kind, Loaded, NodeRef, RootRef, WalkStack, RANGE_PIVOTS,
-    RANGE_SLOTS,
+    FastLeaf, FrontLeaf, FrontParent, Kind, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS,
 };
-use super::walk::{check_rewalk, Level, Walker, MAX_DEPTH};
+use super::walk::{check_rewalk, leaf_end, Level, Walker};
 
 mod back;
 #[cfg(test)]
 mod tests;
+
+use back::Back;
 
 /// The offsets of the front's two-slot step (`FrontLeaf::at`): pivots `j` and `j + 1`.
 const FRONT_ROOM: usize = RANGE_PIVOTS - 1;
@@ -28,75 +29,56 @@ const BACK_ROOM: usize = RANGE_SLOTS - 3;
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
 pub struct Iter<'g, E> {
-    // The front keeps its own path (the fast path): while `leaf` holds a leaf, the front's
-    // current slot is `off` of that leaf, ending at `front_hi` (the last range yielded ends
-    // there); the leaf covers `[min, max]` and is level `fdepth - 1` of `fpath`, whose other
-    // levels are its ancestors with the offsets taken (the leaf level there is stale: `off`,
-    // `min`, `max` are current, and so are `parent` and `poff` for the level above). `next`
-    // reads each slot's pivot and word once and crosses leaves itself, with the checks of
-    // `Walker::next_leaf` (`cross`, `climb`); the first step and restarts walk from the root
-    // with the walker (`next_slow`), whose path is then copied.
     root: RootRef<'g>,
-    front: Walker<'g>,
-    back: Walker<'g>,
-    back_started: bool,
-    /// Something was yielded from that end (later ranges must not overlap it).
-    front_yielded: bool,
-    back_yielded: bool,
-    /// Last index the back may yield up to (inclusive).
-    back_pos: u64,
-    /// Ended (`leaf` is then `FrontLeaf::NONE`).
-    done: bool,
     internal: Kind,
-    /// The front's leaf, if the fast path holds the position, with the slot after the current
-    /// one, `next_off` (the current is `next_off - 1`; 0 before slot 0). While slot
-    /// `next_off - 1` is the leaf's last, `next_off` is past the slots (`RANGE_SLOTS`) or the
-    /// next step crosses at once, so the two-slot step never looks past the leaf's end.
-    leaf: FrontLeaf<'g>,
-    /// `min(max, back_pos)` while `leaf` holds one (stale otherwise): a pivot below it bounds a
-    /// slot that is neither the leaf's last nor reaches the back.
-    lim: u64,
-    /// The back's leaf while its fast path holds the position: slot `boff` of it, starting at
-    /// `blo` (its end is not kept: the slot above starts after it, and a leaf's last slot ends
-    /// at `bmax`), the leaf's min `bmin`; the back walker's record of that slot is stale
-    /// meanwhile.
-    bfast: FastLeaf<'g, BACK_ROOM>,
-    boff: usize,
-    blo: u64,
-    bmin: u64,
-    /// That leaf's max, its parent (`None`: the leaf is the root), the parent's min and the
-    /// leaf's offset in it (current; the back walker's record is stale).
-    bmax: u64,
-    bparent: Option<NodeRef<'g>>,
-    bpmin: u64,
-    bpoff: usize,
-    /// The back's own path while `bfast` holds a leaf (as `fpath` for the front): level
-    /// `bdepth - 1` is the leaf and `bdepth - 2` its parent, both stale there (the scalars
-    /// above are current). Once the back has climbed through it, the back walker's path is
-    /// stale; the walker then only walks from the root.
-    bpath: WalkStack<Level<'g>, MAX_DEPTH>,
-    bdepth: usize,
-    /// The range `next_general` found.
+    /// Ended (neither end then holds a leaf).
+    done: bool,
+    /// The range `next_general` or `next_back_general` found.
     out: (u64, u64),
+    front: Front<'g>,
+    back: Back<'g>,
+    _e: PhantomData<&'g E>,
+}
+
+/// The iterator's front end: its walker and, while it holds a leaf (the fast path), its place
+/// in that leaf. `next` reads each slot's pivot and word once and crosses leaves itself, with
+/// the checks of the walker's crossing ([`cross`](Self::cross) to the next child of the same
+/// parent, [`Walker::cross_next`] above that); the first step and restarts walk from the root
+/// with the walker (`next_slow`).
+struct Front<'g> {
+    /// The walker, whose path is the front's: while `leaf` holds a leaf, that leaf is the
+    /// path's last level, but for a crossing to the parent's next child, which moves `leaf`,
+    /// `max` and `poff` alone (the path's last level and the parent's offset are then behind;
+    /// nothing reads them before the next walk or climb rewrites them). The walker's slot
+    /// (`lo`, `hi`, `word`) is its last walk's.
+    walker: Walker<'g>,
+    /// Something was yielded from the front (later ranges must not overlap it).
+    yielded: bool,
+    /// The leaf, if the fast path holds the position, with the slot after the current one,
+    /// `next_off` (the current is `next_off - 1`; 0 before slot 0). While slot `next_off - 1`
+    /// is the leaf's last, `next_off` is past the slots (`RANGE_SLOTS`) or the next step
+    /// crosses at once, so the two-slot step never looks past the leaf's end.
+    leaf: FrontLeaf<'g>,
+    /// `min(max, back.pos)` while `leaf` holds one (meaningless otherwise): a pivot below it
+    /// bounds a slot that is neither the leaf's last nor reaches the back.
+    lim: u64,
     /// The end of what the front has passed: the next index it may yield from is `hi + 1`
-    /// (wrapping: `u64::MAX` before index 0; see [`front_pos`](Self::front_pos)). Stale while
-    /// the front holds a leaf and `next_off` is in `1..=RANGE_PIVOTS`: the current slot,
-    /// `next_off - 1`, is then not the leaf's last (a state on the last slot sets `next_off` to
-    /// `RANGE_SLOTS`, or leaves the leaf at once), so its pivot is the end (see
-    /// [`front_hi`](Self::front_hi)), and the fast path's steps do not store it.
+    /// (wrapping: `u64::MAX` before index 0; see [`pos`](Self::pos)). Not kept while the front
+    /// holds a leaf and `next_off` is in `1..=RANGE_PIVOTS`: the current slot, `next_off - 1`,
+    /// is then not the leaf's last (a state on the last slot sets `next_off` to `RANGE_SLOTS`,
+    /// or leaves the leaf at once), so its pivot is the end (see [`end`](Self::end)), and the
+    /// fast path's steps do not store it.
     hi: u64,
-    /// For the back's fast path, a range starting past `fbound` is free (it starts at or above
-    /// [`front_pos`](Self::front_pos)): the max of the front's leaf while it holds one (a
-    /// range of another leaf starts past it), `front_pos` otherwise.
-    fbound: u64,
+    /// For the back's fast path, a range starting past `bound` is free (it starts at or above
+    /// [`pos`](Self::pos)): the max of the front's leaf while it holds one (a range of another
+    /// leaf starts past it), `pos` otherwise.
+    bound: u64,
+    /// The max of the leaf.
     max: u64,
     /// The leaf's parent with its max (`NONE`: the leaf is the root), and the leaf's offset in
-    /// it (current; `fpath`'s record of it is stale).
+    /// it.
     parent: FrontParent<'g>,
     poff: usize,
-    fpath: WalkStack<Level<'g>, MAX_DEPTH>,
-    fdepth: usize,
-    _e: PhantomData<&'g E>,
 }
 
 /// The fast path's scan of leaf `$n` (whose max is `$max`) from the slot after `$i` (whose
@@ -138,67 +120,25 @@ macro_rules! scan_leaf {
     }};
 }
 
-/// `NodeRef::end` of leaf `n` (whose max is `max`): the same loads, in the same order, without
-/// the kind dispatch, two pivots per test (the larger of the two at or above `max` means one
-/// of them is: the first of them then ends the leaf). The pivot after the end is loaded with
-/// it at times: a word beyond the end, read and then ignored.
-#[inline]
-fn leaf_end(n: NodeRef<'_>, max: u64) -> usize {
-    debug_assert!(n.is_leaf());
-    let mut i = 0;
-    while i + 1 < RANGE_PIVOTS {
-        let (a, b) = (n.range_pivot(i), n.range_pivot(i + 1));
-        if a.max(b) >= max {
-            return if a >= max { i } else { i + 1 };
-        }
-        i += 2;
-    }
-    if n.range_pivot(RANGE_PIVOTS - 1) >= max {
-        RANGE_PIVOTS - 1
-    } else {
-        RANGE_PIVOTS
-    }
-}
-
-impl<'g, E: Entry> Iter<'g, E> {
-    pub(crate) fn new(root: RootRef<'g>, first: u64, last: u64) -> Self {
-        Iter {
-            root,
-            front: Walker::new(root),
-            back: Walker::new(root),
-            back_started: false,
-            front_yielded: false,
-            back_yielded: false,
-            back_pos: last,
-            done: first > last,
-            internal: root.internal(),
+impl<'g> Front<'g> {
+    #[inline(always)]
+    fn new(root: RootRef<'g>, first: u64) -> Self {
+        Front {
+            walker: Walker::new(root),
+            yielded: false,
             leaf: FrontLeaf::NONE,
             lim: 0,
-            bfast: FastLeaf::NONE,
-            boff: 0,
-            blo: 0,
-            bmin: 0,
-            bmax: 0,
-            bparent: None,
-            bpmin: 0,
-            bpoff: 0,
-            bpath: WalkStack::new(),
-            bdepth: 0,
-            out: (0, 0),
             hi: first.wrapping_sub(1),
-            fbound: first,
+            bound: first,
             max: 0,
             parent: FrontParent::NONE,
             poff: 0,
-            fpath: WalkStack::new(),
-            fdepth: 0,
-            _e: PhantomData,
         }
     }
 
     /// The end of what the front has passed (see `hi`).
     #[inline]
-    fn front_hi(&self) -> u64 {
+    fn end(&self) -> u64 {
         match self.leaf.get() {
             Some(n) if (1..=RANGE_PIVOTS).contains(&self.leaf.off()) => {
                 n.range_pivot(self.leaf.off() - 1)
@@ -209,45 +149,162 @@ impl<'g, E: Entry> Iter<'g, E> {
 
     /// Next index the front may yield from.
     #[inline]
-    fn front_pos(&self) -> u64 {
-        self.front_hi().wrapping_add(1)
+    fn pos(&self) -> u64 {
+        self.end().wrapping_add(1)
     }
 
-    /// Whether index `x` is below [`front_pos`](Self::front_pos) (`fbound` first: only an `x`
-    /// at or below it may be).
+    /// Whether index `x` is below [`pos`](Self::pos) (`bound` first: only an `x` at or below
+    /// it may be).
     #[inline]
-    fn before_front(&self, x: u64) -> bool {
-        x <= self.fbound && x < self.front_pos()
+    fn before(&self, x: u64) -> bool {
+        x <= self.bound && x < self.pos()
+    }
+
+    /// Ends the front at the current position.
+    #[inline]
+    fn finish(&mut self) {
+        self.hi = self.end();
+        self.bound = self.hi.wrapping_add(1);
+        self.leaf = FrontLeaf::NONE;
+    }
+
+    /// Leaves the fast path at the current position (in `hi`, kept): the next step walks from
+    /// the root.
+    fn leave(&mut self) {
+        self.bound = self.hi.wrapping_add(1);
+        self.leaf = FrontLeaf::NONE;
+    }
+
+    /// Enters leaf `n` (covering up to `max`) on the fast path, at offset `off`, the back at
+    /// `back_pos`.
+    #[inline]
+    fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64, off: usize, back_pos: u64) {
+        self.leaf = FrontLeaf::new(n, off);
+        self.set_max(max, back_pos);
+    }
+
+    /// The max of the leaf the front enters, its `lim` and `bound`.
+    #[inline]
+    fn set_max(&mut self, max: u64, back_pos: u64) {
+        self.max = max;
+        self.bound = max;
+        self.lim = max.min(back_pos);
+    }
+
+    /// The parent scalars from the path.
+    #[inline]
+    fn set_parent(&mut self) {
+        let depth = self.walker.depth;
+        if depth >= 2 {
+            let p = *self.walker.level(depth - 2);
+            (self.parent, self.poff) = (FrontParent::new(p.node, p.max), p.offset);
+        } else {
+            self.parent = FrontParent::NONE;
+        }
+    }
+
+    /// From the last slot of the leaf `leaf` (ending at `max`, below `u64::MAX`) to the
+    /// leftmost leaf after it, as [`Walker::cross_next`] moves: to the parent's next child
+    /// when the leaf is not its last (the leaf and the parent alive, the child slot non-empty
+    /// and a leaf), through `cross_next` otherwise. The front then stands before the new
+    /// leaf's slot 0 (`next_off` 0, ending at `min - 1`). `Some(false)` (nothing changed but
+    /// the path's offsets, which the walk that follows rewrites) when the walker must walk
+    /// from the root instead: a dead node (counted as a restart) or a state only a race can
+    /// produce. `None` (nothing changed) when the leaf is its parent's last child: the caller
+    /// then [`climb`](Self::climb)s.
+    #[inline(always)]
+    fn cross(&mut self, root: RootRef<'g>, leaf: NodeRef<'g>, back_pos: u64) -> Option<bool> {
+        let target = self.max + 1;
+        let p = self.parent.below(self.max)?;
+        if leaf.is_dead() || p.is_dead() {
+            root.restarted();
+            return Some(false);
+        }
+        let i = self.poff + 1;
+        let Some((c, max)) = p.child_and_max(i, self.parent.max()) else {
+            return Some(false);
+        };
+        if !c.is_leaf() || max < target {
+            return Some(false);
+        }
+        self.poff = i;
+        self.leaf.move_to(c);
+        self.set_max(max, back_pos);
+        self.hi = target - 1;
+        Some(true)
+    }
+
+    /// [`cross`](Self::cross) when the leaf is its parent's last child: the walker's crossing.
+    /// (The parent's offset in the path is behind, and stays so: the climb passes the parent,
+    /// whose last child the leaf is, and the descent rewrites its level.)
+    /// (Inlined into the iterator's [`climb`](Iter::climb), which is not.)
+    #[inline]
+    fn climb(&mut self, leaf: NodeRef<'g>, back_pos: u64) -> bool {
+        if self.walker.cross_next(leaf, self.max).is_none() {
+            return false;
+        }
+        let l = *self.walker.leaf();
+        self.set_parent();
+        self.enter_leaf(l.node, l.max, 0, back_pos);
+        self.hi = l.min - 1;
+        true
+    }
+
+    /// Enters the walker's leaf on the fast path, after the walker's slot.
+    fn cache_path(&mut self, back_pos: u64) {
+        let leaf = *self.walker.leaf();
+        self.set_parent();
+        // On the leaf's last slot, the next step crosses (the two-slot step finds no slot).
+        let off = if self.walker.hi >= leaf.max {
+            RANGE_SLOTS
+        } else {
+            leaf.offset + 1
+        };
+        self.enter_leaf(leaf.node, leaf.max, off, back_pos);
+    }
+}
+
+impl<'g, E: Entry> Iter<'g, E> {
+    /// The iterator over `[first, last]`.
+    pub(crate) fn new(root: RootRef<'g>, first: u64, last: u64) -> Self {
+        Iter {
+            root,
+            internal: root.internal(),
+            done: first > last,
+            out: (0, 0),
+            front: Front::new(root, first),
+            back: Back::new(root, last),
+            _e: PhantomData,
+        }
+    }
+
+    /// The front's crossing from leaf `n` ([`Front::cross`], or [`climb`](Self::climb)).
+    #[inline(always)]
+    fn cross_front(&mut self, n: NodeRef<'g>) -> bool {
+        match self.front.cross(self.root, n, self.back.pos) {
+            Some(crossed) => crossed,
+            None => self.climb(n),
+        }
+    }
+
+    /// [`Front::climb`], out of line (a method of the iterator, so that it is compiled with it
+    /// and called directly).
+    #[inline(never)]
+    fn climb(&mut self, n: NodeRef<'g>) -> bool {
+        self.front.climb(n, self.back.pos)
     }
 
     /// Ends the iteration.
     #[inline]
     fn finish(&mut self) {
-        self.hi = self.front_hi();
-        self.fbound = self.hi.wrapping_add(1);
+        self.front.finish();
         self.done = true;
-        self.leaf = FrontLeaf::NONE;
-        self.bfast = FastLeaf::NONE;
-    }
-
-    /// Enters leaf `n` (covering up to `max`) on the fast path, at offset `off`.
-    #[inline]
-    fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64, off: usize) {
-        self.leaf = FrontLeaf::new(n, off);
-        self.set_max(max);
-    }
-
-    /// The max of the leaf the front enters, its `lim` and `fbound`.
-    #[inline]
-    fn set_max(&mut self, max: u64) {
-        self.max = max;
-        self.fbound = max;
-        self.lim = max.min(self.back_pos);
+        self.back.leaf = FastLeaf::NONE;
     }
 
     /// The window left to yield from, and whether the iterator has ended (for `Debug`).
     pub(crate) fn positions(&self) -> (u64, u64, bool) {
-        (self.front_pos(), self.back_pos, self.done)
+        (self.front.pos(), self.back.pos, self.done)
     }
 }
 
@@ -261,11 +318,11 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         hi: u64,
         b: E::Borrowed<'g>,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        if hi >= self.back_pos {
+        if hi >= self.back.pos {
             return self.yield_last(lo, hi, b);
         }
-        self.leaf.set_off(off + 1);
-        self.hi = hi;
+        self.front.leaf.set_off(off + 1);
+        self.front.hi = hi;
         Some((lo, hi, b))
     }
 
@@ -279,25 +336,18 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         max: u64,
         b: E::Borrowed<'g>,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        if max >= self.back_pos {
+        if max >= self.back.pos {
             return self.yield_last(lo, max, b);
         }
         // A crossing sets the position itself (before the new leaf's slot 0, ending at `max`).
-        if !self.cross(n) {
-            self.hi = max;
-            self.leave_front();
+        if !self.cross_front(n) {
+            self.front.hi = max;
+            self.front.leave();
         }
         Some((lo, max, b))
     }
 
-    /// Leaves the fast path at the current position (in `hi`, current): the next step walks
-    /// from the root.
-    fn leave_front(&mut self) {
-        self.fbound = self.hi.wrapping_add(1);
-        self.leaf = FrontLeaf::NONE;
-    }
-
-    /// The front's last range (it reaches `back_pos`), if it starts within the window.
+    /// The front's last range (it reaches `back.pos`), if it starts within the window.
     #[cold]
     #[inline(never)]
     fn yield_last(
@@ -306,198 +356,65 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         hi: u64,
         b: E::Borrowed<'g>,
     ) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        let reaches_yielded = self.back_yielded && hi > self.back_pos && check_rewalk();
+        let reaches_yielded = self.back.yielded && hi > self.back.pos && check_rewalk();
         self.finish();
         // A range reaching into what the back has yielded changed since the back passed it
         // (a write between the two ends' steps): its indices there came out already.
-        if lo > self.back_pos || reaches_yielded {
+        if lo > self.back.pos || reaches_yielded {
             return None;
         }
         Some((lo, hi, b))
     }
 
-    /// From the last slot of the front's leaf `leaf` (ending at `max`, below `u64::MAX`) to the
-    /// leftmost leaf after it, as `Walker::next_leaf` moves: the leaf alive; up to the first
-    /// ancestor, alive, with a child after the one taken; down that child's leftmost slots,
-    /// each child slot non-empty. The front then stands before the new leaf's slot 0
-    /// (`next_off` 0, ending at `min - 1`). `false` (nothing changed but `fpath`'s offsets, which
-    /// the walk that follows rewrites) when the walker must walk from the root instead: a dead
-    /// node (counted as a restart) or a state only a race can produce.
-    #[inline(always)]
-    fn cross(&mut self, leaf: NodeRef<'g>) -> bool {
-        let target = self.max + 1;
-        let Some(p) = self.parent.below(self.max) else {
-            return self.climb(leaf);
-        };
-        if leaf.is_dead() || p.is_dead() {
-            self.root.restarted();
-            return false;
-        }
-        let i = self.poff + 1;
-        let Some((c, max)) = p.child_and_max(i, self.parent.max()) else {
-            return false;
-        };
-        if !c.is_leaf() || max < target {
-            return false;
-        }
-        self.poff = i;
-        self.leaf.move_to(c);
-        self.set_max(max);
-        self.hi = target - 1;
-        true
-    }
-
-    /// [`cross`](Self::cross) when the leaf is its parent's last child: through `fpath`, as
-    /// far up as needed. (The parent's offset in `fpath` is stale, and stays so: the climb
-    /// passes the parent, whose last child the leaf is, and the descent rewrites its level.)
-    #[inline(never)]
-    fn climb(&mut self, leaf: NodeRef<'g>) -> bool {
-        let target = self.max + 1;
-        if leaf.is_dead() {
-            self.root.restarted();
-            return false;
-        }
-        let Some((d, up)) = self.climb_to_next_child() else {
-            return false;
-        };
-        let Some((n, max)) = up.node.child_and_max(up.offset, up.max) else {
-            return false;
-        };
-        if max < target {
-            return false;
-        }
-        // The node after `n` is where the next climb goes: ask for it now, a parent's leaves
-        // ahead, if it is far (an RCU-built tree's parents are copies, far from their leaves).
-        up.node.prefetch_child(up.offset + 1, leaf);
-        self.descend_leftmost(d + 1, up, n, target, max)
-    }
-
-    /// The ascent of [`climb`](Self::climb): the deepest level of `fpath` with a child after
-    /// the one on the path, its offset moved to that child (returned with its depth). `None`
-    /// past the last child of the root, or at a dead node (counted as a restart).
-    fn climb_to_next_child(&mut self) -> Option<(usize, Level<'g>)> {
-        let (mut d, mut cmax) = (self.fdepth - 1, self.max);
-        loop {
-            d = d.checked_sub(1)?;
-            let mut lvl = *self.fpath.get(d);
-            if lvl.node.is_dead() {
-                self.root.restarted();
-                return None;
-            }
-            if cmax < lvl.max {
-                lvl.offset += 1;
-                self.fpath.set(d, lvl);
-                return Some((d, lvl));
-            }
-            cmax = lvl.max;
-        }
-    }
-
-    /// The descent of [`climb`](Self::climb): from `n`, level `d` of `fpath` and child
-    /// `up.offset` of level `up` above it (`n` covers `[min, max]`), down its first children to
-    /// a leaf, entered at its first slot. The levels above the leaf are written to `fpath`
-    /// (the leaf's own level is not: it is stale while the front holds the leaf), the parent
-    /// scalars from the last of them.
-    fn descend_leftmost(
-        &mut self,
-        mut d: usize,
-        up: Level<'g>,
-        mut n: NodeRef<'g>,
-        min: u64,
-        mut max: u64,
-    ) -> bool {
-        let mut parent = up;
-        while !n.is_leaf() {
-            let lvl = Level {
-                node: n,
-                min,
-                max,
-                offset: 0,
-            };
-            self.fpath.set(d, lvl);
-            let Some((c, hi)) = n.child_and_max(0, max) else {
-                return false;
-            };
-            (parent, n, max, d) = (lvl, c, hi, d + 1);
-        }
-        self.fdepth = d + 1;
-        (self.parent, self.poff) = (FrontParent::new(parent.node, parent.max), parent.offset);
-        self.enter_leaf(n, max, 0);
-        self.hi = min - 1;
-        true
-    }
-
-    /// The parent scalars from `fpath`.
-    #[inline]
-    fn set_parent(&mut self) {
-        if self.fdepth >= 2 {
-            let p = *self.fpath.get(self.fdepth - 2);
-            (self.parent, self.poff) = (FrontParent::new(p.node, p.max), p.offset);
-        } else {
-            self.parent = FrontParent::NONE;
-        }
-    }
-
     /// The front's step from the root, with the walker (the first step and restarts): to the
-    /// range containing `front_pos`, on to an entry, skipping a range that starts before
-    /// `front_pos` once something was yielded (a walk that restarted lands on the range
-    /// containing its index, which may have been created since: it must not overlap what was
-    /// yielded); applies the end checks and caches the walker's path for the fast path.
+    /// range containing the front's position, on to an entry, skipping a range that starts
+    /// before that position once something was yielded (a walk that restarted lands on the
+    /// range containing its index, which may have been created since: it must not overlap what
+    /// was yielded); applies the end checks and enters the walker's leaf on the fast path.
     #[inline(never)]
     fn next_slow(&mut self) -> Option<(u64, u64, Loaded<'g>)> {
-        debug_assert!(self.leaf.get().is_none());
-        let pos = self.front_pos();
-        let step = self.front.walk(pos).and_then(|()| {
-            if self.front.word.is_entry() {
+        debug_assert!(self.front.leaf.get().is_none());
+        let pos = self.front.pos();
+        let w = &mut self.front.walker;
+        let step = w.walk(pos).and_then(|()| {
+            if w.word.is_entry() {
                 Some(())
             } else {
-                self.front.next_entry()
+                w.next_entry()
             }
         });
         if step.is_none() {
             self.finish();
             return None;
         }
-        while self.front_yielded && self.front.lo < pos {
-            if self.front.next_entry().is_none() {
+        while self.front.yielded && self.front.walker.lo < pos {
+            if self.front.walker.next_entry().is_none() {
                 self.finish();
                 return None;
             }
         }
-        if self.front.lo > self.back_pos {
+        let (lo, hi, word) = (
+            self.front.walker.lo,
+            self.front.walker.hi,
+            self.front.walker.word,
+        );
+        if lo > self.back.pos {
             self.finish();
             return None;
         }
-        self.front_yielded = true;
-        let (lo, hi) = (self.front.lo, self.front.hi);
-        if hi >= self.back_pos {
+        self.front.yielded = true;
+        if hi >= self.back.pos {
             // As in `yield_last`: never into what the back has yielded.
-            let reaches_yielded = self.back_yielded && hi > self.back_pos && check_rewalk();
+            let reaches_yielded = self.back.yielded && hi > self.back.pos && check_rewalk();
             self.finish();
             if reaches_yielded {
                 return None;
             }
         } else {
-            self.cache_path();
-            self.hi = hi;
+            self.front.cache_path(self.back.pos);
+            self.front.hi = hi;
         }
-        Some((lo, hi, self.front.word))
-    }
-
-    /// Copies the walker's path into the fast path's.
-    fn cache_path(&mut self) {
-        let path = self.front.path();
-        self.fpath.set_prefix(path.iter().copied());
-        let leaf = path[path.len() - 1];
-        self.fdepth = path.len();
-        self.set_parent();
-        // On the leaf's last slot, the next step crosses (the two-slot step finds no slot).
-        let off = if self.front.hi >= leaf.max {
-            RANGE_SLOTS
-        } else {
-            leaf.offset + 1
-        };
-        self.enter_leaf(leaf.node, leaf.max, off);
+        Some((lo, hi, word))
     }
 }
 
@@ -529,8 +446,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         // leaf's last slot, or the back reached) goes the general way, and so does slot
         // `next_off` itself then, entry or not.
         let b = 'slow: {
-            let lim = self.lim;
-            if let Some(at) = self.leaf.at::<FRONT_ROOM>() {
+            let lim = self.front.lim;
+            if let Some(at) = self.front.leaf.at::<FRONT_ROOM>() {
                 let (n, j) = (at.node(), at.off());
                 let p1 = n.range_pivot(j);
                 let w1 = n.range_word(j);
@@ -553,7 +470,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                         };
                         // After slot `j - 1`, not the last, or (slot 0) after `hi`.
                         let lo = if j == 0 {
-                            self.hi
+                            self.front.hi
                         } else {
                             n.range_pivot(j - 1)
                         } + 1;
@@ -561,14 +478,14 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                         return Some((lo, p1, b));
                     }
                 }
-            } else if let Some(n) = self.leaf.at_exactly(RANGE_PIVOTS - 1) {
+            } else if let Some(n) = self.front.leaf.at_exactly(RANGE_PIVOTS - 1) {
                 // Slot 14 and the leaf's last possible slot, 15 (no pivot).
                 let j = RANGE_PIVOTS - 1;
                 let p1 = n.range_pivot(j);
                 let w1 = n.range_word(j);
                 if w1.raw() == 0 && p1 < lim {
                     if let Some(b) = n.range_word(j + 1).entry::<E>() {
-                        return self.yield_end(n, p1 + 1, self.max, b);
+                        return self.yield_end(n, p1 + 1, self.front.max, b);
                     }
                 }
             }
@@ -610,8 +527,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         p: u64,
         b: E::Borrowed<'g>,
     ) -> Option<E::Borrowed<'g>> {
-        let (lo, hi, b) = if p >= self.max {
-            self.yield_end(n, lo, self.max, b)
+        let (lo, hi, b) = if p >= self.front.max {
+            self.yield_end(n, lo, self.front.max, b)
         } else {
             self.yield_front(off, lo, p, b)
         }?;
@@ -622,21 +539,25 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// The next entry from slot `next_off` of the front's leaf, across leaves, or from the root.
     #[inline(always)]
     fn next_scan(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        while let Some(n) = self.leaf.get() {
-            let (max, i, hi) = (self.max, self.leaf.off().wrapping_sub(1), self.front_hi());
+        while let Some(n) = self.front.leaf.get() {
+            let (max, i, hi) = (
+                self.front.max,
+                self.front.leaf.off().wrapping_sub(1),
+                self.front.end(),
+            );
             if hi < max {
                 // On the leaf's last slot: `next_off` past the slots (see `hi`).
                 scan_leaf!(self, n, max, i, hi, |_i, hi| {
-                    self.leaf.set_off(RANGE_SLOTS);
-                    self.hi = hi;
+                    self.front.leaf.set_off(RANGE_SLOTS);
+                    self.front.hi = hi;
                 });
             }
-            if self.hi == u64::MAX {
+            if self.front.hi == u64::MAX {
                 self.finish();
                 return None;
             }
-            if !self.cross(n) {
-                self.leave_front();
+            if !self.cross_front(n) {
+                self.front.leave();
             }
         }
         if self.done {

@@ -134,6 +134,8 @@ pub(crate) struct Walker<'g, A: Access = Read> {
 }
 
 impl<'g, A: Access> Walker<'g, A> {
+    /// Unpositioned.
+    #[inline]
     pub(crate) fn new(root: RootRef<'g, A>) -> Self {
         Walker {
             root,
@@ -168,6 +170,18 @@ impl<'g, A: Access> Walker<'g, A> {
     #[inline]
     fn at_mut(&mut self, d: usize) -> &mut Level<'g, A> {
         self.levels.get_mut(d)
+    }
+
+    /// Level `d` of the path (written since the walker was made).
+    #[inline]
+    pub(crate) fn level(&self, d: usize) -> &Level<'g, A> {
+        self.at(d)
+    }
+
+    /// Level `d` of the path (written since the walker was made), mutably.
+    #[inline]
+    pub(crate) fn level_mut(&mut self, d: usize) -> &mut Level<'g, A> {
+        self.at_mut(d)
     }
 
     /// The leaf level of the current position.
@@ -346,72 +360,86 @@ impl<'g, A: Access> Walker<'g, A> {
         }
     }
 
-    /// `next_slot` across a leaf boundary: climb to the first ancestor with a later child and
-    /// descend to that child's leftmost leaf (or restart from the root past a dead node).
+    /// `next_slot` across a leaf boundary: [`cross_next`](Self::cross_next), or a walk from
+    /// the root when it fails.
     #[inline(never)]
     fn next_leaf(&mut self) -> Option<()> {
         debug_assert!(self.hi < u64::MAX);
         let target = self.hi.checked_add(1)?;
-        let leaf = *self.at(self.depth - 1);
-        if leaf.node.is_dead() {
-            return self.restart_at(target);
+        let leaf = *self.leaf();
+        if self.cross_next(leaf.node, leaf.max).is_none() {
+            return self.walk(target);
         }
-        // Climb to the first ancestor with a child after ours.
-        let mut d = self.depth - 1;
-        loop {
-            if d == 0 {
-                return self.walk(target);
-            }
-            d -= 1;
-            let lvl = *self.at(d);
-            if lvl.node.is_dead() {
-                return self.restart_at(target);
-            }
-            if self.at(d + 1).max < lvl.max {
-                let i = lvl.offset + 1;
-                self.at_mut(d).offset = i;
-                let mut min = target;
-                let mut max = lvl.node.slot_max(i, lvl.max);
-                let Some(mut n) = lvl.node.try_child(i, self.internal()) else {
-                    return self.restart_at(target);
-                };
-                // Descend to the leftmost leaf of that child.
-                loop {
-                    d += 1;
-                    self.set(
-                        d,
-                        Level {
-                            node: n,
-                            min,
-                            max,
-                            offset: 0,
-                        },
-                    );
-                    let hi = n.slot_max(0, max);
-                    if n.is_leaf() {
-                        let s = n.leaf_word(0);
-                        self.depth = d + 1;
-                        self.lo = min;
-                        self.hi = hi;
-                        self.word = s;
-                        return Some(());
-                    }
-                    let Some(c) = n.try_child(0, self.internal()) else {
-                        return self.restart_at(target);
-                    };
-                    n = c;
-                    max = hi;
-                    let _ = &mut min;
-                }
-            }
-        }
+        let leaf = *self.leaf();
+        self.lo = target;
+        self.hi = leaf.node.slot_max(0, leaf.max);
+        self.word = leaf.node.leaf_word(0);
+        Some(())
     }
 
-    /// Walks again from the root to `target` after meeting a replaced node (counted).
-    #[cold]
-    fn restart_at(&mut self, target: u64) -> Option<()> {
-        self.root.restarted();
-        self.walk(target)
+    /// The leaf crossing forwards (`mas_next_node`), shared by this walker and the iterator's
+    /// front: from leaf `leaf`, level `depth - 1`, which ends at `leaf_max` (below
+    /// `u64::MAX`): the leaf alive; up to the first ancestor, alive, with a child after the one
+    /// on the path, its offset moved to that child; down that child's first children to a leaf
+    /// (each child slot non-empty), the levels written (offset 0, each starting at
+    /// `leaf_max + 1`) and the leaf the path's last. The levels above the leaf must be current,
+    /// but for the offsets of those the climb passes; the leaf's own level is not read. `None`
+    /// when the caller must walk from the root instead: at a dead node or an empty child slot
+    /// (counted as a restart), past the root's last child, or at a child ending below
+    /// `leaf_max + 1` (states only a race produces).
+    #[inline]
+    pub(crate) fn cross_next(&mut self, leaf: NodeRef<'g, A>, leaf_max: u64) -> Option<()> {
+        let target = leaf_max + 1;
+        if leaf.is_dead() {
+            self.root.restarted();
+            return None;
+        }
+        let (mut d, mut cmax) = (self.depth - 1, leaf_max);
+        let up = loop {
+            d = d.checked_sub(1)?;
+            let mut lvl = *self.at(d);
+            if lvl.node.is_dead() {
+                self.root.restarted();
+                return None;
+            }
+            if cmax < lvl.max {
+                lvl.offset += 1;
+                self.at_mut(d).offset = lvl.offset;
+                break lvl;
+            }
+            cmax = lvl.max;
+        };
+        let Some((mut n, mut max)) = up.node.child_and_max(up.offset, up.max) else {
+            self.root.restarted();
+            return None;
+        };
+        if max < target {
+            return None;
+        }
+        // The node after `n` is where the next climb goes: ask for it now, a parent's leaves
+        // ahead, if it is far (an RCU-built tree's parents are copies, far from their leaves).
+        up.node.prefetch_child(up.offset + 1, leaf);
+        loop {
+            d += 1;
+            self.set(
+                d,
+                Level {
+                    node: n,
+                    min: target,
+                    max,
+                    offset: 0,
+                },
+            );
+            if n.is_leaf() {
+                self.depth = d + 1;
+                return Some(());
+            }
+            let Some((c, hi)) = n.child_and_max(0, max) else {
+                self.root.restarted();
+                return None;
+            };
+            (n, max) = (c, hi);
+        }
     }
 
     /// Moves to the previous slot (NULL ranges included). `None` before index 0
@@ -444,52 +472,83 @@ impl<'g, A: Access> Walker<'g, A> {
         self.word = s;
     }
 
-    /// [`prev_slot`](Self::prev_slot) across a leaf boundary (`mas_prev_node`): climb to the
-    /// first ancestor with a child before ours and descend to that child's rightmost leaf (or
-    /// restart from the root past a dead node).
+    /// [`prev_slot`](Self::prev_slot) across a leaf boundary: [`cross_prev`](Self::cross_prev),
+    /// or a walk from the root when it fails.
     fn prev_leaf(&mut self, leaf: Level<'g, A>) -> Option<()> {
         let target = self.lo - 1;
-        if leaf.node.is_dead() {
-            return self.restart_at(target);
+        let Some((lo, word)) = self.cross_prev(leaf.node, leaf.min) else {
+            return self.walk(target);
+        };
+        self.lo = lo;
+        self.hi = target;
+        self.word = word;
+        Some(())
+    }
+
+    /// The leaf crossing backwards (`mas_prev_node`), shared by this walker and the iterator's
+    /// back: from leaf `leaf`, level `depth - 1`, which starts at `leaf_min` (above 0): the leaf
+    /// alive; up to the first ancestor, alive, with a child before the one on the path, its
+    /// offset moved to that child; down that child's last slots to a leaf (each node's end
+    /// derived from its pivots in order, each child slot non-empty), the levels written (offset:
+    /// the end, each ending at `leaf_min - 1`) and the leaf the path's last. Returns the start
+    /// and the word of that leaf's last slot. The levels above the leaf must be current; the
+    /// leaf's own level is not read. `None` when the caller must walk from the root instead: at
+    /// a dead node or an empty child slot (counted as a restart), or before the root's first
+    /// child (a state only a race produces).
+    pub(crate) fn cross_prev(
+        &mut self,
+        leaf: NodeRef<'g, A>,
+        leaf_min: u64,
+    ) -> Option<(u64, Loaded<'g>)> {
+        let max = leaf_min - 1;
+        if leaf.is_dead() {
+            self.root.restarted();
+            return None;
         }
-        let mut d = self.depth - 1;
+        let (mut d, mut cmin) = (self.depth - 1, leaf_min);
         loop {
-            if d == 0 {
-                return self.walk(target);
-            }
-            d -= 1;
+            d = d.checked_sub(1)?;
             let lvl = *self.at(d);
             if lvl.node.is_dead() {
-                return self.restart_at(target);
+                self.root.restarted();
+                return None;
             }
-            if self.at(d + 1).min > lvl.min {
+            if cmin > lvl.min {
                 let i = lvl.offset - 1;
                 self.at_mut(d).offset = i;
-                let min = if i == 0 {
-                    lvl.min
-                } else {
-                    lvl.node.pivot(i - 1) + 1
+                let min = lvl.node.slot_min(i, lvl.min);
+                let Some(c) = lvl.node.try_child(i, self.internal()) else {
+                    self.root.restarted();
+                    return None;
                 };
-                let Some(n) = lvl.node.try_child(i, self.internal()) else {
-                    return self.restart_at(target);
-                };
-                return self.descend_rightmost(d + 1, n, min, target);
+                // The node before `c`, where the next climb goes, if it is far (see
+                // `cross_next`).
+                if i > 0 {
+                    lvl.node.prefetch_child(i - 1, leaf);
+                }
+                return self.descend_rightmost(d + 1, c, min, max);
             }
+            cmin = lvl.min;
         }
     }
 
-    /// Descends from `n` (level `d` of the path, covering `[min, max]`) to its rightmost leaf
-    /// and positions on that leaf's last slot, which ends at `max`.
+    /// Descends from `n` (level `d` of the path, covering `[min, max]`) to its rightmost leaf,
+    /// which becomes the path's last; returns the start and the word of that leaf's last slot,
+    /// which ends at `max` (`None` at an empty child slot, counted as a restart).
     fn descend_rightmost(
         &mut self,
         mut d: usize,
         mut n: NodeRef<'g, A>,
         mut min: u64,
         max: u64,
-    ) -> Option<()> {
+    ) -> Option<(u64, Loaded<'g>)> {
         loop {
-            let end = n.end(max);
-            let lo = if end == 0 { min } else { n.pivot(end - 1) + 1 };
+            let end = if n.is_leaf() {
+                leaf_end(n, max)
+            } else {
+                n.end(max)
+            };
+            let lo = n.slot_min(end, min);
             self.set(
                 d,
                 Level {
@@ -500,19 +559,37 @@ impl<'g, A: Access> Walker<'g, A> {
                 },
             );
             if n.is_leaf() {
-                self.word = n.leaf_word(end);
                 self.depth = d + 1;
-                self.lo = lo;
-                self.hi = max;
-                return Some(());
+                return Some((lo, n.leaf_word(end)));
             }
             let Some(c) = n.try_child(end, self.internal()) else {
-                return self.restart_at(max);
+                self.root.restarted();
+                return None;
             };
-            n = c;
-            min = lo;
-            d += 1;
+            (n, min, d) = (c, lo, d + 1);
         }
+    }
+}
+
+/// `NodeRef::end` of leaf `n` (whose max is `max`): the same loads, in the same order, without
+/// the kind dispatch, two pivots per test (the larger of the two at or above `max` means one
+/// of them is: the first of them then ends the leaf). The pivot after the end is loaded with
+/// it at times: a word beyond the end, read and then ignored.
+#[inline(always)]
+pub(crate) fn leaf_end<A: Access>(n: NodeRef<'_, A>, max: u64) -> usize {
+    debug_assert!(n.is_leaf());
+    let mut i = 0;
+    while i + 1 < RANGE_PIVOTS {
+        let (a, b) = (n.range_pivot(i), n.range_pivot(i + 1));
+        if a.max(b) >= max {
+            return if a >= max { i } else { i + 1 };
+        }
+        i += 2;
+    }
+    if n.range_pivot(RANGE_PIVOTS - 1) >= max {
+        RANGE_PIVOTS - 1
+    } else {
+        RANGE_PIVOTS
     }
 }
 

@@ -12,7 +12,8 @@
 //! machine where times cannot. `scripts/bench-profile.sh` runs the whole set.
 //!
 //! Usage: `profile WORKLOAD MAP [N]`; WORKLOAD is one of build, lookup_hit, lookup_miss,
-//! random_store, erase_half, iterate, iterate_rev (`iterate` backwards), gap (`gap_rev`
+//! random_store, erase_half, iterate, iterate_rev (`iterate` backwards; both repeat whole
+//! passes up to a million ranges, the operations counted being ranges), gap (`gap_rev`
 //! forwards, maple only), gap_rev, fork_old, fork_new, dup, dup_drop, slot_store, node_store,
 //! rewrite; MAP is maple (allocation tree, exclusive writer), maple-rcu (writes through the
 //! lock) or btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new,
@@ -95,6 +96,12 @@ fn unmeasured_drop(t: MapleTree<Value>) {
     drop(t);
 }
 
+/// Full passes of `iterate` and `iterate_rev` over `n` ranges: enough for a million ranges in
+/// all (one pass from a million up).
+fn iterate_passes(n: u64) -> u64 {
+    (1_000_000 / n.max(1)).max(1)
+}
+
 #[inline(never)]
 fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
     let mut rng = Rng(42);
@@ -156,22 +163,27 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             *ops = n / 2;
         }
         "iterate" => {
+            // Whole passes (a pinned guard and a new iterator each) until a million ranges,
+            // so that a small tree's per-range count is its steady state.
+            let passes = iterate_passes(n);
             let mut s = 0;
-            match m {
-                Map::Maple(t, _) => {
-                    let g = t.pin();
-                    for (_, v) in t.iter(&g) {
-                        s += v.get();
+            for _ in 0..passes {
+                match m {
+                    Map::Maple(t, _) => {
+                        let g = t.pin();
+                        for (_, v) in t.iter(&g) {
+                            s += v.get();
+                        }
                     }
-                }
-                Map::Btree(b) => {
-                    for (_, _, v) in b.iter() {
-                        s += v;
+                    Map::Btree(b) => {
+                        for (_, _, v) in b.iter() {
+                            s += v;
+                        }
                     }
                 }
             }
-            assert_eq!(s, n * (n - 1) / 2);
-            *ops = n;
+            assert_eq!(s, passes * (n * (n - 1) / 2));
+            *ops = n * passes;
         }
         "gap_rev" => {
             let count = 100_000;
@@ -293,22 +305,25 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             *ops = count;
         }
         "iterate_rev" => {
+            let passes = iterate_passes(n);
             let mut s = 0;
-            match m {
-                Map::Maple(t, _) => {
-                    let g = t.pin();
-                    for (_, v) in t.iter(&g).rev() {
-                        s += v.get();
+            for _ in 0..passes {
+                match m {
+                    Map::Maple(t, _) => {
+                        let g = t.pin();
+                        for (_, v) in t.iter(&g).rev() {
+                            s += v.get();
+                        }
                     }
-                }
-                Map::Btree(b) => {
-                    for (_, _, v) in b.iter().rev() {
-                        s += v;
+                    Map::Btree(b) => {
+                        for (_, _, v) in b.iter().rev() {
+                            s += v;
+                        }
                     }
                 }
             }
-            assert_eq!(s, n * (n - 1) / 2);
-            *ops = n;
+            assert_eq!(s, passes * (n * (n - 1) / 2));
+            *ops = n * passes;
         }
         _ => panic!("unknown workload {work}"),
     }
