@@ -7,16 +7,15 @@ use core::ops::{Bound, RangeBounds, RangeInclusive};
 
 use crossbeam_epoch::Guard;
 
-use crate::entry::{Entry, Word};
+use crate::entry::Entry;
 use crate::error::Error;
 
 use super::cursor::{Cursor, CursorMut};
 use super::iter::Iter;
-use super::node::Exclusive;
 use super::node::{Loaded, RootRef};
 use super::pending::PendingFrees;
 use super::walk::Walker;
-use super::write::{AnyWriter, WriteGuard, Writer};
+use super::write::{AnyWriter, WriteGuard};
 use super::MapleTree;
 
 /// Converts range bounds over `u64` to an inclusive `[first, last]`: the one conversion behind
@@ -333,73 +332,12 @@ impl<E: Entry> WriteGuard<'_, E> {
 }
 
 impl<E: Entry> WriteGuard<'_, E> {
-    /// [`Writer::take`] through a guard of [`MapleTree::exclusive`].
+    /// The exclusive writer's `take` (in `write::take`) through a guard of [`MapleTree::exclusive`].
     fn take(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
         match self.any_writer() {
             AnyWriter::Exclusive(mut w) => w.take(index),
             AnyWriter::Rcu(_) => unreachable!("`MapleTree::exclusive` makes exclusive guards"),
         }
-    }
-}
-
-/// Exclusive mode only: entries are handed back.
-impl<E: Entry> Writer<'_, E, Exclusive> {
-    /// Erases the range containing `index` and hands its entry back.
-    pub(crate) fn take(&mut self, index: u64) -> Option<(RangeInclusive<u64>, E)> {
-        let mut wk = self.walker();
-        wk.walk(index)?;
-        if !wk.word.is_entry() {
-            return None;
-        }
-        let word = Word::<E>::leaf(wk.word.raw());
-        let (lo, hi) = (wk.lo, wk.hi);
-        if !core::mem::needs_drop::<E>() {
-            // No drop glue: the tree does not track shared words, and handing out one more
-            // copy of the word is what the `Entry` contract allows for such types.
-            self.write_from(&mut wk, true, lo, hi, Word::NULL);
-            let copy = self.st.ledger.kept(word);
-            return copy
-                .and_then(|r| self.root.take_entries(r))
-                .map(|e| (lo..=hi, e));
-        }
-        if self.st.ledger.extra(word) == 0 {
-            // One range holds the word (the common case): its release comes back to us.
-            self.st.ledger.keep(word);
-            self.write_from(&mut wk, true, lo, hi, Word::NULL);
-            let r = self.st.ledger.kept(word);
-            return r
-                .and_then(|r| self.root.take_entries(r))
-                .map(|e| (lo..=hi, e));
-        }
-        // Every range holding the word (more than one if a store split it), and how many of
-        // them own a value (the rest are recorded as shared in the ledger).
-        let ranges: Vec<(u64, u64)> = {
-            let mut v = Vec::new();
-            let mut it = self.walker();
-            if it.walk(0).is_some() {
-                loop {
-                    if it.word.raw() == word.raw() {
-                        v.push((it.lo, it.hi));
-                    }
-                    if it.next_slot().is_none() {
-                        break;
-                    }
-                }
-            }
-            v
-        };
-        // Keep every release below from dropping the entry: count each range as shared.
-        let owned = self.st.ledger.hold(word, ranges.len());
-        for &(a, b) in &ranges {
-            self.write(a, b, Word::NULL);
-        }
-        // The removals consumed the held counts; the `owned` values of the word come back.
-        let first = self
-            .st
-            .ledger
-            .unhold(word, owned)
-            .and_then(|r| self.root.take_entries(r));
-        first.map(|e| (lo..=hi, e))
     }
 }
 

@@ -1,16 +1,14 @@
-//! The std-collection conveniences (issue 35): `get_range`, `Clone`, an owned `IntoIterator`,
-//! `retain`, `drain`, `split_off`, `IntoIterator for &WriteGuard`, and `reclaim`.
+//! The std-collection conveniences: `get_range`, `Clone`, an owned `IntoIterator`, `retain`,
+//! `drain`, `split_off`, `IntoIterator for &WriteGuard`, and `reclaim`.
 //!
 //! Everything that removes entries runs in exclusive mode (`&mut self`), where entries are
-//! handed back at once; a store that split a range keeps one entry in several ranges (a shared
-//! word, counted by the writer's `Ledger`), so what is moved out is decided per word: an entry
-//! held by one range only is moved, one still held elsewhere is cloned (`E: Clone`) or left.
+//! handed back at once, through the exclusive writer's removals in `write::take`.
 
 use core::fmt;
 use core::iter::FusedIterator;
 use core::ops::{RangeBounds, RangeInclusive};
 
-use crate::entry::{Entry, Word};
+use crate::entry::Entry;
 use crate::error::Error;
 
 use super::api::inclusive;
@@ -22,89 +20,6 @@ use super::{walk, MapleTree, Options};
 
 /// Rounds of [`MapleTree::reclaim`] in a row that may free nothing before it gives up.
 const RECLAIM_IDLE_ROUNDS: usize = 64;
-
-/// Ranges taken out of a window by [`Writer::drain_window`]: the ranges holding an entry, with
-/// their entries, and the ranges holding the zero entry, both trimmed to the window.
-type Drained<E> = (Vec<(RangeInclusive<u64>, E)>, Vec<RangeInclusive<u64>>);
-
-impl<E: Entry> Writer<'_, E, Exclusive> {
-    /// Erases `[first, last]` (trimming ranges that stick out, as `erase_range`) and returns
-    /// what it held, in index order. An entry whose range lies inside the window and that no
-    /// other range shares is moved out; one sticking out of the window or shared with another
-    /// range is cloned, and the erase then drops the tree's copy once no range holds it.
-    fn drain_window(&mut self, first: u64, last: u64) -> Drained<E>
-    where
-        E: Clone,
-    {
-        // (first, last, clone): `None` for an entry to move out.
-        let mut pieces: Vec<(u64, u64, Option<E>)> = Vec::new();
-        let mut zeros = Vec::new();
-        let mut wk = self.walker();
-        if wk.walk(first).is_some() {
-            loop {
-                let (a, b) = (wk.lo.max(first), wk.hi.min(last));
-                if wk.word.is_entry() {
-                    let word = Word::<E>::leaf(wk.word.raw());
-                    let inside = wk.lo >= first && wk.hi <= last;
-                    if inside && self.st.ledger.extra(word) == 0 {
-                        pieces.push((a, b, None));
-                    } else {
-                        pieces.push((a, b, wk.word.cloned::<E>()));
-                    }
-                } else if wk.word.raw() != 0 {
-                    zeros.push(a..=b);
-                }
-                if wk.hi >= last || wk.next_slot().is_none() {
-                    break;
-                }
-            }
-        }
-        // Something besides moved entries is left in the window: erase it below.
-        let mut left = !zeros.is_empty();
-        let mut out = Vec::with_capacity(pieces.len());
-        for (a, b, clone) in pieces {
-            let entry = match clone {
-                Some(e) => {
-                    left = true;
-                    Some(e)
-                }
-                // Held by this range only: `take` erases just it and hands the entry back.
-                None => self.take(a).map(|(_, e)| e),
-            };
-            if let Some(e) = entry {
-                out.push((a..=b, e));
-            }
-        }
-        if left {
-            // What is left in the window: the parts of entries sticking out, shared entries and
-            // zero entries (the erase drops an entry's last copy in the tree).
-            self.erase_range(first..=last)
-                .expect("an inclusive window is a valid range");
-        }
-        (out, zeros)
-    }
-
-    /// Erases every range holding an entry for which `f` is false.
-    fn retain_with(&mut self, mut f: impl FnMut(RangeInclusive<u64>, &E) -> bool) {
-        let mut drop_ranges = Vec::new();
-        let mut wk = self.walker();
-        if wk.walk(0).is_some() {
-            loop {
-                let (lo, hi) = (wk.lo, wk.hi);
-                if wk.word.with_entry::<E, _>(|e| f(lo..=hi, e)) == Some(false) {
-                    drop_ranges.push((lo, hi));
-                }
-                if wk.next_slot().is_none() {
-                    break;
-                }
-            }
-        }
-        for (a, b) in drop_ranges {
-            self.erase_range(a..=b)
-                .expect("a stored range is a valid range");
-        }
-    }
-}
 
 impl<E: Entry> WriteGuard<'_, E> {
     /// The exclusive writer of a guard from [`MapleTree::exclusive`].

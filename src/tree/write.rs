@@ -7,6 +7,7 @@
 //! `append_split`, and the rebuild of `rebuild`/`split`/`rebalance`/`spanning`), on the item
 //! buffer and leaf image of `big_node` and the paths of `path`.
 
+pub(crate) mod alloc;
 mod append;
 mod append_split;
 pub(crate) mod big_node;
@@ -19,6 +20,7 @@ mod slot_store;
 mod spanning;
 mod split;
 mod store;
+mod take;
 
 use core::marker::PhantomData;
 
