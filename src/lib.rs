@@ -439,9 +439,13 @@
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// `no_std` + `alloc` without the `std` feature (the tests always have std: they run on a host).
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
 // `unsafe` lives in two layers only, each allowed where it is declared: `entry` (entry words)
 // and `tree::node` (raw nodes, the root, the publication protocol, the node slab).
 #![deny(unsafe_code)]
+
+extern crate alloc;
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

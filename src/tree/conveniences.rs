@@ -6,6 +6,7 @@
 //! word, counted by the writer's `Ledger`), so what is moved out is decided per word: an entry
 //! held by one range only is moved, one still held elsewhere is cloned (`E: Clone`) or left.
 
+use alloc::vec::Vec;
 use core::fmt;
 use core::iter::FusedIterator;
 use core::ops::{RangeBounds, RangeInclusive};

@@ -65,9 +65,9 @@ mod validate;
 mod walk;
 mod write;
 
+use alloc::sync::Arc;
 use core::marker::PhantomData;
 use core::sync::atomic::AtomicUsize as StdAtomicUsize;
-use std::sync::Arc;
 
 use crossbeam_epoch::{Collector, Guard};
 
@@ -269,7 +269,12 @@ impl<E: Entry> MapleTree<E> {
     pub fn with_options(opts: Options) -> Self {
         let (collector, default_collector) = match opts.collector {
             Some(c) => (c, false),
+            #[cfg(feature = "std")]
             None => (crossbeam_epoch::default_collector().clone(), true),
+            // Without std there is no default collector (it lives in a thread-local): a
+            // collector of the tree's own.
+            #[cfg(not(feature = "std"))]
+            None => (Collector::new(), false),
         };
         let internal = if opts.alloc {
             Kind::ARange
