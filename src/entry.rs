@@ -540,8 +540,9 @@ impl<E: Entry> Ledger<E> {
 pub struct Value(u64);
 
 impl Value {
-    /// The largest value that fits.
-    pub const MAX: u64 = (1 << 63) - 1;
+    /// The largest value that fits: one bit less than a word, `2^63 - 1` on 64-bit targets
+    /// (`2^31 - 1` on 32-bit ones).
+    pub const MAX: u64 = (usize::MAX >> 1) as u64;
 
     /// Wraps `v`.
     ///
@@ -563,11 +564,11 @@ impl Value {
     /// ```
     #[inline]
     pub const fn new(v: u64) -> Self {
-        assert!(v <= Self::MAX, "Value::new: value does not fit in 63 bits");
+        assert!(v <= Self::MAX, "Value::new: value above Value::MAX");
         Value(v)
     }
 
-    /// Wraps `v`, or `None` if it does not fit in 63 bits.
+    /// Wraps `v`, or `None` if it is above [`Value::MAX`] (63 bits on 64-bit targets).
     ///
     /// ```
     /// use maple_tree::Value;
@@ -740,7 +741,8 @@ impl From<Value> for u64 {
     }
 }
 
-/// The error of `Value::try_from(u64)`: the integer does not fit in 63 bits.
+/// The error of `Value::try_from(u64)`: the integer is above [`Value::MAX`] (63 bits on 64-bit
+/// targets).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ValueTooLarge(u64);
 
@@ -760,7 +762,7 @@ impl ValueTooLarge {
 
 impl fmt::Display for ValueTooLarge {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} does not fit in a Value (63 bits)", self.0)
+        write!(f, "{} does not fit in a Value (above Value::MAX)", self.0)
     }
 }
 

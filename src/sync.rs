@@ -14,20 +14,27 @@ compile_error!(
      (without crossbeam_loom the epoch collector is invisible to loom and the models check nothing)"
 );
 
-#[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{fence, AtomicUsize, Ordering};
 /// The spin lock's word (without std).
 #[cfg(not(feature = "std"))]
 pub(crate) use core::sync::atomic::AtomicBool;
+#[cfg(not(loom))]
+pub(crate) use core::sync::atomic::{fence, AtomicUsize, Ordering};
 
 /// 64-bit atomics: core's where the target has them; on targets without (32-bit
 /// microcontrollers such as `thumbv7em-none-eabihf`, `riscv32imac-unknown-none-elf`),
-/// portable-atomic's, which are lock-based there (a global table of spin-locked seqlocks: every
-/// node word access takes one of its locks, so readers there are not lock-free, and slower).
+/// portable-atomic's, which are lock-based there (a global table of seqlocks: a store takes one
+/// of its spin locks, a load retries while it is held, so readers there are not lock-free).
 #[cfg(all(not(loom), target_has_atomic = "64"))]
 pub(crate) use core::sync::atomic::AtomicU64;
 #[cfg(all(not(loom), not(target_has_atomic = "64")))]
 pub(crate) use portable_atomic::AtomicU64;
+
+/// A 64-bit atomic that loom never models (the id allocator's cursor): core's, or
+/// portable-atomic's on targets without 64-bit atomics.
+#[cfg(target_has_atomic = "64")]
+pub(crate) use core::sync::atomic::AtomicU64 as PlainAtomicU64;
+#[cfg(not(target_has_atomic = "64"))]
+pub(crate) use portable_atomic::AtomicU64 as PlainAtomicU64;
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};

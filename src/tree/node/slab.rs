@@ -791,6 +791,7 @@ mod tests {
     /// With huge pages, a slab past `HUGE_AFTER` nodes takes 2 MiB chunks at 2 MiB boundaries,
     /// which go back to the allocator, never to the spare chunks.
     #[test]
+    #[cfg(feature = "std")] // huge pages are a std feature
     fn huge_chunks_past_the_threshold() {
         let mut s = Slab::new(true);
         let ps: Vec<_> = (0..5_000).map(|_| s.alloc()).collect();
