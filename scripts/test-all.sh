@@ -30,6 +30,19 @@ python3 scripts/import-cycles.py
 step "cargo doc --no-deps (no warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
+step "without std: the tree builds for bare-metal targets (x86-64; 32-bit RISC-V and Arm, which lack 64-bit atomics), with and without serde"
+for target in x86_64-unknown-none riscv32imac-unknown-none-elf thumbv7em-none-eabihf; do
+  if rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+    cargo build -p maple-tree --no-default-features --target "$target" --quiet
+    cargo build -p maple-tree --no-default-features --features serde --target "$target" --quiet
+  else
+    echo "skipped $target: rustup target add $target (.ci/run installs it)"
+  fi
+done
+
+step "without std: the tree's tests (lib, integration, doc) with std off on the host"
+cargo test -p maple-tree --no-default-features --release --quiet
+
 step "cargo test (unit, property, integration, doc; the short promise stress run included)"
 cargo test --workspace --release
 

@@ -10,9 +10,10 @@
 //! but reads as empty. [`Value`] words are always odd and pointer words are heap addresses, so no implementation
 //! in this crate can produce a reserved word.
 
+use alloc::sync::Arc;
+use alloc::{boxed::Box, vec::Vec};
 use core::fmt;
 use core::mem::ManuallyDrop;
-use std::sync::Arc;
 
 /// Words in `1..RESERVED_LIMIT` that are even are reserved (the kernel's `MAPLE_RESERVED_RANGE`).
 pub(crate) const RESERVED_LIMIT: usize = 4096;
@@ -370,6 +371,13 @@ impl<E: Entry> Released<E> {
     }
 }
 
+/// The ledger's extra slot counts by word: a hash map with std, a `BTreeMap` without (core and
+/// alloc have no hash map).
+#[cfg(feature = "std")]
+type MultiMap = std::collections::HashMap<usize, usize>;
+#[cfg(not(feature = "std"))]
+type MultiMap = alloc::collections::BTreeMap<usize, usize>;
+
 /// The writer's ledger of a tree's entry words (only the holder of the writer lock, or of
 /// `&mut` of the tree, touches it): the words held by more than one slot (a store split a range
 /// around a new entry) and how many extra slots hold them, and, in exclusive mode, the words a
@@ -381,7 +389,7 @@ impl<E: Entry> Released<E> {
 /// slot already holds, and [`release`](Self::release) once for each slot of the live tree that
 /// stops holding its word. Types without drop glue are not counted.
 pub(crate) struct Ledger<E> {
-    multi: std::collections::HashMap<usize, usize>,
+    multi: MultiMap,
     queued: Vec<usize>,
     /// A word one write hands to its caller instead of releasing it (see
     /// [`keep`](Self::keep)); 0 for none.
@@ -394,7 +402,7 @@ pub(crate) struct Ledger<E> {
 impl<E: Entry> Default for Ledger<E> {
     fn default() -> Self {
         Ledger {
-            multi: std::collections::HashMap::new(),
+            multi: MultiMap::new(),
             queued: Vec::new(),
             keep: 0,
             kept: false,
@@ -532,8 +540,9 @@ impl<E: Entry> Ledger<E> {
 pub struct Value(u64);
 
 impl Value {
-    /// The largest value that fits.
-    pub const MAX: u64 = (1 << 63) - 1;
+    /// The largest value that fits: one bit less than a word, `2^63 - 1` on 64-bit targets
+    /// (`2^31 - 1` on 32-bit ones).
+    pub const MAX: u64 = (usize::MAX >> 1) as u64;
 
     /// Wraps `v`.
     ///
@@ -555,11 +564,11 @@ impl Value {
     /// ```
     #[inline]
     pub const fn new(v: u64) -> Self {
-        assert!(v <= Self::MAX, "Value::new: value does not fit in 63 bits");
+        assert!(v <= Self::MAX, "Value::new: value above Value::MAX");
         Value(v)
     }
 
-    /// Wraps `v`, or `None` if it does not fit in 63 bits.
+    /// Wraps `v`, or `None` if it is above [`Value::MAX`] (63 bits on 64-bit targets).
     ///
     /// ```
     /// use maple_tree::Value;
@@ -732,7 +741,8 @@ impl From<Value> for u64 {
     }
 }
 
-/// The error of `Value::try_from(u64)`: the integer does not fit in 63 bits.
+/// The error of `Value::try_from(u64)`: the integer is above [`Value::MAX`] (63 bits on 64-bit
+/// targets).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ValueTooLarge(u64);
 
@@ -752,11 +762,11 @@ impl ValueTooLarge {
 
 impl fmt::Display for ValueTooLarge {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} does not fit in a Value (63 bits)", self.0)
+        write!(f, "{} does not fit in a Value (above Value::MAX)", self.0)
     }
 }
 
-impl std::error::Error for ValueTooLarge {}
+impl core::error::Error for ValueTooLarge {}
 
 // SAFETY: a reference to a non-zero-sized `T` is the address of a live object, at least 4096 on
 // every supported platform (the null page is never mapped), so never reserved; the inline const
@@ -797,7 +807,7 @@ unsafe impl<T: 'static> Entry for &'static T {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use core::sync::atomic::{AtomicUsize, Ordering};
 
     /// Counts the drops of boxed values made by [`counted`].
     static DROPS: AtomicUsize = AtomicUsize::new(0);

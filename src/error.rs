@@ -1,5 +1,6 @@
 //! Typed errors of the tree API (the kernel's `-EINVAL`, `-EEXIST`, `-EBUSY`, ...).
 
+use alloc::string::String;
 use core::fmt;
 
 /// Why a tree operation was refused. Nothing is written when an operation returns an error.
@@ -76,7 +77,7 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl core::error::Error for Error {}
 
 /// A broken invariant becomes [`Error::Invalid`], so that `?` on
 /// [`MapleTree::validate`](crate::MapleTree::validate) works in a function returning
@@ -111,4 +112,4 @@ impl fmt::Display for ValidateError {
     }
 }
 
-impl std::error::Error for ValidateError {}
+impl core::error::Error for ValidateError {}

@@ -415,11 +415,43 @@
 //! entry it removes even if one `Drop` panics, then the first panic goes on; a `Clone` that
 //! panics in [`MapleTree::dup`] leaves no clone behind.
 //!
+//! ## Without std (kernels, hypervisors)
+//!
+//! With the default feature `std` off the crate is `#![no_std]` + `alloc`, and every tree API
+//! works on a global allocator alone (64-bit targets, and 32-bit ones such as
+//! `riscv32imac-unknown-none-elf`, where 64-bit atomics come from portable-atomic and are
+//! lock-based). What differs:
+//!
+//! - each tree has a collector of its own (crossbeam-epoch's default one lives in a
+//!   thread-local); readers [`register`](MapleTree::register) once per thread or CPU and pin
+//!   through their [`ReadHandle`]. [`MapleTree::pin`] and the pin-for-you calls still work,
+//!   registering a handle per call (correct, but an allocation each time);
+//! - the writer lock is a spin lock (a sleeping lock, if wanted, goes around `tree.lock()`);
+//! - an entry drop the collector runs while its tree's writer lock is held waits, queued on the
+//!   tree, until the lock is let go (with std: per thread, across trees);
+//! - panics cannot be caught: what the std build would still drop after a panicking `Drop` or
+//!   `Clone` leaks;
+//! - no spare-chunk cache, no huge pages ([`Options::huge_pages`] is ignored).
+//!
+//! ```
+//! use maple_tree::{MapleTree, Value};
+//!
+//! let tree = MapleTree::<Value>::new();
+//! tree.store(7, Value::new(1)).unwrap();
+//! let reader = tree.register(); // once per CPU or thread
+//! let guard = reader.pin();
+//! assert_eq!(tree.load(7, &guard), Some(Value::new(1)));
+//! ```
+//!
 //! ## Features
 //!
-//! The crate has no default features and none a user needs: its dependencies are
-//! crossbeam-epoch, crossbeam-utils, smallvec and (on Linux) libc.
+//! Its dependencies are crossbeam-epoch, crossbeam-utils, smallvec, (with `std`, on Linux)
+//! libc, and (on targets without 64-bit atomics) portable-atomic.
 //!
+//! - `std` (default): the standard library: crossbeam's default collector and its thread-local
+//!   handles, std's mutex, per-thread writer bookkeeping, caught panics, huge pages. Off: see
+//!   [without std](#without-std-kernels-hypervisors).
+//! - `serde`: `Serialize`/`Deserialize` for [`MapleTree`] and [`Value`] (see the `snapshot` module).
 //! - `bench-internals`: experiment switches for the benchmarks and the kernel-patch
 //!   demonstration (`MapleTree::set_append`, `set_three_way_append`, `set_leaf_split`: the
 //!   kernel's store paths before its append patches). Not part of the stable API.
@@ -439,9 +471,13 @@
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// `no_std` + `alloc` without the `std` feature (the tests always have std: they run on a host).
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
 // `unsafe` lives in two layers only, each allowed where it is declared: `entry` (entry words)
 // and `tree::node` (raw nodes, the root, the publication protocol, the node slab).
 #![deny(unsafe_code)]
+
+extern crate alloc;
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
@@ -464,6 +500,6 @@ pub use crossbeam_epoch::{Collector, Guard};
 pub use entry::{Entry, Value};
 pub use error::{Error, ValidateError};
 pub use tree::{
-    Cursor, CursorMut, Erased, Gaps, IdAllocator, Iter, MapleTree, Options, PendingFrees, Stats,
-    Status, TreeGuard, WriteGuard,
+    Cursor, CursorMut, Erased, Gaps, IdAllocator, Iter, MapleTree, Options, PendingFrees,
+    ReadHandle, Stats, Status, TreeGuard, WriteGuard,
 };

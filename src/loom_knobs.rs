@@ -6,7 +6,7 @@
 //! run one at a time (`--test-threads=1`). [`reset`] turns them all off.
 
 // `Ordering` is the same type in std and loom (loom re-exports std's).
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as StdOrdering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering as StdOrdering};
 
 static RELAXED_PUBLISH: AtomicBool = AtomicBool::new(false);
 static RELAXED_SLOT_PUBLISH: AtomicBool = AtomicBool::new(false);

@@ -155,6 +155,8 @@
 //! | before | now | why |
 //! |---|---|---|
 //! | `let g: Guard = tree.pin();` | `let g: TreeGuard<'_> = tree.pin();` (or `let g = tree.pin();`) | the guard borrows the tree and cannot outlive it (see [`MapleTree::pin`](crate::MapleTree::pin)); `&g` is still a `&Guard` for every read |
+//! | `maple-tree = { default-features = false }` (no features before) | the same turns off the new default feature `std` (the crate is then `no_std`); keep `features = ["std"]` for the old build | [without std](crate#without-std-kernels-hypervisors) |
+//! | `tree.collector().register()` kept per thread, its guards checked against the tree's | [`tree.register()`](crate::MapleTree::register), a [`ReadHandle`](crate::ReadHandle) whose `pin` is a [`TreeGuard`](crate::TreeGuard) | the guard borrows its handle and the tree; the readers' way without std |
 //! | a guard of the tree's collector kept past the tree | `tree.collector().register().pin()`, with a clone of the [`Collector`](crate::Collector) kept alive past the guard | the guard must not hold the collector's last reference |
 //! | `Cursor::find` / `find_rev` stopping (`None`, active) on a zero entry at the start index | the zero entry is stepped over, as by every later `find` | the documented rule; `find_range` still stops on it |
 //! | `for (first, last, v) in tree.iter(&g)` (also `range`, `&WriteGuard`) | `for (r, v) in tree.iter(&g)`, `r: RangeInclusive<u64>` (`*r.start()`, `*r.end()`) | one range type everywhere |

@@ -110,7 +110,7 @@ impl fmt::Display for SnapshotError {
     }
 }
 
-impl std::error::Error for SnapshotError {}
+impl core::error::Error for SnapshotError {}
 
 /// The tree's kind as a snapshot names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

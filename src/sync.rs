@@ -1,4 +1,4 @@
-//! The one place that names std's or loom's synchronisation primitives.
+//! The one place that names std's, core's or loom's synchronisation primitives.
 //!
 //! Everything in the crate that a concurrent reader may observe goes through these re-exports, so
 //! that `RUSTFLAGS="--cfg loom --cfg crossbeam_loom"` runs the whole tree — and crossbeam-epoch,
@@ -14,8 +14,27 @@ compile_error!(
      (without crossbeam_loom the epoch collector is invisible to loom and the models check nothing)"
 );
 
+/// The spin lock's word (without std).
+#[cfg(not(feature = "std"))]
+pub(crate) use core::sync::atomic::AtomicBool;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicUsize, Ordering};
+
+/// 64-bit atomics: core's where the target has them; on targets without (32-bit
+/// microcontrollers such as `thumbv7em-none-eabihf`, `riscv32imac-unknown-none-elf`),
+/// portable-atomic's, which are lock-based there (a global table of seqlocks: a store takes one
+/// of its spin locks, a load retries while it is held, so readers there are not lock-free).
+#[cfg(all(not(loom), target_has_atomic = "64"))]
+pub(crate) use core::sync::atomic::AtomicU64;
+#[cfg(all(not(loom), not(target_has_atomic = "64")))]
+pub(crate) use portable_atomic::AtomicU64;
+
+/// A 64-bit atomic that loom never models (the id allocator's cursor): core's, or
+/// portable-atomic's on targets without 64-bit atomics.
+#[cfg(target_has_atomic = "64")]
+pub(crate) use core::sync::atomic::AtomicU64 as PlainAtomicU64;
+#[cfg(not(target_has_atomic = "64"))]
+pub(crate) use portable_atomic::AtomicU64 as PlainAtomicU64;
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
@@ -25,14 +44,22 @@ pub(crate) use loom::thread::yield_now;
 /// Lets another thread run (loom's under loom, where it lets the model schedule another
 /// thread): a reader that found the writer in the middle of a write gives it the CPU rather
 /// than spinning, which on an oversubscribed machine could outlast its retries.
-#[cfg(not(loom))]
+#[cfg(all(not(loom), feature = "std"))]
 pub(crate) use std::thread::yield_now;
+
+/// Without std there is no scheduler to yield to: a spin-loop hint.
+#[cfg(not(feature = "std"))]
+#[inline]
+pub(crate) fn yield_now() {
+    core::hint::spin_loop();
+}
 
 pub(crate) use mutex::{Mutex, MutexGuard};
 
 /// The writer lock: std's mutex (loom's under loom), without poisoning. A writer that panics
 /// (an entry's `Drop` may) leaves the tree consistent — writes are panic-safe — so the next
 /// writer goes on rather than failing on a poisoned lock.
+#[cfg(feature = "std")]
 mod mutex {
     #[cfg(loom)]
     use loom::sync as imp;
@@ -53,14 +80,66 @@ mod mutex {
         pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
             match self.0.try_lock() {
                 Ok(g) => Some(g),
-                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-                Err(std::sync::TryLockError::WouldBlock) => None,
+                Err(imp::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(imp::TryLockError::WouldBlock) => None,
             }
         }
         pub(crate) fn get_mut(&mut self) -> &mut T {
             self.0.get_mut().unwrap_or_else(|e| e.into_inner())
         }
     }
+}
+
+/// The writer lock without std: a test-and-test-and-set spin lock
+/// ([`SpinMutex`](crate::tree::node::SpinMutex), in the node layer because its cell is
+/// `unsafe`), the same interface as std's above.
+///
+/// Why one lock type chosen by the `std` feature and not a `lock_api::RawMutex` type parameter
+/// on `MapleTree` (as `lock_api` users do): the parameter would reach every public type that
+/// borrows the tree (`WriteGuard`, cursors, iterators, `TreeGuard`, ...) and every user's
+/// signatures, for a lock that is held only for one write — the tree's writers are short and
+/// never sleep with it held (no allocation waits, no I/O) — and a kernel that wants its own
+/// sleeping lock can serialise its writers outside the tree (`exclusive()` on `&mut`, or its
+/// own lock around `tree.lock()`, which then never spins). A spin lock needs no OS, and
+/// test-and-test-and-set keeps a waiting CPU on its own cache line until the holder lets go.
+#[cfg(not(feature = "std"))]
+mod mutex {
+    pub(crate) use crate::tree::node::{SpinGuard as MutexGuard, SpinMutex as Mutex};
+}
+
+/// A panic's payload, for [`catch_unwind`]'s callers to resume once their clean-up is done.
+/// Uninhabited without std, where panics are not caught.
+#[cfg(feature = "std")]
+pub(crate) type PanicPayload = alloc::boxed::Box<dyn core::any::Any + Send>;
+/// Without std: no panic is caught (see [`catch_unwind`]).
+#[cfg(not(feature = "std"))]
+pub(crate) enum PanicPayload {}
+
+/// Runs `f`, catching a panic (an entry's `Drop` or `Clone`) so that the caller can finish its
+/// clean-up and go on with [`resume_unwind`], or contain it. Without std panics cannot be
+/// caught (core has no `catch_unwind`): a panic goes on at once, and the clean-up after it does
+/// not happen (what is not dropped leaks; nothing is freed twice or used after its free).
+/// Most `no_std` targets abort on panic anyway.
+#[inline]
+pub(crate) fn catch_unwind<R>(f: impl FnOnce() -> R) -> Result<R, PanicPayload> {
+    #[cfg(feature = "std")]
+    {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        Ok(f())
+    }
+}
+
+/// Goes on with a panic [`catch_unwind`] caught.
+pub(crate) fn resume_unwind(p: PanicPayload) -> ! {
+    #[cfg(feature = "std")]
+    {
+        std::panic::resume_unwind(p)
+    }
+    #[cfg(not(feature = "std"))]
+    match p {}
 }
 
 /// Allocation tracking for loom: each node carries one, so a node that is never freed is reported
@@ -111,7 +190,28 @@ pub(crate) mod knobs {
     pub(crate) const fn ignore_repoint_seals() -> bool {
         false
     }
+    /// Retired nodes an RCU-mode writer queues before it hands them to the collector (see
+    /// `retire_batch`): 32 outside loom.
+    #[inline(always)]
+    pub(crate) const fn retire_batch() -> usize {
+        32
+    }
+    /// Retired nodes are freed at once, without a grace period.
+    #[inline(always)]
+    pub(crate) const fn free_at_once() -> bool {
+        false
+    }
 }
+
+/// Whether this is a loom build: the collector's pacing is off there (the models check the
+/// protocol, not the collector's pace).
+pub(crate) const LOOM: bool = cfg!(loom);
+
+/// Whether the writer's per-thread bookkeeping (std's thread-locals: the writer locks a thread
+/// holds, its postponed entry drops) is on: std builds outside loom, whose model threads share
+/// one OS thread (a std thread-local would be shared between them).
+#[cfg(feature = "std")]
+pub(crate) const THREAD_LOCALS: bool = !LOOM;
 
 /// Reads an atomic word through `&mut` and leaves zero (std's `get_mut`; loom's `with_mut`).
 #[cfg(not(loom))]

@@ -233,6 +233,7 @@ fn tracked_tree(
 }
 
 #[test]
+#[cfg(feature = "std")] // without std panics are not caught: the rest leaks
 fn dup_frees_its_partial_copy_when_a_clone_panics() {
     for k in [1usize, 2, 17, 150, 300] {
         let c = Arc::new(Counts::default());
@@ -265,6 +266,7 @@ fn dup_frees_its_partial_copy_when_a_clone_panics() {
 }
 
 #[test]
+#[cfg(feature = "std")] // without std panics are not caught: the rest leaks
 fn dropping_the_tree_drops_every_entry_when_one_drop_panics() {
     let c = Arc::new(Counts::default());
     let collector = Collector::new();
@@ -281,6 +283,7 @@ fn dropping_the_tree_drops_every_entry_when_one_drop_panics() {
 }
 
 #[test]
+#[cfg(feature = "std")] // without std panics are not caught: the rest leaks
 fn dropping_the_tree_drops_every_entry_when_several_drops_panic() {
     // A tree of several levels; the entries of three leaves panic: the first panic propagates,
     // the others are contained, every entry is dropped once.

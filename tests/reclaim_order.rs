@@ -17,6 +17,8 @@
 //! from inside that flush, and the epoch is then advanced past the victims' bag while the
 //! reader still holds its guard. The assertion reads only drop flags, never the entry after a
 //! possible drop.
+// Steers crossbeam's default collector, which the tree uses only with std.
+#![cfg(feature = "std")]
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};

@@ -2,6 +2,7 @@
 //! `AddressAllocator`: aligned placement first-fit, last-fit or at an exact address, and frees
 //! that must name an allocated range exactly.
 
+use alloc::vec::Vec;
 use core::ops::RangeInclusive;
 
 use crate::entry::Value;

@@ -4,6 +4,7 @@
 //! Everything that removes entries runs in exclusive mode (`&mut self`), where entries are
 //! handed back at once, through the exclusive writer's removals in `write::take`.
 
+use alloc::vec::Vec;
 use core::fmt;
 use core::iter::FusedIterator;
 use core::ops::{RangeBounds, RangeInclusive};

@@ -1,6 +1,11 @@
 //! Text (`mt_dump`) and Graphviz DOT dumps.
 
-use std::fmt::Write;
+use alloc::{
+    format,
+    string::{String, ToString},
+    vec::Vec,
+};
+use core::fmt::Write;
 
 use crate::entry::{Entry, ZERO_WORD};
 

@@ -3,12 +3,13 @@
 
 use core::fmt;
 use core::ops::{RangeBounds, RangeInclusive};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
 
 use crossbeam_epoch::Guard;
 
 use crate::entry::Entry;
 use crate::error::Error;
+use crate::sync::PlainAtomicU64 as AtomicU64;
 
 use super::{Erased, Iter, MapleTree, TreeGuard};
 

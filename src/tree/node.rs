@@ -197,8 +197,13 @@ use crate::sync::{atomic_take, fence, AtomicU64, AtomicUsize, Mutex, MutexGuard,
 // The orderings of the table's Release and Acquire rows, one constant each (see `ord`).
 mod ord;
 
-#[cfg(not(target_pointer_width = "64"))]
-compile_error!("maple-tree stores pointers in u64 words and needs a 64-bit target");
+#[cfg(not(any(target_pointer_width = "64", target_pointer_width = "32")))]
+compile_error!("maple-tree needs a 64-bit or a 32-bit target");
+
+// A 32-bit target keeps a parent word's offset in the low bits of the node address, which only
+// the slab's 64-byte-aligned nodes leave free (a boxed node is 16-byte aligned).
+#[cfg(all(target_pointer_width = "32", any(loom, maple_tree_box_nodes)))]
+compile_error!("one box per node (loom, maple_tree_box_nodes) needs a 64-bit target");
 
 /// Slots of a leaf or of an internal node of a range tree (`MAPLE_RANGE64_SLOTS`).
 pub(crate) const RANGE_SLOTS: usize = 16;
@@ -218,7 +223,12 @@ const LEAF_TAG: usize = 1;
 /// Dead bit in a parent word.
 const DEAD: usize = 1;
 /// Offset field in a parent word (above the 57 bits a user-space address may use).
+#[cfg(target_pointer_width = "64")]
 const OFFSET_SHIFT: u32 = 59;
+/// Offset field in a parent word, on a 32-bit target (whose addresses use every bit): bits 1..5
+/// of the node address, which are zero since the slab's nodes are 64-byte aligned.
+#[cfg(target_pointer_width = "32")]
+const OFFSET_SHIFT: u32 = 1;
 const OFFSET_MASK: usize = 0x1f << OFFSET_SHIFT;
 const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 

@@ -1,6 +1,7 @@
 //! The one-call writes (each takes the writer lock for one write, as the kernel's `mtree_*`
 //! calls do), and `validate`, `dump` and `dup`, which take it too.
 
+use alloc::string::String;
 use core::ops::RangeBounds;
 
 use crate::entry::Entry;

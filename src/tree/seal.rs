@@ -32,10 +32,10 @@
 //! that was freed, whose address a new node reuses, only makes that node copy-on-write for a
 //! while — never the other way round.
 
-use std::cell::Cell;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
+use alloc::sync::Arc;
+use core::cell::Cell;
+#[cfg(feature = "std")]
+use core::hash::{BuildHasherDefault, Hasher};
 
 use crossbeam_epoch::Guard;
 
@@ -68,10 +68,19 @@ impl Seal {
     }
 }
 
+/// The seals by node address: a hash map with std; without std (core and alloc have no hash
+/// map) a `BTreeMap`, which the writer keeps small (see `lift`).
+#[cfg(feature = "std")]
+type ByNode = std::collections::HashMap<usize, Seal, BuildHasherDefault<AddrHasher>>;
+#[cfg(not(feature = "std"))]
+type ByNode = alloc::collections::BTreeMap<usize, Seal>;
+
 /// Hashes a node address: nodes are at least 8-byte aligned, so the low bits carry nothing.
+#[cfg(feature = "std")]
 #[derive(Default)]
 struct AddrHasher(u64);
 
+#[cfg(feature = "std")]
 impl Hasher for AddrHasher {
     fn finish(&self) -> u64 {
         self.0
@@ -89,7 +98,7 @@ impl Hasher for AddrHasher {
 
 /// The writer's seals (see the module docs).
 pub(crate) struct Seals {
-    by_node: HashMap<usize, Seal, BuildHasherDefault<AddrHasher>>,
+    by_node: ByNode,
     /// The node sealed last and its seal, not yet merged into `by_node` (consecutive appends
     /// into one leaf seal the same node again and again).
     last: Option<(usize, Seal)>,
@@ -118,7 +127,7 @@ pub(crate) struct Seals {
 impl Seals {
     pub(crate) fn new() -> Self {
         Seals {
-            by_node: HashMap::default(),
+            by_node: ByNode::default(),
             last: None,
             gen: 1,
             dirty: false,

@@ -6,8 +6,13 @@
 
 use crate::entry::{is_reserved_word, Entry, ZERO_WORD};
 use crate::error::ValidateError;
+/// Without std (core and alloc have no hash map): a `BTreeMap`.
+#[cfg(not(feature = "std"))]
+use alloc::collections::BTreeMap as HashMap;
+use alloc::format;
+use core::fmt;
+#[cfg(feature = "std")]
 use std::collections::HashMap;
-use std::fmt;
 
 use super::gap::leaf_max_gap;
 use super::node::{Kind, NodeRef, RootRef};
@@ -352,7 +357,7 @@ mod tests {
             let leaf = root.child(0, w.internal);
             assert!(leaf.is_leaf());
             let undo = corrupt(root, leaf);
-            let len = w.len.load(std::sync::atomic::Ordering::Relaxed);
+            let len = w.len.load(core::sync::atomic::Ordering::Relaxed);
             let err = check(w.view(), w.internal, w.st, len).expect_err(want);
             assert!(err.0.contains(want), "{err} does not say {want:?}");
             undo();

@@ -30,8 +30,8 @@ use crossbeam_epoch::Guard;
 use smallvec::SmallVec;
 
 use crate::entry::{Entry, Ledger, Word};
+use alloc::sync::Arc;
 use core::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
-use std::sync::Arc;
 
 use super::node::Write;
 use super::pending::Pending;

@@ -344,7 +344,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
         let end = b.end_mut(kind.pivots(), max);
         for i in 0..=end {
             let hi = if i < end { b.update(i, |p| p) } else { max };
-            let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child(mem, i, hi)));
+            let made = crate::sync::catch_unwind(|| child(mem, i, hi));
             match made {
                 Ok(w) => {
                     b.update(base + i, |_| w as u64);
@@ -368,7 +368,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
                     // SAFETY: the copy was made above from `mem`'s slab and never published;
                     // its children `0..i` were freed just now, the others are the source's.
                     unsafe { copy.free_now(&mut mem.slab) };
-                    std::panic::resume_unwind(panic);
+                    crate::sync::resume_unwind(panic);
                 }
             }
         }

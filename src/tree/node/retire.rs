@@ -3,6 +3,7 @@
 //! entry back ([`TakenEntry`], [`RcuReclaim`]), and the node allocation itself.
 
 use super::*;
+use alloc::vec::Vec;
 
 /// The clones `dup` made for one leaf before its copy is made: dropped with it unless handed
 /// over (`len` set to zero), so that a `Clone` that panics leaks none of them.
@@ -68,12 +69,15 @@ pub(super) fn defer_entry_drop<E: Entry>(
     dropped: impl FnOnce() + 'static,
 ) {
     root.check_guard(guard);
+    #[cfg(not(feature = "std"))]
+    let postponed = alloc::sync::Arc::clone(&root.postponed);
     let run = move || {
         dropped();
         // The collector runs this on whichever thread pins or flushes, which may be a
         // writer holding a tree's writer lock (its own pin, the pacing flush): an entry
         // whose `Drop` writes to that tree would wait for ever on the lock its own thread
-        // holds. Such a thread drops the entry once it holds no writer lock any more.
+        // holds. The entry is dropped once the lock is let go (see `PostponedDrop`).
+        #[cfg(feature = "std")]
         if holds_writer_lock() {
             let (raw, count) = r.into_raw_parts();
             postpone_drop(PostponedDrop {
@@ -83,11 +87,21 @@ pub(super) fn defer_entry_drop<E: Entry>(
             });
             return;
         }
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        #[cfg(not(feature = "std"))]
+        if postponed.held() {
+            let (raw, count) = r.into_raw_parts();
+            postponed.postpone(PostponedDrop {
+                raw,
+                count,
+                drop: crate::entry::drop_released_raw::<E>,
+            });
+            return;
+        }
+        let _ = crate::sync::catch_unwind(|| {
             // SAFETY: this runs after every guard pinned when the last slot of the word was
             // unlinked is gone (below): no thread can load the word any more.
             unsafe { r.drop_values() };
-        }));
+        });
     };
     // SAFETY: the closure only drops entries no reader can reach once it runs (above);
     // crossbeam runs it after every guard pinned now is gone.
@@ -114,7 +128,7 @@ pub(crate) struct TakenEntry<'t, E: Entry> {
     /// entry was counted pending when it was taken, under the writer lock).
     pub(super) rcu: Option<(
         RcuReclaim<'t>,
-        std::sync::Arc<crate::tree::pending::Pending>,
+        alloc::sync::Arc<crate::tree::pending::Pending>,
     )>,
 }
 
@@ -142,7 +156,7 @@ impl<'t, E: Entry> TakenEntry<'t, E> {
     pub(crate) fn rcu(
         r: Released<E>,
         at: RcuReclaim<'t>,
-        pending: std::sync::Arc<crate::tree::pending::Pending>,
+        pending: alloc::sync::Arc<crate::tree::pending::Pending>,
     ) -> Self {
         TakenEntry {
             released: core::mem::ManuallyDrop::new(r),
@@ -211,17 +225,26 @@ pub(super) struct PostponedDrop {
 // is not reentrant. The collector runs deferred drops on whichever thread pins or flushes —
 // among them the writer itself, under its lock (its first pin of a fresh `Local` on a tree
 // with its own collector, every 128th pin on the default one, the pacing flush of
-// `paced_defers`) — so the deferred drop checks a per-thread count of the writer locks held
-// ([`WriterHeld`], part of every [`WriterLock`]) and, while it is non-zero, queues the drop
-// on the thread instead; the thread runs the queue as soon as it releases its last writer
-// lock, before the write call that made the collector run returns. (Moving the collector's
-// runs out of the lock instead would not do: any pin may collect, the writer's pins included.)
-// A grace period has passed for a queued drop already, so running it later only delays it.
+// `paced_defers`) — so the deferred drop checks whether the lock may be held by its thread
+// ([`WriterHeld`], part of every [`WriterLock`]) and, if so, queues the drop instead; the
+// queue runs as soon as the lock is let go, before the write call that made the collector run
+// returns. (Moving the collector's runs out of the lock instead would not do: any pin may
+// collect, the writer's pins included.) A grace period has passed for a queued drop already,
+// so running it later only delays it.
+//
+// With std: a per-thread count of the writer locks (of any tree) the thread holds, and a
+// per-thread queue. Without std (no thread-locals): per tree, a count of the holders of the
+// tree's writer lock (0 or 1) and a queue ([`Postponed`], shared with the deferred drops): a
+// drop of that tree's entry that finds its lock held — by its own thread or another — is
+// queued, and the holder runs the queue once it has let go (the drop looks again after it
+// queued, and runs the queue itself if the lock was let go meanwhile). What this does not
+// cover without std: an entry of tree A whose `Drop` writes to another tree B, run while its
+// thread holds B's lock (the thread pinned A while holding B's lock).
 //
 // Not under loom: a model's threads share one OS thread, so a std thread-local would be shared
 // between them, and no model has an entry whose `Drop` writes to its tree; the drops run as
 // the collector runs them.
-#[cfg(not(loom))]
+#[cfg(feature = "std")]
 std::thread_local! {
     /// Writer locks (of any tree) this thread holds.
     static WRITER_LOCKS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
@@ -232,32 +255,24 @@ std::thread_local! {
 
 /// Whether this thread holds a writer lock (of any tree); `false` while its thread-locals
 /// are being destroyed (no lock is held then).
+#[cfg(feature = "std")]
 #[inline]
 pub(super) fn holds_writer_lock() -> bool {
-    #[cfg(not(loom))]
-    {
-        WRITER_LOCKS.try_with(|c| c.get() > 0).unwrap_or(false)
-    }
-    #[cfg(loom)]
-    {
-        false
-    }
+    crate::sync::THREAD_LOCALS && WRITER_LOCKS.try_with(|c| c.get() > 0).unwrap_or(false)
 }
 
 /// Queues `p` until this thread releases its last writer lock ([`WriterHeld`]'s drop).
+#[cfg(feature = "std")]
 #[cold]
 pub(super) fn postpone_drop(p: PostponedDrop) {
-    #[cfg(not(loom))]
-    if POSTPONED.try_with(|q| q.borrow_mut().push(p)).is_err() {
+    if !crate::sync::THREAD_LOCALS || POSTPONED.try_with(|q| q.borrow_mut().push(p)).is_err() {
         run_postponed_drop(p); // thread-locals gone (not pushed): no lock can be held
     }
-    #[cfg(loom)]
-    run_postponed_drop(p);
 }
 
 /// Runs one postponed drop; a panic in an entry's `Drop` is contained, as on the collector.
 pub(super) fn run_postponed_drop(p: PostponedDrop) {
-    let _ = std::panic::catch_unwind(|| {
+    let _ = crate::sync::catch_unwind(|| {
         // SAFETY: `p` holds the parts of a `Released<E>` (made by `defer_drop_entry`'s
         // closure) with `E`'s drop, queued once and dequeued once: a grace period passed after
         // the word's last slot was unlinked before the collector ran that closure, so no thread
@@ -269,22 +284,25 @@ pub(super) fn run_postponed_drop(p: PostponedDrop) {
 /// Marks its thread as holding a writer lock while it lives (see [`PostponedDrop`]); its drop,
 /// after the lock's, runs the postponed entry drops once the thread holds no writer lock.
 /// Neither `Send` nor `Sync`: it stays on the thread whose count it raised.
-pub(super) struct WriterHeld(pub(super) PhantomData<*const ()>);
+#[cfg(feature = "std")]
+pub(super) struct WriterHeld<'t>(pub(super) PhantomData<(&'t (), *const ())>);
 
-impl WriterHeld {
+#[cfg(feature = "std")]
+impl<'t> WriterHeld<'t> {
     #[inline]
-    pub(super) fn new() -> Self {
-        #[cfg(not(loom))]
-        WRITER_LOCKS.with(|c| c.set(c.get() + 1));
+    pub(super) fn new(_root: &'t RootWord) -> Self {
+        if crate::sync::THREAD_LOCALS {
+            WRITER_LOCKS.with(|c| c.set(c.get() + 1));
+        }
         WriterHeld(PhantomData)
     }
 }
 
-impl Drop for WriterHeld {
+#[cfg(feature = "std")]
+impl Drop for WriterHeld<'_> {
     #[inline]
     fn drop(&mut self) {
-        #[cfg(not(loom))]
-        {
+        if crate::sync::THREAD_LOCALS {
             let held = WRITER_LOCKS.with(|c| {
                 let h = c.get() - 1;
                 c.set(h);
@@ -299,7 +317,7 @@ impl Drop for WriterHeld {
 
 /// Runs the entry drops this thread postponed, unlocked; drops that write take and release
 /// writer locks themselves (their drops postponed meanwhile run at that release, or here).
-#[cfg(not(loom))]
+#[cfg(feature = "std")]
 #[inline]
 pub(super) fn run_postponed() {
     if POSTPONED.with(|q| q.borrow().is_empty()) {
@@ -308,7 +326,7 @@ pub(super) fn run_postponed() {
     run_postponed_slow();
 }
 
-#[cfg(not(loom))]
+#[cfg(feature = "std")]
 #[cold]
 pub(super) fn run_postponed_slow() {
     loop {
@@ -318,6 +336,86 @@ pub(super) fn run_postponed_slow() {
         }
         for p in batch {
             run_postponed_drop(p);
+        }
+    }
+}
+
+/// Without std: one tree's holders of its writer lock and its postponed entry drops (see
+/// [`PostponedDrop`]), shared by the tree and the deferred drops of its entries.
+#[cfg(not(feature = "std"))]
+#[derive(Default)]
+pub(crate) struct Postponed {
+    /// Holders of the tree's writer lock: 0 or 1, but counted, so that a holder that lets go
+    /// never clears the mark of the next one.
+    held: AtomicUsize,
+    /// Entry drops postponed until the lock is let go.
+    queue: Mutex<Vec<PostponedDrop>>,
+}
+
+#[cfg(not(feature = "std"))]
+impl Postponed {
+    /// Whether the tree's writer lock is held (by any thread).
+    #[inline]
+    fn held(&self) -> bool {
+        // SeqCst, with `WriterHeld`'s: a drop that queues and then sees the lock free runs the
+        // queue itself; one that sees it held has queued before the holder's decrement, which
+        // is before the holder's look at the queue (see `postpone`).
+        self.held.load(Ordering::SeqCst) != 0
+    }
+
+    /// Queues `p` while the lock is held; runs the queue if it has been let go meanwhile.
+    #[cold]
+    fn postpone(&self, p: PostponedDrop) {
+        self.queue.lock().push(p);
+        if !self.held() {
+            self.run();
+        }
+    }
+
+    /// Runs the queued drops (on a thread that does not hold the tree's lock: it was seen
+    /// free, or this thread just let it go).
+    fn run(&self) {
+        loop {
+            let batch = core::mem::take(&mut *self.queue.lock());
+            if batch.is_empty() {
+                return;
+            }
+            for p in batch {
+                run_postponed_drop(p);
+            }
+        }
+    }
+}
+
+#[cfg(not(feature = "std"))]
+impl Drop for Postponed {
+    fn drop(&mut self) {
+        // The last holder is gone: no lock is held. (Drops are queued only while a holder
+        // lives, and it runs the queue as it goes, so this finds nothing in practice.)
+        self.run();
+    }
+}
+
+/// Without std: marks the tree's writer lock as held while it lives (see [`PostponedDrop`]);
+/// its drop, after the lock's, runs the entry drops postponed meanwhile.
+#[cfg(not(feature = "std"))]
+pub(super) struct WriterHeld<'t>(&'t Postponed);
+
+#[cfg(not(feature = "std"))]
+impl<'t> WriterHeld<'t> {
+    #[inline]
+    pub(super) fn new(root: &'t RootWord) -> Self {
+        root.postponed.held.fetch_add(1, Ordering::SeqCst);
+        WriterHeld(&root.postponed)
+    }
+}
+
+#[cfg(not(feature = "std"))]
+impl Drop for WriterHeld<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.0.held.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.run();
         }
     }
 }
@@ -354,14 +452,19 @@ pub(crate) struct NodeMem {
 
 /// Closures a thread's writers defer before they make the collector collect: one bag's worth
 /// (crossbeam's bags hold 64).
-#[cfg(not(loom))]
 pub(super) const DEFER_BATCH: usize = 64;
 
-#[cfg(not(loom))]
+#[cfg(feature = "std")]
 std::thread_local! {
     /// Closures this thread's writers deferred since they last made a collector collect.
     static DEFERRED: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
 }
+
+/// Without std (no thread-locals): closures all writers deferred since one of them last made
+/// a collector collect. The same pace overall (one flush per bag's worth of deferred
+/// closures), though the flush is the bag of whichever writer crosses the count.
+#[cfg(not(feature = "std"))]
+static DEFERRED: AtomicUsize = AtomicUsize::new(0);
 
 /// Counts `n` closures deferred on `guard` and, once this thread has deferred one bag's worth
 /// since the last time, makes `guard`'s collector collect (the guard's `flush`: the thread's
@@ -372,19 +475,28 @@ std::thread_local! {
 /// bound. (Not under loom, whose models check the protocol, not the collector's pace.)
 #[inline]
 pub(crate) fn paced_defers(guard: &Guard, n: usize) {
-    #[cfg(not(loom))]
-    {
-        let d = DEFERRED.with(|c| {
-            let d = c.get() + n;
-            c.set(if d >= DEFER_BATCH { 0 } else { d });
-            d
-        });
-        if d >= DEFER_BATCH {
-            guard.flush();
-        }
+    if crate::sync::LOOM {
+        let _ = (guard, n);
+        return;
     }
-    #[cfg(loom)]
-    let _ = (guard, n);
+    #[cfg(feature = "std")]
+    let d = DEFERRED.with(|c| {
+        let d = c.get() + n;
+        c.set(if d >= DEFER_BATCH { 0 } else { d });
+        d
+    });
+    #[cfg(not(feature = "std"))]
+    let d = {
+        let d = DEFERRED.fetch_add(n, Ordering::Relaxed) + n;
+        if d >= DEFER_BATCH {
+            // Whoever crosses the count flushes; a race only flushes once more or less.
+            DEFERRED.store(0, Ordering::Relaxed);
+        }
+        d
+    };
+    if d >= DEFER_BATCH {
+        guard.flush();
+    }
 }
 
 /// Retired nodes an RCU-mode writer queues before it hands them to the collector, all in one
@@ -396,14 +508,7 @@ pub(crate) fn paced_defers(guard: &Guard, n: usize) {
 /// every model's frees happen within the model.
 #[inline]
 pub(crate) fn retire_batch() -> usize {
-    #[cfg(not(loom))]
-    {
-        32
-    }
-    #[cfg(loom)]
-    {
-        crate::loom_knobs::retire_batch()
-    }
+    crate::sync::knobs::retire_batch()
 }
 
 /// Gives the nodes at `batch` back through `returner` once every guard pinned now has been
@@ -427,8 +532,7 @@ pub(super) unsafe fn retire_batch_on(
             unsafe { NonNull::new_unchecked(p) }
         })
     };
-    #[cfg(loom)]
-    if crate::loom_knobs::free_at_once() {
+    if crate::sync::knobs::free_at_once() {
         // Deliberately wrong (a loom mutant): poison now. The memory is leaked rather than
         // deallocated, so the test process itself never reads freed memory.
         for p in nodes() {

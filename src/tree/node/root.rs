@@ -2,6 +2,7 @@
 //! [`ExclusiveRoot`]), the drop of a whole tree, and the readers' view of the root ([`RootRef`]).
 
 use super::*;
+use alloc::vec::Vec;
 
 /// The tree's root word (row P1), the collector whose guards protect its nodes, the count of
 /// reader restarts (a reader that meets a dead node, or a state only a race can produce, walks
@@ -39,6 +40,10 @@ pub(super) struct RootWord {
     pub(super) internal: Kind,
     pub(super) collector: Collector,
     pub(super) default_collector: bool,
+    /// Without std: the holders of the writer lock and the entry drops postponed while it is
+    /// held (see `PostponedDrop`), shared with the deferred drops.
+    #[cfg(not(feature = "std"))]
+    pub(super) postponed: alloc::sync::Arc<Postponed>,
 }
 
 impl<S> Root<S> {
@@ -62,6 +67,8 @@ impl<S> Root<S> {
                 internal,
                 collector,
                 default_collector,
+                #[cfg(not(feature = "std"))]
+                postponed: alloc::sync::Arc::default(),
             }),
             writer: Mutex::new(Side {
                 state,
@@ -120,7 +127,7 @@ impl<S> Root<S> {
         WriterLock {
             root: &self.shared,
             side,
-            _held: WriterHeld::new(),
+            _held: WriterHeld::new(&self.shared),
         }
     }
 
@@ -129,7 +136,7 @@ impl<S> Root<S> {
         Some(WriterLock {
             root: &self.shared,
             side: self.writer.try_lock()?,
-            _held: WriterHeld::new(),
+            _held: WriterHeld::new(&self.shared),
         })
     }
 
@@ -180,7 +187,7 @@ impl<S> Root<S> {
         let released = unsafe { mem.slab.release_all() };
         debug_assert_eq!(released, chunked);
         if let Some(p) = panic {
-            std::panic::resume_unwind(p);
+            crate::sync::resume_unwind(p);
         }
     }
 
@@ -206,13 +213,15 @@ impl RootWord {
         self.restarts.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Pins a guard of this tree's collector.
+    /// Pins a guard of this tree's collector: through the thread's handle of crossbeam's
+    /// default collector, else through a handle registered for this guard alone (which goes
+    /// when the guard does).
     pub(super) fn pin(&self) -> Guard {
+        #[cfg(feature = "std")]
         if self.default_collector {
-            crossbeam_epoch::pin()
-        } else {
-            self.collector.register().pin()
+            return crossbeam_epoch::pin();
         }
+        self.collector.register().pin()
     }
 }
 
@@ -223,7 +232,7 @@ pub(crate) struct WriterLock<'t, S> {
     pub(super) side: MutexGuard<'t, Side<S>>,
     /// Marks the thread as holding a writer lock; declared after `side`, so that it is dropped
     /// after the mutex is released, and the entry drops postponed meanwhile run unlocked.
-    pub(super) _held: WriterHeld,
+    pub(super) _held: WriterHeld<'t>,
 }
 
 /// The parts of the writer: its view of the root, the writer state, the retire queue, all for
@@ -401,7 +410,7 @@ impl<S> Drop for ExclusiveRoot<'_, S> {
 }
 
 /// A panic caught while dropping entries, to go on once the rest is dropped.
-pub(super) type Panic = Option<Box<dyn core::any::Any + Send>>;
+pub(super) type Panic = Option<crate::sync::PanicPayload>;
 
 /// Drops the entries of the subtree of `n` (covering `[min, max]`) of a tree nobody else can
 /// reach (see [`Root::free_all`]), and frees its nodes into `slab` if there is one (else its
@@ -428,7 +437,7 @@ pub(super) fn free_node<E: Entry>(
         let mut i = 0;
         while i <= end {
             // One `catch_unwind` per leaf, resumed after the slot whose drop panicked.
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let r = crate::sync::catch_unwind(|| {
                 while i <= end {
                     let w = Word::<E>::leaf(n.slot(i));
                     i += 1;
@@ -439,7 +448,7 @@ pub(super) fn free_node<E: Entry>(
                         unsafe { r.drop_values() };
                     }
                 }
-            }));
+            });
             if let Err(p) = r {
                 panic.get_or_insert(p);
             }
@@ -521,5 +530,98 @@ impl<'g, A: Access> RootRef<'g, A> {
     #[cold]
     pub(crate) fn restarted(self) {
         self.root.restarted();
+    }
+}
+
+/// The writer lock without std (see `crate::sync`'s `mutex`): a test-and-test-and-set spin lock
+/// over a cell. Not poisoned by a panic (writes are panic-safe, as with std's lock, whose
+/// poisoning `sync` ignores).
+#[cfg(not(feature = "std"))]
+pub(crate) struct SpinMutex<T> {
+    locked: crate::sync::AtomicBool,
+    value: core::cell::UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through a `SpinGuard` (one at a time: the lock word's
+// compare-exchange lets one holder in, Acquire; its release is a Release store) or `&mut`, so
+// sharing the mutex sends the `T` between threads, as std's `Mutex<T>: Sync` for `T: Send`.
+#[cfg(not(feature = "std"))]
+unsafe impl<T: Send> Sync for SpinMutex<T> {}
+
+/// A held [`SpinMutex`]; lets go when dropped.
+#[cfg(not(feature = "std"))]
+pub(crate) struct SpinGuard<'a, T> {
+    lock: &'a SpinMutex<T>,
+}
+
+#[cfg(not(feature = "std"))]
+impl<T> SpinMutex<T> {
+    pub(crate) fn new(v: T) -> Self {
+        SpinMutex {
+            locked: crate::sync::AtomicBool::new(false),
+            value: core::cell::UnsafeCell::new(v),
+        }
+    }
+
+    /// The lock: spins (on a plain load, so that waiting CPUs share the line until the holder
+    /// lets go) until it is free, then takes it.
+    #[inline]
+    pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
+        loop {
+            if let Some(g) = self.try_lock() {
+                return g;
+            }
+            while self.locked.load(Ordering::Relaxed) {
+                core::hint::spin_loop();
+            }
+        }
+    }
+
+    /// The lock if no one holds it now.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+        // Acquire: what the previous holder wrote under the lock (its Release below).
+        self.locked
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| SpinGuard { lock: self })
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        self.value.get_mut()
+    }
+}
+
+#[cfg(not(feature = "std"))]
+impl<T: Default> Default for SpinMutex<T> {
+    fn default() -> Self {
+        SpinMutex::new(T::default())
+    }
+}
+
+#[cfg(not(feature = "std"))]
+impl<T> core::ops::Deref for SpinGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the lock (the only way to make one is `try_lock`'s
+        // successful compare-exchange), so no other reference to the value exists.
+        unsafe { &*self.lock.value.get() }
+    }
+}
+
+#[cfg(not(feature = "std"))]
+impl<T> core::ops::DerefMut for SpinGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes this the only borrow through the guard.
+        unsafe { &mut *self.lock.value.get() }
+    }
+}
+
+#[cfg(not(feature = "std"))]
+impl<T> Drop for SpinGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        // Release: what this holder wrote under the lock, for the next one's Acquire.
+        self.lock.locked.store(false, Ordering::Release);
     }
 }

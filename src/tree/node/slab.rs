@@ -57,9 +57,10 @@ const SHRINK_MIN: usize = 1024;
 
 #[cfg(not(any(loom, maple_tree_box_nodes)))]
 mod chunked {
+    use ::alloc::alloc::{self, Layout};
+    use ::alloc::sync::Arc;
+    use ::alloc::vec::Vec;
     use core::ptr::NonNull;
-    use std::alloc::{self, Layout};
-    use std::sync::Arc;
 
     use smallvec::SmallVec;
 
@@ -156,7 +157,7 @@ mod chunked {
             let Some(raw) = NonNull::new(unsafe { alloc::alloc(layout) }) else {
                 alloc::handle_alloc_error(layout)
             };
-            #[cfg(target_os = "linux")]
+            #[cfg(all(feature = "std", target_os = "linux"))]
             {
                 // SAFETY: the range is the block just allocated, ours alone and page aligned
                 // (2 MiB); `MADV_HUGEPAGE` only changes how the kernel backs it, not its
@@ -208,6 +209,7 @@ mod chunked {
     }
 
     /// Most nodes a thread keeps in spare chunks (128 KiB).
+    #[cfg(feature = "std")]
     const SPARE_NODES: usize = 512;
 
     /// A thread's spare chunks: chunks of slabs that let them go (a tree dropped, chunks
@@ -215,16 +217,19 @@ mod chunked {
     /// that short-lived trees (a fork's copy, built and dropped) reuse memory still in cache
     /// instead of taking cold memory from the allocator each time. Given back to the allocator
     /// when the thread exits.
+    #[cfg(feature = "std")]
     struct Spare {
         chunks: Vec<Chunk>,
         nodes: usize,
     }
 
+    #[cfg(feature = "std")]
     std::thread_local! {
         static SPARE: core::cell::RefCell<Spare> =
             const { core::cell::RefCell::new(Spare { chunks: Vec::new(), nodes: 0 }) };
     }
 
+    #[cfg(feature = "std")]
     impl Spare {
         /// This thread's spare chunk of `nodes` nodes, if it has one.
         fn take(nodes: usize) -> Option<Chunk> {
@@ -256,6 +261,23 @@ mod chunked {
         }
     }
 
+    /// Without std (no thread-locals): no spare chunks; a chunk given up goes back to the
+    /// allocator at once.
+    #[cfg(not(feature = "std"))]
+    struct Spare;
+
+    #[cfg(not(feature = "std"))]
+    impl Spare {
+        fn take(_nodes: usize) -> Option<Chunk> {
+            None
+        }
+
+        fn keep(c: Chunk) -> Option<Chunk> {
+            Some(c)
+        }
+    }
+
+    #[cfg(feature = "std")]
     impl Drop for Spare {
         fn drop(&mut self) {
             for c in self.chunks.drain(..) {
@@ -382,7 +404,8 @@ mod chunked {
         pub(crate) fn new(huge: bool) -> Self {
             Slab {
                 nodes: 0,
-                huge,
+                // Huge pages are a std feature (`madvise`): without std, never huge chunks.
+                huge: huge && cfg!(feature = "std"),
                 free: Vec::new(),
                 run: Run::default(),
                 fresh: Run::default(),
@@ -768,6 +791,7 @@ mod tests {
     /// With huge pages, a slab past `HUGE_AFTER` nodes takes 2 MiB chunks at 2 MiB boundaries,
     /// which go back to the allocator, never to the spare chunks.
     #[test]
+    #[cfg(feature = "std")] // huge pages are a std feature
     fn huge_chunks_past_the_threshold() {
         let mut s = Slab::new(true);
         let ps: Vec<_> = (0..5_000).map(|_| s.alloc()).collect();

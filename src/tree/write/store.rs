@@ -32,7 +32,7 @@ use crate::tree::node::Write;
 use crate::tree::node::{Kind, Loaded, RcuReclaim, TakenEntry, RANGE_SLOTS};
 use crate::tree::pending::Pending;
 use crate::tree::walk::Walker;
-use std::sync::Arc;
+use alloc::sync::Arc;
 
 /// Outcome of the single-leaf classification.
 enum Leafed {
