@@ -1,7 +1,6 @@
 //! The std-convention surface of the tree: `len`, `first`/`last`, owned removal, range-bound
 //! arguments, gap iteration, `Debug`/`FromIterator`/`Extend`, memory held back by readers.
 
-use alloc::vec::Vec;
 use core::fmt;
 use core::iter::FusedIterator;
 use core::ops::{Bound, RangeBounds, RangeInclusive};

@@ -30,7 +30,7 @@ use crossbeam_epoch::Guard;
 use smallvec::SmallVec;
 
 use crate::entry::{Entry, Ledger, Word};
-use alloc::sync::Arc;
+use ::alloc::sync::Arc;
 use core::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 
 use super::node::Write;

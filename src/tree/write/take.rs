@@ -6,6 +6,7 @@
 //! writer's `Ledger`), so what is moved out is decided per word: an entry held by one range only
 //! is moved, one still held elsewhere is cloned (`E: Clone`) or left.
 
+use ::alloc::vec::Vec;
 use core::ops::RangeInclusive;
 
 use crate::entry::{Entry, Word};
