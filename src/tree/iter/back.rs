@@ -36,7 +36,7 @@ pub(super) struct Back<'g> {
 }
 
 impl<'g> Back<'g> {
-    #[inline(always)]
+    #[inline(never)]
     pub(super) fn new(root: RootRef<'g>, last: u64) -> Self {
         Back {
             walker: Walker::new(root),
