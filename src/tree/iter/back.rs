@@ -22,7 +22,9 @@ pub(super) struct Back<'g> {
     pub(super) pos: u64,
     /// The leaf while the fast path holds the position: slot `off` of it, starting at `lo`
     /// (its end is not kept: the slot above starts after it, and a leaf's last slot ends at
-    /// `max`); the leaf covers `[min, max]`.
+    /// `max`); the leaf covers `[min, max]`. Whenever the fast path may step, the back has
+    /// yielded that slot, so it starts at `pos + 1`: the two-slot step keeps only `pos`, and
+    /// `next_back_general` sets `lo` from it on entry.
     pub(super) leaf: FastLeaf<'g, BACK_ROOM>,
     pub(super) off: usize,
     pub(super) lo: u64,
@@ -159,7 +161,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                     return Some(self.back_fast_yield(i + 1, q + 1, p, b));
                 }
             } else if let (true, Some(b)) = (p >= front, w1.entry::<E>()) {
-                let hi = self.back.lo - 1;
+                // (The back's slot starts at `pos + 1`, see `lo`.)
+                let hi = self.back.pos;
                 return Some(self.back_fast_yield(i + 2, p + 1, hi, b));
             }
         }
@@ -183,7 +186,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         hi: u64,
         b: E::Borrowed<'g>,
     ) -> (u64, u64, E::Borrowed<'g>) {
-        (self.back.off, self.back.lo) = (k, lo);
+        self.back.off = k;
         self.back.pos = lo - 1;
         self.bound_front();
         (lo, hi, b)
@@ -193,6 +196,10 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// range in `out`.
     #[inline(never)]
     fn next_back_general(&mut self) -> Option<E::Borrowed<'g>> {
+        if self.back.leaf.get().is_some() {
+            // (Not kept by the two-slot step: see `Back::lo`.)
+            self.back.lo = self.back.pos + 1;
+        }
         let (lo, hi, b) = loop {
             if let Some(n) = self.back.leaf.get() {
                 if let Some(r) = self.back_in_leaf(n) {
