@@ -135,7 +135,6 @@ pub(crate) struct Walker<'g, A: Access = Read> {
 
 impl<'g, A: Access> Walker<'g, A> {
     /// Unpositioned.
-    #[inline]
     pub(crate) fn new(root: RootRef<'g, A>) -> Self {
         Walker {
             root,
