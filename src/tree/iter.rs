@@ -121,7 +121,7 @@ macro_rules! scan_leaf {
 }
 
 impl<'g> Front<'g> {
-    #[inline(never)]
+    #[inline(always)]
     fn new(root: RootRef<'g>, first: u64) -> Self {
         Front {
             walker: Walker::new(root),
