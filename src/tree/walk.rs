@@ -120,16 +120,19 @@ impl SavedPath {
 
 /// A reader position that keeps its path, so moving to a neighbouring slot is `O(1)` amortised.
 /// The writer's walkers (`A = Write`, from [`WriterRoot::walk_root`]) hold [`Live`](super::node::Live) nodes.
+#[repr(C)]
 pub(crate) struct Walker<'g, A: Access = Read> {
-    root: RootRef<'g, A>,
     /// Root-to-leaf levels (left uninitialised beyond those written, so creating a walker costs
-    /// nothing); the current path is the first `depth` of them.
+    /// nothing); the current path is the first `depth` of them. (First, and its count after
+    /// it, with a non-zero field next: a new walker's zeroed fields then do not border the
+    /// uninitialised levels, which moving the walker then need not copy.)
     levels: WalkStack<Level<'g, A>, MAX_DEPTH>,
+    /// The current slot's range and word.
+    pub(crate) hi: u64,
     /// Levels of the current path (0: not positioned); always `<= levels.init()`.
     pub(crate) depth: usize,
-    /// The current slot's range and word.
+    root: RootRef<'g, A>,
     pub(crate) lo: u64,
-    pub(crate) hi: u64,
     pub(crate) word: Loaded<'g>,
 }
 

@@ -6,6 +6,7 @@ use super::*;
 
 /// A fixed-capacity stack of `N` `Copy` values of which a prefix (`init`) is initialised:
 /// creating one costs nothing (the walkers' root-to-leaf levels, written root first).
+#[repr(C)]
 pub(crate) struct WalkStack<T: Copy, const N: usize> {
     pub(super) items: [MaybeUninit<T>; N],
     pub(super) init: usize,
