@@ -123,16 +123,19 @@ impl SavedPath {
 #[repr(C)]
 pub(crate) struct Walker<'g, A: Access = Read> {
     /// Root-to-leaf levels (left uninitialised beyond those written, so creating a walker costs
-    /// nothing); the current path is the first `depth` of them. (First, and its count after
-    /// it, with a non-zero field next: a new walker's zeroed fields then do not border the
-    /// uninitialised levels, which moving the walker then need not copy.)
+    /// nothing); the current path is the first `depth` of them. (The layout is fixed: the
+    /// levels first, their count after them, then `hi`, not zero in a new walker. A new
+    /// walker's zeroed fields then do not border the uninitialised levels, and moving a new
+    /// walker copies those fields alone; otherwise LLVM copies the levels too.)
     levels: WalkStack<Level<'g, A>, MAX_DEPTH>,
-    /// The current slot's range and word.
+    /// The current slot's range, `lo..=hi`, and its word.
     pub(crate) hi: u64,
     /// Levels of the current path (0: not positioned); always `<= levels.init()`.
     pub(crate) depth: usize,
     root: RootRef<'g, A>,
+    /// (See `hi`.)
     pub(crate) lo: u64,
+    /// (See `hi`.)
     pub(crate) word: Loaded<'g>,
 }
 

@@ -5,7 +5,8 @@
 use super::*;
 
 /// A fixed-capacity stack of `N` `Copy` values of which a prefix (`init`) is initialised:
-/// creating one costs nothing (the walkers' root-to-leaf levels, written root first).
+/// creating one costs nothing (the walkers' root-to-leaf levels, written root first). The items
+/// come first and the count last (see `Walker`'s layout).
 #[repr(C)]
 pub(crate) struct WalkStack<T: Copy, const N: usize> {
     pub(super) items: [MaybeUninit<T>; N],
