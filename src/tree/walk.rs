@@ -120,22 +120,27 @@ impl SavedPath {
 
 /// A reader position that keeps its path, so moving to a neighbouring slot is `O(1)` amortised.
 /// The writer's walkers (`A = Write`, from [`WriterRoot::walk_root`]) hold [`Live`](super::node::Live) nodes.
+#[repr(C)]
 pub(crate) struct Walker<'g, A: Access = Read> {
-    root: RootRef<'g, A>,
     /// Root-to-leaf levels (left uninitialised beyond those written, so creating a walker costs
-    /// nothing); the current path is the first `depth` of them.
+    /// nothing); the current path is the first `depth` of them. (The layout is fixed: the
+    /// levels first, their count after them, then `hi`, not zero in a new walker. A new
+    /// walker's zeroed fields then do not border the uninitialised levels, and moving a new
+    /// walker copies those fields alone; otherwise LLVM copies the levels too.)
     levels: WalkStack<Level<'g, A>, MAX_DEPTH>,
+    /// The current slot's range, `lo..=hi`, and its word.
+    pub(crate) hi: u64,
     /// Levels of the current path (0: not positioned); always `<= levels.init()`.
     pub(crate) depth: usize,
-    /// The current slot's range and word.
+    root: RootRef<'g, A>,
+    /// (See `hi`.)
     pub(crate) lo: u64,
-    pub(crate) hi: u64,
+    /// (See `hi`.)
     pub(crate) word: Loaded<'g>,
 }
 
 impl<'g, A: Access> Walker<'g, A> {
     /// Unpositioned.
-    #[inline]
     pub(crate) fn new(root: RootRef<'g, A>) -> Self {
         Walker {
             root,

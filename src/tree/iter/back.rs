@@ -20,11 +20,12 @@ pub(super) struct Back<'g> {
     pub(super) yielded: bool,
     /// Last index the back may yield up to (inclusive).
     pub(super) pos: u64,
-    /// The leaf while the fast path holds the position: slot `off` of it, starting at `lo`
-    /// (its end is not kept: the slot above starts after it, and a leaf's last slot ends at
-    /// `max`); the leaf covers `[min, max]`.
+    /// The leaf while the fast path holds the position, with the back's slot in it (its
+    /// offset), starting at `lo` (its end is not kept: the slot above starts after it, and a leaf's last slot ends at
+    /// `max`); the leaf covers `[min, max]`. Whenever the fast path may step, the back has
+    /// yielded that slot, so it starts at `pos + 1`: the two-slot step keeps only `pos`, and
+    /// `next_back_general` sets `lo` from it on entry.
     pub(super) leaf: FastLeaf<'g, BACK_ROOM>,
-    pub(super) off: usize,
     pub(super) lo: u64,
     pub(super) min: u64,
     pub(super) max: u64,
@@ -44,7 +45,6 @@ impl<'g> Back<'g> {
             yielded: false,
             pos: last,
             leaf: FastLeaf::NONE,
-            off: 0,
             lo: 0,
             min: 0,
             max: 0,
@@ -58,8 +58,8 @@ impl<'g> Back<'g> {
     pub(super) fn cache_path(&mut self, lo: u64) {
         let leaf = *self.walker.leaf();
         self.set_parent();
-        self.leaf = FastLeaf::new(leaf.node);
-        (self.off, self.lo) = (leaf.offset, lo);
+        self.leaf = FastLeaf::new(leaf.node, leaf.offset);
+        self.lo = lo;
         (self.min, self.max) = (leaf.min, leaf.max);
     }
 
@@ -101,9 +101,9 @@ impl<'g> Back<'g> {
         let end = leaf_end(c, max);
         let lo = c.slot_min(end, min);
         let w = c.leaf_word(end);
-        self.leaf = FastLeaf::new(c);
+        self.leaf = FastLeaf::new(c, end);
         (self.poff, self.min, self.max) = (i, min, max);
-        (self.off, self.lo) = (end, lo);
+        self.lo = lo;
         Some(w)
     }
 
@@ -130,8 +130,8 @@ impl<'g> Back<'g> {
         let (lo, w) = self.walker.cross_prev(n, self.min)?;
         let leaf = *self.walker.leaf();
         self.set_parent();
-        self.leaf = FastLeaf::new(leaf.node);
-        (self.off, self.lo) = (leaf.offset, lo);
+        self.leaf = FastLeaf::new(leaf.node, leaf.offset);
+        self.lo = lo;
         (self.min, self.max) = (leaf.min, leaf.max);
         Some(w)
     }
@@ -141,26 +141,28 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// The next `(first, last, entry)` from the back (see [`next_raw`](Self::next_raw)).
     #[inline(always)]
     pub(crate) fn next_back_raw(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
-        // Fastest path, the mirror of `next`'s: the two slots below the back's (slot `off`,
-        // from `lo`) without a loop, each slot's lower bound the pivot before it (below the
-        // back's slot, so below the leaf's end: pivots that no writer changes in place). A
-        // range that would reach the front goes the general way.
-        let k = self.back.off;
-        // (Slots `k - 3..k`: the offsets `FastLeaf::at` bounds, so the loads skip their checks.)
-        let i = k.wrapping_sub(3);
-        if let Some(n) = self.back.leaf.at(i) {
-            let front = self.front.bound;
+        // Fastest path, the mirror of `next`'s: the two slots below the back's (slot `k`,
+        // from `pos + 1`, see `Back::lo`) without a loop, each slot's lower bound the pivot
+        // before it (below the back's slot, so below the leaf's end: pivots that no writer
+        // changes in place). A range that would reach the front goes the general way.
+        let front = self.front.bound;
+        // (Slots `k - 3..k`, `i = k - 3`: the offsets `FastLeaf::at` bounds, so the loads skip
+        // their checks.)
+        if let Some(at) = self.back.leaf.at() {
+            let (n, i) = (at.node(), at.i());
             let p = n.range_pivot(i + 1);
             let w1 = n.range_word(i + 2);
             // Read under the guard of 'g that created this iterator.
             if w1.raw() == 0 {
                 let q = n.range_pivot(i);
                 if let (true, Some(b)) = (q >= front, n.range_word(i + 1).entry::<E>()) {
-                    return Some(self.back_fast_yield(i + 1, q + 1, p, b));
+                    at.set_off(i + 1);
+                    return Some(self.back_fast_yield(q + 1, p, b));
                 }
             } else if let (true, Some(b)) = (p >= front, w1.entry::<E>()) {
-                let hi = self.back.lo - 1;
-                return Some(self.back_fast_yield(i + 2, p + 1, hi, b));
+                at.set_off(i + 2);
+                let hi = self.back.pos;
+                return Some(self.back_fast_yield(p + 1, hi, b));
             }
         }
         let b = self.next_back_general()?;
@@ -174,16 +176,15 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         self.back.prev_leaf(n)
     }
 
-    /// The back's fast-path yield of slot `k`, `[lo, hi]`, `lo` above the front's position.
+    /// The back's fast-path yield of its slot (the offset already moved), `[lo, hi]`, `lo`
+    /// above the front's position.
     #[inline(always)]
     fn back_fast_yield(
         &mut self,
-        k: usize,
         lo: u64,
         hi: u64,
         b: E::Borrowed<'g>,
     ) -> (u64, u64, E::Borrowed<'g>) {
-        (self.back.off, self.back.lo) = (k, lo);
         self.back.pos = lo - 1;
         self.bound_front();
         (lo, hi, b)
@@ -193,6 +194,10 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// range in `out`.
     #[inline(never)]
     fn next_back_general(&mut self) -> Option<E::Borrowed<'g>> {
+        if self.back.leaf.get().is_some() {
+            // (Not kept by the two-slot step: see `Back::lo`.)
+            self.back.lo = self.back.pos + 1;
+        }
         let (lo, hi, b) = loop {
             if let Some(n) = self.back.leaf.get() {
                 if let Some(r) = self.back_in_leaf(n) {
@@ -226,13 +231,13 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some(b)
     }
 
-    /// The back's fast path, the mirror of `next`'s within a leaf: from slot `off` (from `lo`)
+    /// The back's fast path, the mirror of `next`'s within a leaf: from its slot (from `lo`)
     /// of leaf `n` down to the previous entry, each slot's lower bound the pivot before it
     /// (below the back's slot, so below the leaf's end: pivots that no writer changes in
     /// place). `None` when slot 0 holds no entry: the crossing takes over from there.
     #[inline(always)]
     fn back_in_leaf(&mut self, n: NodeRef<'g>) -> Option<Option<(u64, u64, E::Borrowed<'g>)>> {
-        let (mut j, mut lo) = (self.back.off, self.back.lo);
+        let (mut j, mut lo) = (self.back.leaf.off(), self.back.lo);
         if j == 0 {
             return None;
         }
@@ -250,7 +255,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             }
             // Read under the guard of 'g that created this iterator.
             if let Some(b) = n.range_word(j).entry::<E>() {
-                (self.back.off, self.back.lo) = (j, lo);
+                self.back.leaf.set_off(j);
+                self.back.lo = lo;
                 if !self.back_yield(lo) {
                     return Some(None);
                 }
@@ -258,7 +264,8 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             }
             if j == 0 {
                 // On slot 0, which holds no entry: the crossing steps on from there.
-                (self.back.off, self.back.lo) = (0, lo);
+                self.back.leaf.set_off(0);
+                self.back.lo = lo;
                 return None;
             }
         }

@@ -1,11 +1,13 @@
-//! The iterator's leaf handles ([`FastLeaf`], [`FrontLeaf`], [`FrontAt`], [`FrontParent`]),
+//! The iterator's leaf handles ([`FastLeaf`], [`FastAt`], [`FrontLeaf`], [`FrontAt`], [`FrontParent`]),
 //! which load a leaf's words once and serve many ranges from them, and the walkers'
 //! fixed-capacity [`WalkStack`].
 
 use super::*;
 
 /// A fixed-capacity stack of `N` `Copy` values of which a prefix (`init`) is initialised:
-/// creating one costs nothing (the walkers' root-to-leaf levels, written root first).
+/// creating one costs nothing (the walkers' root-to-leaf levels, written root first). The items
+/// come first and the count last (see `Walker`'s layout).
+#[repr(C)]
 pub(crate) struct WalkStack<T: Copy, const N: usize> {
     pub(super) items: [MaybeUninit<T>; N],
     pub(super) init: usize,
@@ -71,17 +73,17 @@ impl<T: Copy, const N: usize> WalkStack<T, N> {
     }
 }
 
-/// The backward iterator's leaf, or none, with the offsets its fast step may use: offsets
-/// `i < ROOM` (`room` is `ROOM` with a leaf, 0 without), so one check stands for both "a leaf"
-/// and "an offset the step's loads need not check". The back's step, below slot `i + 3`, reads
-/// pivots `i` and `i + 1` and slots up to `i + 2` (`ROOM` is `RANGE_SLOTS - 3`). (The front
-/// keeps its offset inside its handle instead, [`FrontLeaf`].)
+/// The backward iterator's leaf, or none, with its offset (the iterator's current slot): as
+/// for [`FrontLeaf`], one load and one check stand for "a leaf", "this offset" and "an offset
+/// the step's loads need not check". The back's step from slot `k` reads pivots `k - 3` and
+/// `k - 2` and the slots between (see [`at`](Self::at)): `ROOM` is `RANGE_SLOTS - 3`. Without
+/// a leaf the offset carries [`NO_LEAF`], which no offset reaches.
 #[derive(Clone, Copy)]
 pub(crate) struct FastLeaf<'g, const ROOM: usize> {
-    /// The leaf (dangling while `room` is 0).
+    /// The leaf (dangling while `off` carries `NO_LEAF`).
     pub(super) ptr: NonNull<Node>,
-    /// `ROOM` with a leaf, 0 without.
-    pub(super) room: usize,
+    /// The offset, with `NO_LEAF` set without a leaf.
+    pub(super) off: usize,
     pub(super) _guard: PhantomData<&'g Node>,
 }
 
@@ -89,17 +91,17 @@ impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
     /// No leaf.
     pub(crate) const NONE: Self = FastLeaf {
         ptr: NonNull::dangling(),
-        room: 0,
+        off: NO_LEAF,
         _guard: PhantomData,
     };
 
-    /// Leaf `n`.
+    /// Leaf `n`, at offset `off` (`off <= RANGE_SLOTS`).
     #[inline]
-    pub(crate) fn new(n: NodeRef<'g>) -> Self {
-        debug_assert!(n.is_leaf() && ROOM < RANGE_SLOTS);
+    pub(crate) fn new(n: NodeRef<'g>, off: usize) -> Self {
+        debug_assert!(n.is_leaf() && off <= RANGE_SLOTS && ROOM + 3 <= RANGE_SLOTS);
         FastLeaf {
             ptr: n.ptr,
-            room: ROOM,
+            off: off & !NO_LEAF,
             _guard: PhantomData,
         }
     }
@@ -107,29 +109,69 @@ impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
     /// The leaf, if any.
     #[inline]
     pub(crate) fn get(self) -> Option<NodeRef<'g>> {
-        (self.room != 0).then_some(NodeRef {
+        (self.off & NO_LEAF == 0).then_some(NodeRef {
             ptr: self.ptr,
             kind: Kind::Leaf,
             _guard: PhantomData,
         })
     }
 
-    /// The leaf, if there is one and `i < ROOM` (which the loads that follow then need not
-    /// check).
+    /// The offset (meaningless without a leaf).
     #[inline(always)]
-    pub(crate) fn at(self, i: usize) -> Option<NodeRef<'g>> {
-        if i < self.room {
-            // SAFETY: `room` is `ROOM` or 0 (`NONE` and `new` are its only writers), so
-            // `i < room` implies it.
-            unsafe { core::hint::assert_unchecked(i < ROOM) };
-            Some(NodeRef {
-                ptr: self.ptr,
-                kind: Kind::Leaf,
-                _guard: PhantomData,
-            })
-        } else {
-            None
+    pub(crate) fn off(self) -> usize {
+        self.off & !NO_LEAF
+    }
+
+    /// Sets the offset (`off <= RANGE_SLOTS`), keeping "no leaf" if there is none.
+    #[inline(always)]
+    pub(crate) fn set_off(&mut self, off: usize) {
+        debug_assert!(off <= RANGE_SLOTS);
+        self.off = (self.off & NO_LEAF) | (off & !NO_LEAF);
+    }
+
+    /// The leaf, if there is one and its offset `k` has `i = k - 3` below `ROOM` (which the
+    /// loads that follow then need not check), as a handle that may move the offset.
+    #[inline(always)]
+    pub(crate) fn at(&mut self) -> Option<FastAt<'_, 'g, ROOM>> {
+        // Without a leaf `off` carries `NO_LEAF`, so `off - 3` is above any `ROOM`; below 3 it
+        // wraps.
+        let i = self.off.wrapping_sub(3);
+        (i < ROOM).then_some(FastAt { leaf: self, i })
+    }
+}
+
+/// A [`FastLeaf`] that holds a leaf, borrowed, its offset 3 above `i` (`i < ROOM`): while it
+/// lives nothing else can empty the handle, so its offset may be written as it is.
+pub(crate) struct FastAt<'a, 'g, const ROOM: usize> {
+    pub(super) leaf: &'a mut FastLeaf<'g, ROOM>,
+    pub(super) i: usize,
+}
+
+impl<'g, const ROOM: usize> FastAt<'_, 'g, ROOM> {
+    /// The leaf.
+    #[inline(always)]
+    pub(crate) fn node(&self) -> NodeRef<'g> {
+        NodeRef {
+            ptr: self.leaf.ptr,
+            kind: Kind::Leaf,
+            _guard: PhantomData,
         }
+    }
+
+    /// The offset less 3, below `ROOM`.
+    #[inline(always)]
+    pub(crate) fn i(&self) -> usize {
+        // SAFETY: `FastLeaf::at`, the only maker of a `FastAt`, checked `i < ROOM`.
+        unsafe { core::hint::assert_unchecked(self.i < ROOM) };
+        self.i
+    }
+
+    /// Moves the offset to `off` (`off <= RANGE_SLOTS`), in place.
+    #[inline(always)]
+    pub(crate) fn set_off(self, off: usize) {
+        debug_assert!(off <= RANGE_SLOTS);
+        // The handle holds a leaf: an offset without `NO_LEAF` still names it.
+        self.leaf.off = off;
     }
 }
 
