@@ -142,25 +142,6 @@ pub(crate) fn resume_unwind(p: PanicPayload) -> ! {
     match p {}
 }
 
-/// Allocation tracking for loom: each node carries one, so a node that is never freed is reported
-/// as "Allocation leaked" at the end of the execution.
-#[cfg(loom)]
-pub(crate) type Track = loom::alloc::Track<()>;
-
-/// Under loom: a liveness word in loom's `UnsafeCell`. Every node access reads it and a node's
-/// `Drop` writes [`POISON`] into it, so loom reports an access that races with the free (a
-/// use-after-free in the real world) as a causality violation.
-#[cfg(loom)]
-pub(crate) type PoisonCell = loom::cell::UnsafeCell<u64>;
-
-/// The liveness word of a node that is allocated.
-#[cfg(loom)]
-pub(crate) const ALIVE: u64 = 0xa11e_a11e_a11e_a11e;
-
-/// The liveness word of a node that was freed.
-#[cfg(loom)]
-pub(crate) const POISON: u64 = 0xdead_dead_dead_dead;
-
 /// The loom models' switches for the broken twins of the algorithms above the node layer:
 /// `crate::loom_knobs` under loom, constant `false` (compiled away) in every other build, so
 /// that the call sites carry no `cfg`.
@@ -224,3 +205,113 @@ pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
 pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
     a.with_mut(core::mem::take)
 }
+
+// ===== Node memory under loom ===================================================================
+//
+// The node layer's switches between the shipping build, where a node is 256 bytes of plain
+// atomics in the tree's slab, and the loom build, where each node is a `Box` of loom atomics that
+// carries its allocation tracking and a liveness word. The node layer names only these items and
+// carries no `cfg(loom)` of its own in its layout and handles.
+
+/// Whether a node is plain memory (`repr(C)` atomics only, copied and zeroed as bytes, whose
+/// words are read through `&mut` directly): true in every build but loom's, whose atomics are
+/// model objects. A constant: the branch it selects is compiled away.
+pub(crate) const PLAIN_NODES: bool = !cfg!(loom);
+
+/// Applies `f` to an atomic word reached through `&mut` (std's `get_mut`; loom's `with_mut`)
+/// and returns what it returns.
+#[cfg(not(loom))]
+#[inline(always)]
+pub(crate) fn with_word_mut<R>(a: &mut AtomicU64, f: impl FnOnce(&mut u64) -> R) -> R {
+    f(a.get_mut())
+}
+
+/// Applies `f` to an atomic word reached through `&mut` (std's `get_mut`; loom's `with_mut`)
+/// and returns what it returns.
+#[cfg(loom)]
+#[inline(always)]
+pub(crate) fn with_word_mut<R>(a: &mut AtomicU64, f: impl FnOnce(&mut u64) -> R) -> R {
+    a.with_mut(f)
+}
+
+pub(crate) use liveness::Liveness;
+
+/// A node's liveness: outside loom nothing at all (zero-sized, [`Liveness::check`] a no-op).
+#[cfg(not(loom))]
+mod liveness {
+    /// Nothing outside loom.
+    pub(crate) struct Liveness;
+
+    impl Liveness {
+        /// The liveness of a node just allocated.
+        #[inline(always)]
+        pub(crate) const fn new() -> Self {
+            Liveness
+        }
+
+        /// Nothing outside loom.
+        #[inline(always)]
+        pub(crate) fn check(&self) {}
+    }
+}
+
+/// A node's liveness under loom: allocation tracking (a node never freed is reported as
+/// "Allocation leaked" at the end of the execution) and a liveness word. Every node access
+/// calls [`Liveness::check`], a read of loom's cell, and the node's drop poisons it, a write
+/// of the cell: loom reports an access that does not happen-before the free (a use-after-free
+/// in the real world) as a causality violation, and an access ordered after it finds the poison
+/// and panics. A cell access is not a scheduling point, so this costs no interleavings
+/// (poisoning the 31 atomic words would add 31 of them); the word itself is a plain std atomic,
+/// which loom does not model.
+#[cfg(loom)]
+mod liveness {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// The liveness word of a node that is allocated.
+    const ALIVE: u64 = 0xa11e_a11e_a11e_a11e;
+
+    /// The liveness word of a node that was freed.
+    const POISON: u64 = 0xdead_dead_dead_dead;
+
+    /// See the module.
+    pub(crate) struct Liveness {
+        _track: loom::alloc::Track<()>,
+        cell: loom::cell::UnsafeCell<()>,
+        word: AtomicU64,
+    }
+
+    impl Liveness {
+        /// The liveness of a node just allocated.
+        pub(crate) fn new() -> Self {
+            Liveness {
+                _track: loom::alloc::Track::new(()),
+                cell: loom::cell::UnsafeCell::new(()),
+                word: AtomicU64::new(ALIVE),
+            }
+        }
+
+        /// Asserts the node is not freed, and records a read of its liveness cell, so that a
+        /// free that does not happen-after this access is reported as a causality violation.
+        #[inline]
+        pub(crate) fn check(&self) {
+            self.cell.with(|_| ());
+            assert_eq!(
+                self.word.load(Ordering::Relaxed),
+                ALIVE,
+                "maple tree node used after it was freed"
+            );
+        }
+    }
+
+    impl Drop for Liveness {
+        /// Poisons: a write of the cell, ordered by loom against every reader's `check`.
+        fn drop(&mut self) {
+            self.cell.with_mut(|_| ());
+            let w = self.word.get_mut();
+            assert_eq!(*w, ALIVE, "maple tree node freed twice");
+            *w = POISON;
+        }
+    }
+}
+
+// ===== end of node memory under loom ============================================================

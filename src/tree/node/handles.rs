@@ -381,9 +381,15 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// back a grace period after they were retired, in no particular order, which scattered
     /// them: iteration of an RCU-built tree was 4-5x slower than of an exclusive-built one),
     /// else any free node.
-    #[cfg(not(loom))]
     #[inline]
     pub(super) fn copy_in(&self, slab: &mut Slab, fresh: bool) -> NonNull<Node> {
+        if !crate::sync::PLAIN_NODES {
+            // Under loom (whose atomics are not plain memory): word by word, into a plain box.
+            let from = &self.node().words;
+            let mut n = Box::new(Node::new());
+            n.update_words(0..=WORDS - 1, |i, _| from[i].load(Ordering::Relaxed));
+            return NonNull::from(Box::leak(n));
+        }
         let dst = if fresh {
             slab.alloc_fresh()
         } else {
@@ -391,28 +397,16 @@ impl<'g, A: Access> NodeRef<'g, A> {
         };
         // SAFETY: `dst` is memory for one `Node` that nothing else references (the slab's
         // contract), so it cannot overlap the live node behind `self.ptr` (allocated for 'g, see
-        // `node`). Outside loom a `Node` is only atomics (`repr(C)`, no padding), for which the
-        // copied bytes are valid values, so `dst` is an initialised node afterwards, ours. The
-        // source is read non-atomically: its tree's one writer is our caller (writer lock held
-        // or tree owned), so no store races the copy — readers only load, and reads racing
-        // reads are no data race.
+        // `node`). A plain node (`PLAIN_NODES`, checked above) is only atomics (`repr(C)`, no
+        // padding), for which the copied bytes are valid values, so `dst` is an initialised node
+        // afterwards, ours. The source is read non-atomically: its tree's one writer is our
+        // caller (writer lock held or tree owned), so no store races the copy — readers only
+        // load, and reads racing reads are no data race.
         unsafe {
             core::ptr::copy_nonoverlapping(self.ptr.as_ptr().cast_const(), dst.as_ptr(), 1);
-            *(*dst.as_ptr()).parent.get_mut() = 0;
+            atomic_take(&mut (*dst.as_ptr()).parent);
         }
         dst
-    }
-
-    /// Under loom (whose atomics are not plain memory): word by word, into a plain box.
-    #[cfg(loom)]
-    pub(super) fn copy_in(&self, _slab: &mut Slab, _fresh: bool) -> NonNull<Node> {
-        let from = &self.node().words;
-        NonNull::from(Box::leak(Box::new(Node {
-            parent: AtomicUsize::new(0),
-            words: core::array::from_fn(|i| AtomicU64::new(from[i].load(Ordering::Relaxed))),
-            _track: crate::sync::Track::new(()),
-            alive: crate::sync::PoisonCell::new(crate::sync::ALIVE),
-        })))
     }
 
     /// Publishes nothing: turns a node just made (zeroed or copied, initialised, nobody else's)
@@ -444,8 +438,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
         // `from_word` under a guard/lock of lifetime 'g, so the node is allocated for 'g; all fields are atomics, so a
         // shared reference is sound while others read and the one writer writes.
         let n = unsafe { self.ptr.as_ref() };
-        #[cfg(loom)]
-        n.check_alive();
+        n.live.check();
         n
     }
 
@@ -743,8 +736,9 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// prefetch of it is only a hint.
     #[inline(always)]
     pub(crate) fn prefetch_child(&self, i: usize, near: NodeRef<'g, A>) {
-        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
-        if i < self.kind.slots() {
+        // Loom's nodes are not plain memory: no prefetch, and no load (a scheduling point).
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if crate::sync::PLAIN_NODES && i < self.kind.slots() {
             // ORDERING: none needed (no access depends on the word, see above).
             let w = self.node().words[self.kind.slot_base() + i].load(Ordering::Relaxed) as usize;
             let at = near.ptr.as_ptr().addr();
@@ -752,7 +746,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
                 prefetch_node(w & !LEAF_TAG);
             }
         }
-        #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
         let _ = (i, near);
     }
 
