@@ -28,7 +28,7 @@
 //! | the lowest/highest free hole, or to allocate ids or address ranges | [gap search and allocation](#gap-search-and-allocation) |
 //! | readers on other threads | [concurrency](#concurrency) |
 //! | to port code from `rangemap`, a `BTreeMap` range map, an `RwLock<BTreeMap>` or `vm-allocator` | [`migration`] |
-//! | your own entry type | [`Entry`] (implemented for [`Box<T>`], [`Arc<T>`](std::sync::Arc) and [`Value`]) |
+//! | your own entry type | [`Entry`] (implemented for [`Box<T>`](alloc::boxed::Box), [`Arc<T>`](alloc::sync::Arc) and [`Value`]) |
 //! | address spaces: mmap, munmap, mprotect, fork; userfaultfd registrations across fork | the `maple-mm` crate |
 //! | `poll(2)`'s copy-out strategies | the `maple-poll` crate |
 //!
@@ -38,7 +38,7 @@
 //! consecutive inclusive ranges. Storing over a range trims or removes whatever was there;
 //! empty neighbours always coalesce, but equal neighbours never merge (as in the kernel, and
 //! unlike `rangemap`). Entries are owned and pointer-sized ([`Entry`]): [`Value`] for small
-//! integers, [`Box<T>`] or [`Arc<T>`](std::sync::Arc) for anything else; each is dropped exactly
+//! integers, [`Box<T>`](alloc::boxed::Box) or [`Arc<T>`](alloc::sync::Arc) for anything else; each is dropped exactly
 //! once, when overwritten or erased (after readers are done with it) or with the tree.
 //!
 //! Reads come in two flavours: the *explicit-guard* calls ([`MapleTree::load`],
