@@ -80,8 +80,8 @@ mod mutex {
         pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
             match self.0.try_lock() {
                 Ok(g) => Some(g),
-                Err(imp::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-                Err(imp::TryLockError::WouldBlock) => None,
+                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
             }
         }
         pub(crate) fn get_mut(&mut self) -> &mut T {
