@@ -628,8 +628,24 @@ unsafe impl Entry for Value {
     }
 }
 
+/// A heap address as an entry word must not be a reserved one (below 4096): std's platforms
+/// never map the null page, so only a debug check there; without std the global allocator is
+/// the user's, and an address below 4096 panics (the allocation leaks) instead of being
+/// misread as a tree-internal word.
+#[inline(always)]
+fn check_heap_word(word: usize) {
+    #[cfg(feature = "std")]
+    debug_assert!(!is_reserved_word(word));
+    #[cfg(not(feature = "std"))]
+    assert!(
+        !is_reserved_word(word),
+        "maple tree: the allocator returned an address below 4096, which entries cannot use"
+    );
+}
+
 // SAFETY: a `Box<T>` of a non-zero-sized `T` is a heap address, which is at least 4096 on every
-// supported platform (the null page is never mapped), so it is never reserved; the inline const
+// platform std supports (the null page is never mapped), so it is never reserved; without std
+// the global allocator is the user's, so `into_word` checks it; the inline const
 // rejects zero-sized `T` (whose boxes are dangling small addresses) at compile time. The word is
 // the box's raw pointer, round-tripped through exposed provenance.
 unsafe impl<T: 'static> Entry for Box<T> {
@@ -646,7 +662,7 @@ unsafe impl<T: 'static> Entry for Box<T> {
             )
         };
         let word = Box::into_raw(self).expose_provenance();
-        debug_assert!(!is_reserved_word(word));
+        check_heap_word(word);
         word
     }
 
@@ -664,7 +680,7 @@ unsafe impl<T: 'static> Entry for Box<T> {
 }
 
 // SAFETY: `Arc::into_raw` points into a live heap allocation (after the counts), never a reserved
-// word; the round trip is `Arc::from_raw`; borrows are shared references to the payload.
+// word (as for `Box`: checked without std); the round trip is `Arc::from_raw`; borrows are shared references to the payload.
 unsafe impl<T: 'static> Entry for Arc<T> {
     type Borrowed<'a> = &'a T;
 
@@ -674,7 +690,7 @@ unsafe impl<T: 'static> Entry for Arc<T> {
     #[inline]
     fn into_word(self) -> usize {
         let word = Arc::into_raw(self).expose_provenance();
-        debug_assert!(!is_reserved_word(word));
+        check_heap_word(word);
         word
     }
 

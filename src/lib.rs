@@ -28,7 +28,7 @@
 //! | the lowest/highest free hole, or to allocate ids or address ranges | [gap search and allocation](#gap-search-and-allocation) |
 //! | readers on other threads | [concurrency](#concurrency) |
 //! | to port code from `rangemap`, a `BTreeMap` range map, an `RwLock<BTreeMap>` or `vm-allocator` | [`migration`] |
-//! | your own entry type | [`Entry`] (implemented for [`Box<T>`], [`Arc<T>`](std::sync::Arc) and [`Value`]) |
+//! | your own entry type | [`Entry`] (implemented for [`Box<T>`](alloc::boxed::Box), [`Arc<T>`](alloc::sync::Arc) and [`Value`]) |
 //! | address spaces: mmap, munmap, mprotect, fork; userfaultfd registrations across fork | the `maple-mm` crate |
 //! | `poll(2)`'s copy-out strategies | the `maple-poll` crate |
 //!
@@ -38,7 +38,7 @@
 //! consecutive inclusive ranges. Storing over a range trims or removes whatever was there;
 //! empty neighbours always coalesce, but equal neighbours never merge (as in the kernel, and
 //! unlike `rangemap`). Entries are owned and pointer-sized ([`Entry`]): [`Value`] for small
-//! integers, [`Box<T>`] or [`Arc<T>`](std::sync::Arc) for anything else; each is dropped exactly
+//! integers, [`Box<T>`](alloc::boxed::Box) or [`Arc<T>`](alloc::sync::Arc) for anything else; each is dropped exactly
 //! once, when overwritten or erased (after readers are done with it) or with the tree.
 //!
 //! Reads come in two flavours: the *explicit-guard* calls ([`MapleTree::load`],
@@ -399,8 +399,9 @@
 //! ```
 //!
 //! For `Arc` sharing (`Arc<MapleTree<E>>`) the tree is `Send + Sync` when `E: Send + Sync`.
-//! Guards come from the tree's collector ([`MapleTree::pin`]; crossbeam's default collector
-//! unless [`Options::collector`] names another).
+//! Guards come from the tree's collector ([`MapleTree::pin`], or a reader's
+//! [`ReadHandle`]; crossbeam's default collector unless [`Options::collector`] names another,
+//! or without std one of the tree's own).
 //! [`Guard`] and [`Collector`] are crossbeam-epoch's, re-exported. Everything RCU-mode writes
 //! retire waits for the guards pinned before: [`MapleTree::pending_frees`] reports how many
 //! nodes and entries (and their bytes) a long-pinned guard is holding back (retired nodes go to
@@ -408,7 +409,7 @@
 //! batch on). A released entry is dropped after its grace period by whichever thread runs the
 //! deferred drop, which may be a writer of any tree in the middle of its write (RCU-mode
 //! writers make the collector collect once they have deferred 64 frees, so that frees never
-//! pile up); a panic in it is caught there. Entry drops never run while their thread holds a
+//! pile up); a panic in it is caught there (with std). Entry drops never run while their thread holds a
 //! writer lock: a drop the collector runs on such a thread waits until the thread has released
 //! its last writer lock (before the write call returns), so an entry's `Drop` may read or
 //! write any tree, its own included. Dropping a tree, or an exclusive-mode write, drops every

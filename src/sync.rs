@@ -54,11 +54,23 @@ pub(crate) fn yield_now() {
     core::hint::spin_loop();
 }
 
+#[cfg(feature = "std")]
 pub(crate) use mutex::{Mutex, MutexGuard};
 
 /// The writer lock: std's mutex (loom's under loom), without poisoning. A writer that panics
 /// (an entry's `Drop` may) leaves the tree consistent — writes are panic-safe — so the next
 /// writer goes on rather than failing on a poisoned lock.
+///
+/// Without std the node layer's test-and-test-and-set spin lock (`tree::node::SpinMutex`, in
+/// the node layer because its cell is `unsafe`) takes its place, with the same interface. Why
+/// one lock type chosen by the `std` feature and not a `lock_api::RawMutex` type parameter on
+/// `MapleTree` (as `lock_api` users do): the parameter would reach every public type that
+/// borrows the tree (`WriteGuard`, cursors, iterators, `TreeGuard`, ...) and every user's
+/// signatures, for a lock that is held only for one write — the tree's writers are short and
+/// never sleep with it held (no allocation waits, no I/O) — and a kernel that wants its own
+/// sleeping lock can serialise its writers outside the tree (`exclusive()` on `&mut`, or its
+/// own lock around `tree.lock()`, which then never spins). A spin lock needs no OS, and
+/// test-and-test-and-set keeps a waiting CPU on its own cache line until the holder lets go.
 #[cfg(feature = "std")]
 mod mutex {
     #[cfg(loom)]
@@ -80,31 +92,14 @@ mod mutex {
         pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
             match self.0.try_lock() {
                 Ok(g) => Some(g),
-                Err(imp::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-                Err(imp::TryLockError::WouldBlock) => None,
+                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
             }
         }
         pub(crate) fn get_mut(&mut self) -> &mut T {
             self.0.get_mut().unwrap_or_else(|e| e.into_inner())
         }
     }
-}
-
-/// The writer lock without std: a test-and-test-and-set spin lock
-/// ([`SpinMutex`](crate::tree::node::SpinMutex), in the node layer because its cell is
-/// `unsafe`), the same interface as std's above.
-///
-/// Why one lock type chosen by the `std` feature and not a `lock_api::RawMutex` type parameter
-/// on `MapleTree` (as `lock_api` users do): the parameter would reach every public type that
-/// borrows the tree (`WriteGuard`, cursors, iterators, `TreeGuard`, ...) and every user's
-/// signatures, for a lock that is held only for one write — the tree's writers are short and
-/// never sleep with it held (no allocation waits, no I/O) — and a kernel that wants its own
-/// sleeping lock can serialise its writers outside the tree (`exclusive()` on `&mut`, or its
-/// own lock around `tree.lock()`, which then never spins). A spin lock needs no OS, and
-/// test-and-test-and-set keeps a waiting CPU on its own cache line until the holder lets go.
-#[cfg(not(feature = "std"))]
-mod mutex {
-    pub(crate) use crate::tree::node::{SpinGuard as MutexGuard, SpinMutex as Mutex};
 }
 
 /// A panic's payload, for [`catch_unwind`]'s callers to resume once their clean-up is done.

@@ -150,7 +150,7 @@ impl<E: Entry> MapleTree<E> {
     }
 
     /// Splits the tree at `at`: everything at and after `at` moves to the returned tree,
-    /// everything before it stays (as [`BTreeMap::split_off`](std::collections::BTreeMap::split_off)).
+    /// everything before it stays (as [`BTreeMap::split_off`](alloc::collections::BTreeMap::split_off)).
     /// A range straddling `at` is split in two: `[start, at - 1]` stays with the entry, and
     /// `[at, end]` moves with a clone of it (hence `E: Clone`). Ranges holding the zero entry
     /// move too.

@@ -374,7 +374,7 @@ fn search_root(root: RootRef<'_>, q: Query) -> Option<u64> {
 /// gap (after the slot's bounds were loaded), to interleave a write there deterministically.
 #[cfg(test)]
 pub(crate) mod hook {
-    use core::cell::{Cell, RefCell};
+    use std::cell::{Cell, RefCell};
 
     std::thread_local! {
         static LEFT: Cell<usize> = const { Cell::new(0) };
@@ -635,7 +635,7 @@ mod tests {
     /// never `NoRoom`.
     #[test]
     fn search_across_a_write_between_bounds_and_gap() {
-        use ::alloc::sync::Arc;
+        use std::sync::Arc;
         const W: u64 = 1 << 40;
         const RR_MIN: u64 = 1 << 50;
         fn write(t: &MapleTree<Value>, mode: u32, k: u64) {

@@ -192,7 +192,13 @@ use crossbeam_epoch::{Collector, Guard};
 use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, Ledger, Released, Word, ZERO_WORD};
-use crate::sync::{atomic_take, fence, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sync::{atomic_take, fence, AtomicU64, AtomicUsize, Ordering};
+// The writer lock: std's mutex (loom's under loom) through `sync`, or without std the node
+// layer's spin lock (see `root`).
+#[cfg(feature = "std")]
+use crate::sync::{Mutex, MutexGuard};
+#[cfg(not(feature = "std"))]
+use root::{SpinGuard as MutexGuard, SpinMutex as Mutex};
 
 // The orderings of the table's Release and Acquire rows, one constant each (see `ord`).
 mod ord;

@@ -267,7 +267,7 @@ impl<E: Entry> MapleTree<E> {
     /// last end after it.
     ///
     /// An empty or inverted `r` (`5..5`, `..0`, `9..=3`) yields nothing: unlike
-    /// [`BTreeMap::range`](std::collections::BTreeMap::range) this does not panic. To tell such
+    /// [`BTreeMap::range`](alloc::collections::BTreeMap::range) this does not panic. To tell such
     /// a range apart from an empty window, convert it first with
     /// [`inclusive`](crate::tree::inclusive), which returns
     /// [`Error::InvalidRange`](crate::Error::InvalidRange) for it.

@@ -580,7 +580,9 @@ impl<T> SpinMutex<T> {
     /// The lock if no one holds it now.
     #[inline]
     pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
-        // Acquire: what the previous holder wrote under the lock (its Release below).
+        // ORDERING: the lock's own hand-over, no row of the publication table (readers never
+        // take it): Acquire, so the new holder sees what the previous one wrote under the lock
+        // (its Release in `SpinGuard::drop`).
         self.locked
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .ok()
@@ -621,7 +623,8 @@ impl<T> core::ops::DerefMut for SpinGuard<'_, T> {
 impl<T> Drop for SpinGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // Release: what this holder wrote under the lock, for the next one's Acquire.
+        // ORDERING: the lock's hand-over (see `try_lock`): Release, what this holder wrote under
+        // the lock, for the next holder's Acquire.
         self.lock.locked.store(false, Ordering::Release);
     }
 }

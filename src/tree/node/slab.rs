@@ -64,9 +64,9 @@ mod chunked {
 
     use smallvec::SmallVec;
 
-    use crate::sync::{AtomicUsize, Mutex, Ordering};
+    use crate::sync::{AtomicUsize, Ordering};
 
-    use super::super::Node;
+    use super::super::{Mutex, Node};
     use super::{MAX_CHUNK, SHRINK_MIN};
 
     /// Nodes of a tree's first chunk.
