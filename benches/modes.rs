@@ -128,7 +128,7 @@ impl<const RCU: bool> Contender for Maple<RCU> {
         self.0.empty_area_rev(min..=max, size).ok()
     }
     fn fork_map(&self) -> Self {
-        self.fork_kernel()
+        Maple(self.0.dup_map(|_, v| Value::new(v.get() + 1)))
     }
     fn fork_kernel(&self) -> Self {
         let mut new = self.0.dup();

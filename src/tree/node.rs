@@ -222,6 +222,7 @@ const OFFSET_SHIFT: u32 = 59;
 const OFFSET_MASK: usize = 0x1f << OFFSET_SHIFT;
 const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 
+mod copy;
 mod handles;
 mod layout;
 mod leaf;

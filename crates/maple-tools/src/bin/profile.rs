@@ -251,7 +251,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, more: &mut [Map], ops: &
             for _ in 0..count {
                 match m {
                     Map::Maple(src, _) => {
-                        let new = src.dup(); // TEMP
+                        let new = src.dup_map(|_, v| Value::new(v.get() + 1));
                         unmeasured_drop(black_box(new));
                     }
                     Map::Btree(src) => {
