@@ -3,7 +3,6 @@
 //! zero entry; drop counting; a panicking closure (nothing leaks, the source is unchanged and
 //! its lock released).
 
-use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
