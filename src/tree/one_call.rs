@@ -286,6 +286,7 @@ impl<E: Entry> MapleTree<E> {
     /// # Ok(())
     /// # }
     /// ```
+    #[inline]
     pub fn dup_map<F: Entry>(&self, f: impl FnMut(RangeInclusive<u64>, &E) -> F) -> MapleTree<F> {
         self.lock().dup_map(f)
     }
@@ -351,6 +352,7 @@ impl<E: Entry> WriteGuard<'_, E> {
 
     /// A new tree of `F` with this tree's options, collector, switches and height, whose root is
     /// `copy(dst, mem, root, count)`, a copy of this tree's root node (`count`: nodes made).
+    #[inline]
     fn copy_with<F: Entry>(
         &self,
         copy: impl for<'t> FnOnce(
