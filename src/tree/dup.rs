@@ -34,17 +34,24 @@ where
     })
 }
 
-/// [`copy_node`] with every entry cloned ([`WriterRoot::alloc_cloned_leaf`]): `dup`.
+/// Copies the subtree of `src` (whose implied max is `max`) into fresh nodes of `dst`, every
+/// entry cloned ([`WriterRoot::alloc_cloned_leaf`]): `dup`. The walk of [`copy_node`] without
+/// the nodes' minimums, which only a mapped leaf needs.
 pub(crate) fn dup_node<'t, E: Entry + Clone>(
     dst: WriterRoot<'t, Exclusive>,
     mem: &mut NodeMem,
     src: NodeRef<'_>,
+    max: u64,
     count: &mut u64,
 ) -> Fresh<'t> {
-    let mut leaf = |dst: WriterRoot<'t, Exclusive>, mem: &mut NodeMem, src: NodeRef<'_>, _, max| {
-        dst.alloc_cloned_leaf::<E>(src, max, mem)
-    };
-    copy_node::<E, _>(dst, mem, src, (0, u64::MAX), count, &mut leaf)
+    *count += 1;
+    if src.is_leaf() {
+        return dst.alloc_cloned_leaf::<E>(src, max, mem);
+    }
+    let internal = dst.internal();
+    dst.alloc_copied_internal::<E>(src, max, mem, |mem, i, hi| {
+        dup_node::<E>(dst, mem, src.child(i, internal), hi, count)
+    })
 }
 
 /// [`copy_node`] with every entry `e` of range `r` replaced by `f(r, &e)`

@@ -313,7 +313,9 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
     /// # }
     /// ```
     pub fn dup(&self) -> MapleTree<E> {
-        self.copy_with(|dst, mem, src, count| super::dup::dup_node::<E>(dst, mem, src, count))
+        self.copy_with(|dst, mem, src, count| {
+            super::dup::dup_node::<E>(dst, mem, src, u64::MAX, count)
+        })
     }
 }
 
