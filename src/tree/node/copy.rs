@@ -44,12 +44,13 @@ impl<'t> WriterRoot<'t, Exclusive> {
         // SAFETY: a node just made, initialised, that nothing else references (`copy_in`);
         // `partial` touches it only when dropped, after the last use of `b`.
         let b = unsafe { &mut *p.as_ptr() };
-        let end = b.end_mut(RANGE_PIVOTS, max);
+        // Slot by slot up to the end (the first pivot at or above `max`, as `end_mut` finds
+        // it, here in the same pass): a slot's last index is its pivot, the last slot's `max`.
         let mut lo = min;
-        for i in 0..=end {
-            // Within the end, a pivot is below `max`: the slot's last index; the last slot's
-            // is `max`.
-            let hi = if i < end { b.update(i, |p| p) } else { max };
+        let mut i = 0;
+        loop {
+            let last = i == RANGE_PIVOTS || b.update(i, |p| p) >= max;
+            let hi = if last { max } else { b.update(i, |p| p) };
             let w = b.update(RANGE_PIVOTS + i, |w| w) as usize;
             if w != 0 && w != ZERO_WORD {
                 // SAFETY: `w` is a live entry word of a tree of `E` (a leaf slot within the
@@ -65,8 +66,13 @@ impl<'t> WriterRoot<'t, Exclusive> {
                 b.update(RANGE_PIVOTS + i, |_| nw as u64);
             }
             partial.done = i + 1;
-            lo = hi.wrapping_add(1);
+            if last {
+                break;
+            }
+            lo = hi + 1;
+            i += 1;
         }
+        debug_assert_eq!(i, b.end_mut(RANGE_PIVOTS, max));
         core::mem::forget(partial);
         Fresh(Live::own(Kind::Leaf, p))
     }
