@@ -91,6 +91,7 @@
 //! | `BTreeMap<u64, V>` | `MapleTree<E>` |
 //! |---|---|
 //! | `map.clone()` | `tree.clone()` (one pass, as [`dup`](crate::MapleTree::dup)) |
+//! | `map.iter().map(\|(k, v)\| (*k, f(v))).collect()`, or `clone()` then `values_mut()` | [`tree.dup_map(\|range, entry\| f(entry))`](crate::MapleTree::dup_map): the same nodes, entries mapped in the one pass, of any entry type |
 //! | `map.into_iter()` | `tree.into_iter()`: `(RangeInclusive<u64>, E)` in index order |
 //! | `map.retain(\|k, v\| ..)` | [`tree.retain(\|range, entry\| ..)`](crate::MapleTree::retain) |
 //! | `map.extract_if(a..b, ..)` / removing a key range | [`tree.drain(a..b)?`](crate::MapleTree::drain): ranges trimmed to `a..b`, with their entries |

@@ -73,6 +73,24 @@ impl BTreeRangeMap {
         }
     }
 
+    /// Takes out the range containing `index`: its start and value.
+    pub fn take(&mut self, index: u64) -> Option<(u64, u64)> {
+        let (&s, &(e, v)) = self.map.range(..=index).next_back()?;
+        if e < index {
+            return None;
+        }
+        self.map.remove(&s);
+        Some((s, v))
+    }
+
+    /// Replaces every value `v` by `f(v)`, in place (after a `clone()`: the range map's fork
+    /// with its entries mapped).
+    pub fn map_values(&mut self, mut f: impl FnMut(u64) -> u64) {
+        for (_, v) in self.map.values_mut() {
+            *v = f(*v);
+        }
+    }
+
     /// The value at `index`.
     #[inline]
     pub fn get(&self, index: u64) -> Option<u64> {

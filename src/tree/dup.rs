@@ -1,14 +1,42 @@
-//! Structural duplication (`__mt_dup`): the tree copied node by node, entries cloned (the
-//! façade's `WriteGuard::dup` builds the new tree around the copy).
+//! Structural duplication (`__mt_dup`): the tree copied node by node, entries cloned (`dup`)
+//! or mapped (`dup_map`); the façade (`one_call`) builds the new tree around the copy.
+
+use core::ops::RangeInclusive;
 
 use crate::entry::Entry;
 
 use super::node::{Exclusive, Fresh, NodeMem, NodeRef, WriterRoot};
 
-/// Copies the subtree of `src` (whose implied max is `max`) into fresh nodes of `dst`, depth
-/// first: each node is a node of `dst`'s slab (`mem`) and a copy of its words
-/// ([`WriterRoot::alloc_cloned_leaf`], [`WriterRoot::alloc_copied_internal`]), children are
-/// copied before their parent and linked to it afterwards.
+/// Copies the subtree of `src` (over `[min, max]`) into fresh nodes of `dst` (a tree of `F`),
+/// depth first: each node is a node of `dst`'s slab (`mem`); a leaf is copied by `leaf(dst,
+/// mem, src, min, max)`, an internal node word for word
+/// ([`WriterRoot::alloc_copied_internal`]), its children copied before it and linked to it
+/// afterwards. `count` counts the nodes made.
+pub(crate) fn copy_node<'t, F: Entry, L>(
+    dst: WriterRoot<'t, Exclusive>,
+    mem: &mut NodeMem,
+    src: NodeRef<'_>,
+    (min, max): (u64, u64),
+    count: &mut u64,
+    leaf: &mut L,
+) -> Fresh<'t>
+where
+    L: FnMut(WriterRoot<'t, Exclusive>, &mut NodeMem, NodeRef<'_>, u64, u64) -> Fresh<'t>,
+{
+    *count += 1;
+    if src.is_leaf() {
+        return leaf(dst, mem, src, min, max);
+    }
+    let internal = dst.internal();
+    dst.alloc_copied_internal::<F>(src, max, mem, |mem, i, hi| {
+        let lo = src.slot_min(i, min);
+        copy_node::<F, L>(dst, mem, src.child(i, internal), (lo, hi), count, leaf)
+    })
+}
+
+/// Copies the subtree of `src` (whose implied max is `max`) into fresh nodes of `dst`, every
+/// entry cloned ([`WriterRoot::alloc_cloned_leaf`]): `dup`. The walk of [`copy_node`] without
+/// the nodes' minimums, which only a mapped leaf needs.
 pub(crate) fn dup_node<'t, E: Entry + Clone>(
     dst: WriterRoot<'t, Exclusive>,
     mem: &mut NodeMem,
@@ -24,4 +52,20 @@ pub(crate) fn dup_node<'t, E: Entry + Clone>(
     dst.alloc_copied_internal::<E>(src, max, mem, |mem, i, hi| {
         dup_node::<E>(dst, mem, src.child(i, internal), hi, count)
     })
+}
+
+/// [`copy_node`] with every entry `e` of range `r` replaced by `f(r, &e)`
+/// ([`WriterRoot::alloc_mapped_leaf`]): `dup_map`.
+pub(crate) fn map_node<'t, E: Entry, F: Entry>(
+    dst: WriterRoot<'t, Exclusive>,
+    mem: &mut NodeMem,
+    src: NodeRef<'_>,
+    count: &mut u64,
+    f: &mut impl FnMut(RangeInclusive<u64>, &E) -> F,
+) -> Fresh<'t> {
+    let mut leaf =
+        |dst: WriterRoot<'t, Exclusive>, mem: &mut NodeMem, src: NodeRef<'_>, min, max| {
+            dst.alloc_mapped_leaf::<E, F>(src, min, max, mem, f)
+        };
+    copy_node::<F, _>(dst, mem, src, (0, u64::MAX), count, &mut leaf)
 }

@@ -268,6 +268,7 @@ impl<E: Entry> MapleTree<E> {
     /// let tree = MapleTree::<Value>::with_options(Options::new().alloc(true).collector(collector));
     /// assert!(tree.is_alloc());
     /// ```
+    #[inline]
     pub fn with_options(opts: Options) -> Self {
         let (collector, default_collector) = match opts.collector {
             Some(c) => (c, false),

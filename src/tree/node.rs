@@ -238,6 +238,7 @@ const OFFSET_SHIFT: u32 = 1;
 const OFFSET_MASK: usize = 0x1f << OFFSET_SHIFT;
 const ADDR_MASK: usize = !(OFFSET_MASK | DEAD);
 
+mod copy;
 mod handles;
 mod layout;
 mod leaf;

@@ -2,12 +2,12 @@
 //! calls do), and `validate`, `dump` and `dup`, which take it too.
 
 use alloc::string::String;
-use core::ops::RangeBounds;
+use core::ops::{RangeBounds, RangeInclusive};
 
 use crate::entry::Entry;
 
 use super::erased::Erased;
-use super::node::Kind;
+use super::node::{Exclusive, Fresh, Kind, NodeMem, NodeRef, WriterRoot};
 use super::write::WriteGuard;
 use super::{MapleTree, Options, ValidateError};
 
@@ -250,6 +250,49 @@ impl<E: Entry + Clone + Send + Sync> MapleTree<E> {
     }
 }
 
+impl<E: Entry> MapleTree<E> {
+    /// A structural copy whose entries are mapped in the same pass: the same ranges, nodes and
+    /// shape (as [`dup`](Self::dup)), the entry of each range `r` replaced by `f(r, &entry)`,
+    /// the new tree's entries of type `F`. This is the fork of a map: one walk over the source,
+    /// one new node per node, no search and no store per entry (a copy made by `dup` and then
+    /// written over entry by entry, the kernel's fork, pays a store per entry). The copy has
+    /// the same options and collector; ranges holding the zero entry stay so, and `f` is not
+    /// called for them. `f` is called once per range, in index order (an entry that a store
+    /// split over several ranges is mapped once per range).
+    ///
+    /// Takes the writer lock for the copy (readers go on meanwhile); `f` runs under it, so it
+    /// may read this tree through a guard but must not write to it (the lock would wait for
+    /// ever), as for a [`WriteGuard`] held by the thread.
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics, the entries made so far and the nodes of the partial copy are dropped and
+    /// freed (nothing leaks, no half tree is left), the source is unchanged and its lock
+    /// released, and the panic goes on. Panics also if `F`'s [`Entry::into_word`] gives a
+    /// reserved word (a faulty implementation; the entry is dropped).
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let vmas = MapleTree::<Value>::new_alloc();
+    /// vmas.store_range(0x1000..=0x1fff, Value::new(1))?;
+    /// vmas.store_range(0x4000..=0x5fff, Value::new(2))?;
+    /// // The child's entries: each range's length and the parent's value, boxed.
+    /// let child = vmas.dup_map(|r, v| Box::new((r.end() - r.start() + 1, v.get())));
+    /// assert!(child.is_alloc());
+    /// let guard = child.pin();
+    /// assert_eq!(child.load(0x4800, &guard), Some(&(0x2000, 2)));
+    /// assert_eq!(child.len(), vmas.len());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[inline]
+    pub fn dup_map<F: Entry>(&self, f: impl FnMut(RangeInclusive<u64>, &E) -> F) -> MapleTree<F> {
+        self.lock().dup_map(f)
+    }
+}
+
 impl<E: Entry + Clone> WriteGuard<'_, E> {
     /// A structural copy of the tree (`__mt_dup`): every node copied with the same pivots, gaps
     /// and shape, every entry cloned, so replacing each entry afterwards over the same range is an
@@ -271,6 +314,57 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
     /// # }
     /// ```
     pub fn dup(&self) -> MapleTree<E> {
+        self.copy_with(|dst, mem, src, count| {
+            super::dup::dup_node::<E>(dst, mem, src, u64::MAX, count)
+        })
+    }
+}
+
+impl<E: Entry> WriteGuard<'_, E> {
+    /// [`MapleTree::dup_map`] through this guard: a structural copy of the tree with the entry
+    /// of each range `r` replaced by `f(r, &entry)`, in one pass.
+    ///
+    /// # Panics
+    ///
+    /// As [`MapleTree::dup_map`]: if `f` panics (nothing leaks, the tree is unchanged), or if
+    /// `F`'s [`Entry::into_word`] gives a reserved word.
+    ///
+    /// ```
+    /// use maple_tree::{MapleTree, Value};
+    ///
+    /// # fn main() -> Result<(), maple_tree::Error> {
+    /// let tree = MapleTree::<Value>::new();
+    /// let mut w = tree.lock();
+    /// w.store_range(0..=9, Value::new(1))?;
+    /// w.store_range(20..=29, Value::new(2))?;
+    /// let doubled = w.dup_map(|_, v| Value::new(2 * v.get()));
+    /// drop(w);
+    /// assert_eq!(doubled.get(25), Some(Value::new(4)));
+    /// assert_eq!(tree.get(25), Some(Value::new(2)));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn dup_map<F: Entry>(
+        &self,
+        mut f: impl FnMut(RangeInclusive<u64>, &E) -> F,
+    ) -> MapleTree<F> {
+        self.copy_with(|dst, mem, src, count| {
+            super::dup::map_node::<E, F>(dst, mem, src, count, &mut f)
+        })
+    }
+
+    /// A new tree of `F` with this tree's options, collector, switches and height, whose root is
+    /// `copy(dst, mem, root, count)`, a copy of this tree's root node (`count`: nodes made).
+    #[inline]
+    fn copy_with<F: Entry>(
+        &self,
+        copy: impl for<'t> FnOnce(
+            WriterRoot<'t, Exclusive>,
+            &mut NodeMem,
+            NodeRef<'_>,
+            &mut u64,
+        ) -> Fresh<'t>,
+    ) -> MapleTree<F> {
         let mut opts = Options::new()
             .alloc(self.internal == Kind::ARange)
             .huge_pages(self.huge_pages());
@@ -291,8 +385,8 @@ impl<E: Entry + Clone> WriteGuard<'_, E> {
             let st = &self.state().stats;
             let nodes = st.nodes_allocated.saturating_sub(st.nodes_freed);
             mem.reserve(usize::try_from(nodes).unwrap_or(usize::MAX));
-            let copy = super::dup::dup_node::<E>(dst, mem, src, u64::MAX, &mut count);
-            let old = dst.publish(copy);
+            let root = copy(dst, mem, src, &mut count);
+            let old = dst.publish(root);
             debug_assert!(old.is_none(), "a new tree has no root to unlink");
         }
         *new.len.get_mut() = self.len();

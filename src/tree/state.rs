@@ -100,6 +100,7 @@ pub(crate) struct WriterState<E> {
 
 impl<E: Entry> WriterState<E> {
     /// The state of an empty tree.
+    #[inline]
     pub(crate) fn new() -> Self {
         WriterState {
             height: 0,

@@ -51,6 +51,7 @@ impl<S> Root<S> {
     /// (`default_collector`: crossbeam's default one, pinned through its thread-local handle),
     /// with the writer state `state` behind the writer lock; its nodes come from a slab of
     /// huge-page chunks once it is big if `huge_pages` (see `slab`).
+    #[inline]
     pub(crate) fn new(
         internal: Kind,
         collector: Collector,

@@ -14,11 +14,16 @@
 //! Usage: `profile WORKLOAD MAP [N]`; WORKLOAD is one of build, lookup_hit, lookup_miss,
 //! random_store, erase_half, iterate, iterate_rev (`iterate` backwards; both repeat whole
 //! passes up to a million ranges, the operations counted being ranges), gap (`gap_rev`
-//! forwards, maple only), gap_rev, fork_old, fork_new, dup, dup_drop, slot_store, node_store,
-//! rewrite; MAP is maple (allocation tree, exclusive writer), maple-rcu (writes through the
+//! forwards, maple only), gap_rev, fork_old, fork_new, dup, dup_drop, fork_map (`dup_map`, the
+//! range map's clone and a pass over its values), create_drop (N = 0: empty trees made and
+//! dropped; N = 1: with one range stored), slot_store, node_store, rewrite; MAP is maple
+//! (allocation tree, exclusive writer), maple-rcu (writes through the
 //! lock) or btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new,
 //! the source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped
-//! outside the count). Prints the number of operations measured; `--help` prints the usage.
+//! outside the count). build, random_store and erase_half at small N count about 100,000
+//! ranges' worth of trees (build and random_store make theirs inside the count, their drops
+//! outside; erase_half's trees are built outside), so that per-tree costs count as often as a
+//! program of many small trees pays them. Prints the number of operations measured; `--help` prints the usage.
 
 #[path = "../../../../benches/support/btree_range.rs"]
 #[allow(dead_code)]
@@ -92,7 +97,7 @@ impl Map {
 /// Drops a copy outside the count: its name matches the driver's `--toggle-collect='*measured*'`,
 /// so entering it toggles collection off and leaving it toggles it back on.
 #[inline(never)]
-fn unmeasured_drop(t: MapleTree<Value>) {
+fn unmeasured_drop<T>(t: T) {
     drop(t);
 }
 
@@ -102,16 +107,68 @@ fn iterate_passes(n: u64) -> u64 {
     (1_000_000 / n.max(1)).max(1)
 }
 
+/// `reps` trees made by `make`, each given the `n` ranges `range(i)` = `i` by `put`, in a loop
+/// of the tree's own type; their drops are not counted.
+#[inline(always)]
+fn many<T>(
+    reps: u64,
+    n: u64,
+    make: impl Fn() -> T,
+    range: impl Fn(u64) -> (u64, u64),
+    mut put: impl FnMut(&mut T, u64, u64, u64),
+) {
+    let mut made = Vec::with_capacity(reps as usize);
+    for _ in 0..reps {
+        let mut t = make();
+        for i in 0..n {
+            let (a, b) = range(i);
+            put(&mut t, a, b, i);
+        }
+        made.push(t);
+    }
+    unmeasured_drop(made);
+}
+
+/// `count` trees made by `make`, given one range by `put` if `n` is 1, and dropped.
+#[inline(always)]
+fn made_dropped<T>(count: u64, n: u64, make: impl Fn() -> T, mut put: impl FnMut(&mut T, u64)) {
+    for i in 0..count {
+        let mut t = make();
+        if n == 1 {
+            put(&mut t, i);
+        }
+        drop(black_box(t));
+    }
+}
+
+/// Trees per measured call at `n` ranges: about 100,000 ranges in all (one from 100,000 on),
+/// so that small trees' counts are not one tree's.
+fn reps(n: u64) -> u64 {
+    (100_000 / n.max(1)).max(1)
+}
+
 #[inline(never)]
-fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
+fn measured(work: &str, map: &str, n: u64, m: &mut Map, more: &mut [Map], ops: &mut u64) {
     let mut rng = Rng(42);
     match work {
         "build" => {
-            *m = Map::new(map);
-            for i in 0..n {
-                m.push(10 * i, 10 * i + 5, i);
+            // Small trees: `reps` of them (about 100,000 ranges in all), each made and built
+            // here, by a loop of the map's own type (no `Map` in between); their drops are not
+            // counted.
+            let reps = reps(n);
+            let fill = |i: u64| (10 * i, 10 * i + 5);
+            match map {
+                "btreemap" => many(reps, n, BTreeRangeMap::new, fill, |t, a, b, v| {
+                    t.push(a, b, v)
+                }),
+                "maple" => many(reps, n, MapleTree::new_alloc, fill, |t, a, b, v| {
+                    t.exclusive().store_range(a..=b, Value::new(v)).unwrap()
+                }),
+                _ => many(reps, n, MapleTree::new_alloc, fill, |t, a, b, v| {
+                    t.store_range(a..=b, Value::new(v)).unwrap()
+                }),
             }
-            *ops = n;
+            *ops = n * reps;
         }
         "lookup_hit" | "lookup_miss" => {
             let hit = work == "lookup_hit";
@@ -148,19 +205,71 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             *ops = count;
         }
         "random_store" => {
-            *m = Map::new(map);
-            for i in 0..n {
-                let a = pick(rng.next(), (1 << 32) - 64);
-                let len = 1 + pick(rng.next(), 64);
-                m.store(a, a + len - 1, i);
+            // As `build`: `reps` fresh trees, the same ranges in each.
+            let reps = reps(n);
+            let ranges: Vec<(u64, u64)> = (0..n)
+                .map(|_| {
+                    let a = pick(rng.next(), (1 << 32) - 64);
+                    let len = 1 + pick(rng.next(), 64);
+                    (a, a + len - 1)
+                })
+                .collect();
+            let at = |i: u64| ranges[i as usize];
+            match map {
+                "btreemap" => many(reps, n, BTreeRangeMap::new, at, |t, a, b, v| {
+                    t.store(a, b, v)
+                }),
+                "maple" => many(reps, n, MapleTree::new_alloc, at, |t, a, b, v| {
+                    t.exclusive().store_range(a..=b, Value::new(v)).unwrap()
+                }),
+                _ => many(reps, n, MapleTree::new_alloc, at, |t, a, b, v| {
+                    t.store_range(a..=b, Value::new(v)).unwrap()
+                }),
             }
-            *ops = n;
+            *ops = n * reps;
         }
         "erase_half" => {
-            for i in (0..n).step_by(2) {
-                m.erase(10 * i, 10 * i + 5);
+            // `reps` built trees (built before `measured`: `more`), every second range erased
+            // from each.
+            for t in std::iter::once(&mut *m).chain(more.iter_mut()) {
+                for i in (0..n).step_by(2) {
+                    t.erase(10 * i, 10 * i + 5);
+                }
             }
-            *ops = n / 2;
+            *ops = n.div_ceil(2) * (1 + more.len() as u64);
+        }
+        "create_drop" => {
+            // Empty trees made and dropped (N = 0), or made, given one range and dropped.
+            let count = 100_000;
+            match map {
+                "btreemap" => made_dropped(count, n, BTreeRangeMap::new, |t, v| t.store(10, 15, v)),
+                "maple" => made_dropped(count, n, MapleTree::new_alloc, |t, v| {
+                    t.exclusive().store_range(10..=15, Value::new(v)).unwrap()
+                }),
+                _ => made_dropped(count, n, MapleTree::new_alloc, |t, v| {
+                    t.store_range(10..=15, Value::new(v)).unwrap()
+                }),
+            }
+            *ops = count;
+        }
+        "fork_map" => {
+            // The one-pass mapped copy (`dup_map`), against the range map's clone and the same
+            // map over its values; the copies' drops are not counted.
+            let count = (270_000 / n.max(1)).max(2);
+            for _ in 0..count {
+                match m {
+                    Map::Maple(src, _) => {
+                        let new = src.dup_map(|_, v| Value::new(v.get() + 1));
+                        unmeasured_drop(black_box(new));
+                    }
+                    Map::Btree(src) => {
+                        let mut new = src.clone();
+                        new.map_values(|v| v + 1);
+                        unmeasured_drop(black_box(new));
+                    }
+                }
+            }
+            *ops = count;
         }
         "iterate" => {
             // Whole passes (a pinned guard and a new iterator each) until a million ranges,
@@ -186,12 +295,14 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
             *ops = n * passes;
         }
         "gap_rev" => {
+            // Windows 10,000 wide, or the whole tree below 1,000 ranges.
             let count = 100_000;
+            let w = (10 * n).min(10_000);
             for _ in 0..count {
-                let lo = pick(rng.next(), 10 * n - 10_000 + 1);
+                let lo = pick(rng.next(), 10 * n - w + 1);
                 let r = match m {
-                    Map::Maple(t, _) => t.empty_area_rev(lo..=lo + 9_999, 3).ok(),
-                    Map::Btree(b) => b.empty_area_rev(lo, lo + 9_999, 3),
+                    Map::Maple(t, _) => t.empty_area_rev(lo..=lo + w - 1, 3).ok(),
+                    Map::Btree(b) => b.empty_area_rev(lo, lo + w - 1, 3),
                 };
                 black_box(r.unwrap());
             }
@@ -203,9 +314,10 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
                 panic!("the forward gap search is for the maple tree")
             };
             let count = 100_000;
+            let w = (10 * n).min(10_000);
             for _ in 0..count {
-                let lo = pick(rng.next(), 10 * n - 10_000 + 1);
-                black_box(t.empty_area(lo..=lo + 9_999, 3).unwrap());
+                let lo = pick(rng.next(), 10 * n - w + 1);
+                black_box(t.empty_area(lo..=lo + w - 1, 3).unwrap());
             }
             *ops = count;
         }
@@ -331,11 +443,12 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, ops: &mut u64) {
 
 const USAGE: &str = "usage: profile WORKLOAD MAP [N]
   WORKLOAD: build lookup_hit lookup_miss random_store erase_half iterate iterate_rev gap gap_rev
-            fork_old fork_new dup dup_drop slot_store node_store rewrite
+            fork_old fork_new dup dup_drop fork_map create_drop slot_store node_store
+            rewrite
   MAP:      maple (allocation tree, exclusive writer), maple-rcu (writes through the lock),
             btreemap
-  N:        ranges (default 1000000; the fork source's entries for fork_old, fork_new, dup and
-            dup_drop, default 135)
+  N:        ranges (default 1000000; the fork source's entries for fork_old, fork_new, dup,
+            dup_drop and fork_map, default 135; create_drop: 0 or 1, default 0)
 Runs the workload inside `measured` (valgrind --tool=callgrind --toggle-collect='*measured*')
 and prints the number of operations measured.";
 
@@ -351,7 +464,11 @@ fn main() {
     let mut n = given.unwrap_or(1_000_000);
     let mut m = match work {
         "build" | "random_store" => Map::new(map),
-        "fork_old" | "fork_new" | "dup" | "dup_drop" => {
+        "create_drop" => {
+            n = given.unwrap_or(0);
+            Map::new(map)
+        }
+        "fork_old" | "fork_new" | "dup" | "dup_drop" | "fork_map" => {
             // The source's entry count: bench_forking's 135 unless given.
             n = given.unwrap_or(135);
             Map::built(map, n)
@@ -366,7 +483,13 @@ fn main() {
         }
         _ => Map::built(map, n),
     };
+    // erase_half's further trees at small n (see `reps`).
+    let mut more: Vec<Map> = if work == "erase_half" {
+        (1..reps(n)).map(|_| Map::built(map, n)).collect()
+    } else {
+        Vec::new()
+    };
     let mut ops = 0;
-    measured(work, map, n, &mut m, &mut ops);
+    measured(work, map, n, &mut m, &mut more, &mut ops);
     println!("{work} {map} n={n} ops={ops}");
 }
