@@ -386,9 +386,9 @@ impl<'g, A: Access> NodeRef<'g, A> {
         if !crate::sync::PLAIN_NODES {
             // Under loom (whose atomics are not plain memory): word by word, into a plain box.
             let from = &self.node().words;
-            let mut n = Box::new(Node::new());
+            let mut n = alloc::boxed::Box::new(Node::new());
             n.update_words(0..=WORDS - 1, |i, _| from[i].load(Ordering::Relaxed));
-            return NonNull::from(Box::leak(n));
+            return NonNull::from(alloc::boxed::Box::leak(n));
         }
         let dst = if fresh {
             slab.alloc_fresh()
