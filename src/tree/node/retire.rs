@@ -397,16 +397,17 @@ impl Drop for Postponed {
 }
 
 /// Without std: marks the tree's writer lock as held while it lives (see [`PostponedDrop`]);
-/// its drop, after the lock's, runs the entry drops postponed meanwhile.
+/// its drop, after the lock's, runs the entry drops postponed meanwhile. Neither `Send` nor
+/// `Sync`, as with std (the writer's guards are the same types in both builds).
 #[cfg(not(feature = "std"))]
-pub(super) struct WriterHeld<'t>(&'t Postponed);
+pub(super) struct WriterHeld<'t>(&'t Postponed, PhantomData<*const ()>);
 
 #[cfg(not(feature = "std"))]
 impl<'t> WriterHeld<'t> {
     #[inline]
     pub(super) fn new(root: &'t RootWord) -> Self {
         root.postponed.held.fetch_add(1, Ordering::SeqCst);
-        WriterHeld(&root.postponed)
+        WriterHeld(&root.postponed, PhantomData)
     }
 }
 

@@ -549,11 +549,18 @@ pub(crate) struct SpinMutex<T> {
 #[cfg(not(feature = "std"))]
 unsafe impl<T: Send> Sync for SpinMutex<T> {}
 
-/// A held [`SpinMutex`]; lets go when dropped.
+/// A held [`SpinMutex`]; lets go when dropped. Not `Send`, as std's `MutexGuard` (so that the
+/// writer's guards are the same types in both builds): it is let go on the thread that took it.
 #[cfg(not(feature = "std"))]
 pub(crate) struct SpinGuard<'a, T> {
     lock: &'a SpinMutex<T>,
+    _not_send: PhantomData<*const ()>,
 }
+
+// SAFETY: through `&SpinGuard` only `&T` is reachable (`Deref`), which `T: Sync` lets threads
+// share; as std's `MutexGuard<T>: Sync` for `T: Sync`.
+#[cfg(not(feature = "std"))]
+unsafe impl<T: Sync> Sync for SpinGuard<'_, T> {}
 
 #[cfg(not(feature = "std"))]
 impl<T> SpinMutex<T> {
@@ -587,7 +594,10 @@ impl<T> SpinMutex<T> {
         self.locked
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| SpinGuard { lock: self })
+            .map(|_| SpinGuard {
+                lock: self,
+                _not_send: PhantomData,
+            })
     }
 
     pub(crate) fn get_mut(&mut self) -> &mut T {
