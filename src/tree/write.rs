@@ -100,6 +100,37 @@ pub(crate) struct Writer<'w, E, M: Mode> {
     _e: PhantomData<E>,
 }
 
+/// The two write modes as the writer knows them. What the modes share is one generic method of
+/// [`Writer`] (its mode's constants folded per mode); a path valid in exclusive mode only (no
+/// reader: a boundary moved or a node rewritten in place) is a method of
+/// `Writer<'_, E, Exclusive>`, reached from the shared code through
+/// [`exclusive`](Self::exclusive), so that the compiler checks it never runs under readers.
+pub(crate) trait WriteMode: Mode {
+    /// The writer as an exclusive-mode one, if this is [`Exclusive`] (the identity; `None` for
+    /// [`Rcu`]; a constant per mode).
+    fn exclusive<'a, 't, E>(
+        w: &'a mut Writer<'t, E, Self>,
+    ) -> Option<&'a mut Writer<'t, E, Exclusive>>;
+}
+
+impl WriteMode for Exclusive {
+    #[inline(always)]
+    fn exclusive<'a, 't, E>(
+        w: &'a mut Writer<'t, E, Self>,
+    ) -> Option<&'a mut Writer<'t, E, Exclusive>> {
+        Some(w)
+    }
+}
+
+impl WriteMode for Rcu {
+    #[inline(always)]
+    fn exclusive<'a, 't, E>(
+        _: &'a mut Writer<'t, E, Self>,
+    ) -> Option<&'a mut Writer<'t, E, Exclusive>> {
+        None
+    }
+}
+
 impl<E> Drop for WriteGuard<'_, E> {
     fn drop(&mut self) {
         // RCU mode: hand a full batch of retired nodes to the collector while the lock and
@@ -368,7 +399,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 }
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// The pinned guard of the tree's collector this writer defers frees on (RCU mode only).
     fn rcu_guard(&self) -> &'t Guard {
         let cell = self.guard.expect("RCU mode holds a guard cell");

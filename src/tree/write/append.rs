@@ -6,13 +6,13 @@
 
 use crate::entry::{Entry, Word};
 
+use super::WriteMode;
 use super::Writer;
-use crate::tree::node::Mode;
 use crate::tree::node::Write;
-use crate::tree::node::{Kind, RANGE_SLOTS};
+use crate::tree::node::{Exclusive, Kind, RANGE_SLOTS};
 use crate::tree::walk::{Level, Walker};
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// The in-place appends (see the module table) of `[first, last] = entry` into the last slot
     /// `[r_min, max]` of `lw`'s leaf, holding `content`; `false` when none applies (no room, or
     /// an append at the start in RCU mode).
@@ -85,18 +85,9 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             n.publish_pivot(end, first - 1);
             self.seal_lowered(n, end);
             self.st.stats.append_end += 1;
-        } else if last < max && M::EXCLUSIVE {
-            if end + 1 >= RANGE_SLOTS {
-                return false;
-            }
-            // +1 at the start: [entry][content]; a visible boundary moves, so exclusive only.
-            n.init_entry(end + 1, Word::<E>::leaf(content));
-            if end + 1 < p {
-                n.init_pivot(end + 1, max);
-            }
-            n.init_pivot(end, last);
-            n.init_entry(end, entry);
-            self.st.stats.append_start += 1;
+        } else if last < max {
+            // +1 at the start: a visible boundary moves, so exclusive only.
+            return M::exclusive(self).is_some_and(|x| x.append_start(leaf, content, last, entry));
         } else {
             return false;
         }
@@ -150,5 +141,33 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             crate::tree::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max)
         };
         self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+    }
+}
+
+/// Exclusive mode only: the append at the start moves a boundary readers could see.
+impl<'t, E: Entry> Writer<'t, E, Exclusive> {
+    /// `+1` at the start of the last slot `leaf.offset` of `leaf` (holding `content`):
+    /// `[entry][content]`, `entry` ending at `last`; `false`, with nothing done, without room.
+    fn append_start(
+        &mut self,
+        leaf: Level<'t, Write>,
+        content: usize,
+        last: u64,
+        entry: Word<E>,
+    ) -> bool {
+        let (n, end, max) = (leaf.node, leaf.offset, leaf.max);
+        let p = Kind::Leaf.pivots();
+        if end + 1 >= RANGE_SLOTS {
+            return false;
+        }
+        // [entry][content]: the slot and pivot beyond the end, then the end's pivot and entry.
+        n.init_entry(end + 1, Word::<E>::leaf(content));
+        if end + 1 < p {
+            n.init_pivot(end + 1, max);
+        }
+        n.init_pivot(end, last);
+        n.init_entry(end, entry);
+        self.st.stats.append_start += 1;
+        true
     }
 }
