@@ -1,4 +1,4 @@
-//! Gap searches beside a writer (issue 34): a reader's `empty_area` / `empty_area_rev` on an
+//! Gap searches beside a writer: a reader's `empty_area` / `empty_area_rev` on an
 //! allocation tree never answers `NoRoom` for a window that held a fitting hole for the whole
 //! search, and every answer is a range that was free.
 //!

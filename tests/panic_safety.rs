@@ -1,4 +1,4 @@
-//! User code that runs inside the tree's operations (issue 34): an entry whose `Drop` writes to
+//! User code that runs inside the tree's operations: an entry whose `Drop` writes to
 //! (or reads) its own tree, an entry whose `Clone` panics during `dup`, an entry whose `Drop`
 //! panics while the tree (or part of it) is dropped. Each test counts clones and drops and
 //! checks the tree afterwards; the re-entrant ones fail by aborting after a timeout instead of

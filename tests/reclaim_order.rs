@@ -1,6 +1,6 @@
 //! When a write hands the entries it released to the collector: only after its last
 //! publishing store. A deterministic replay of the stress test's "reader reached a dropped
-//! entry" (issue 40), on the default collector, in a test binary of its own (the default
+//! entry", on the default collector, in a test binary of its own (the default
 //! collector is process-global: no other test may pin while this one steers the epoch).
 //!
 //! The failure needs a spanning store (`mas_wr_spanning_store`'s rebuild) that releases many

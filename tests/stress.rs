@@ -623,7 +623,7 @@ fn stress_tiny() {
 // ---- the promise, checked across long write sequences -----------------------------------------
 //
 // The tests above check what a reader can check alone. The ones below check the promise itself
-// (README "Guarantees", issue 34) for every read API against the writer's log. The writer numbers
+// (README "Guarantees") for every read API against the writer's log. The writer numbers
 // its writes `1, 2, ...`; write `v` stores `Value::new(v)` (every stored value is unique), is
 // logged as `(first, last, Some(v))` (an erase as the range it emptied, `None`; `clear` as
 // `[0, MAX]`; an allocation as the range it took, or nothing when it found no room), and only
@@ -651,13 +651,13 @@ fn stress_tiny() {
 //   from the query point; a whole iteration yields every range of its span unchanged through
 //   it;
 // - gap search: `NoRoom` from `empty_area`/`empty_area_rev` only if no stretch of `size`
-//   indices inside the window stayed empty in every state of the read's window (issue 34, row
-//   4; `MAPLE_STRESS_STRICT_GAPS=0` gates it, to compare with an older tree).
+//   indices inside the window stayed empty in every state of the read's window (README
+//   "Guarantees", `empty_area`; `MAPLE_STRESS_STRICT_GAPS=0` gates it, to compare with an older tree).
 //
 // Readers hold a guard with a cursor (walk, find, find_rev, next, prev, next_range, prev_range,
 // find_range, find_range_rev, pause, reset; a few to 60 moves), an iterator (`iter` or `range`,
 // both ends alternately, to the end), a `gaps()` iterator (both ends) across many writes.
-// Workloads (one per phase, chosen by the seed): issue 13's "clear, 8 stores, [80, 85],
+// Workloads (one per phase, chosen by the seed): the first seal reproducer's "clear, 8 stores, [80, 85],
 // [73, 75]" loop, in-order builds (appends, append splits, fills, `+1` appends at the end),
 // random stores (exact fits, spanning stores; `alloc_range`/`alloc_rrange` in allocation
 // trees), random erases. Seed `MAPLE_STRESS_SEED`, duration `MAPLE_STRESS_SECS` per tree kind
