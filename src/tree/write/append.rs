@@ -93,55 +93,6 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
         }
         true
     }
-
-    /// Gap maintenance after an in-place append that split the leaf's last slot `[r_min, max]`
-    /// (holding `content`) around `[first, last]`: only a NULL slot's pieces can change the leaf's
-    /// largest gap, and the same span bound as in [`propagate_gap`](Self::propagate_gap) usually
-    /// decides the new one without a scan.
-    fn after_append(
-        &self,
-        lw: &Walker<'_, Write>,
-        r_min: u64,
-        content: usize,
-        first: u64,
-        last: u64,
-        entry: Word<E>,
-    ) {
-        if !self.is_alloc() || lw.depth < 2 || (content != 0 && !entry.is_null()) {
-            return;
-        }
-        let leaf = lw.leaf();
-        let up = lw.path()[lw.depth - 2];
-        let old_max = up.node.gap(up.offset);
-        if entry.is_null() {
-            // A NULL written inside an entry's range (NULL widening excludes a NULL content):
-            // one new gap, the maximum can only grow.
-            let g = crate::tree::gap::range_size(first, last);
-            if g > old_max {
-                self.propagate_gap(&lw.path()[..lw.depth - 1], g);
-            }
-            return;
-        }
-        if crate::tree::gap::range_size(r_min, leaf.max) < old_max {
-            return; // the pieces are smaller still, the maximum is elsewhere
-        }
-        let left = if first > r_min {
-            crate::tree::gap::range_size(r_min, first - 1)
-        } else {
-            0
-        };
-        let right = if last < leaf.max {
-            crate::tree::gap::range_size(last + 1, leaf.max)
-        } else {
-            0
-        };
-        let g = if left.max(right) >= r_min - leaf.min {
-            left.max(right)
-        } else {
-            crate::tree::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max)
-        };
-        self.propagate_gap(&lw.path()[..lw.depth - 1], g);
-    }
 }
 
 /// Exclusive mode only: the append at the start moves a boundary readers could see.

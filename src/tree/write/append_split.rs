@@ -189,7 +189,7 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
         self.write_items(&new_leaf, items, u64::MAX);
         let new_gap = self.node_max_gap(new_leaf.node(), kept_max + 1, u64::MAX);
         let mut kept_gap = if self.is_alloc() {
-            crate::tree::gap::leaf_max_gap(leaf.node.view(), leaf.min, kept_max)
+            self.leaf_gap(leaf.node, leaf.min, kept_max)
         } else {
             0
         };
@@ -231,8 +231,7 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
             let items = [Item::fresh(u64::MAX, new_node, new_gap)];
             self.write_items(&s, &items, u64::MAX);
             if kind == Kind::ARange {
-                pn.set_gap(o, kept_gap);
-                kept_gap = (0..=o).map(|i| pn.gap(i)).max().unwrap_or(0);
+                kept_gap = self.set_last_child_gap(pn, o, kept_gap);
             }
             // The parent's max shrinks too.
             self.seal_shrunk(pn);
@@ -258,7 +257,7 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
         pn.append_child(o, u64::MAX, kept_max, kept_gap, new, new_gap);
         self.seal_lowered(pn, o);
         if pn.kind() == Kind::ARange {
-            let g = (0..=o + 1).map(|i| pn.gap(i)).max().unwrap_or(0);
+            let g = self.gaps_up_to(pn, o + 1);
             self.propagate_gap(&path[..d], g);
         }
     }

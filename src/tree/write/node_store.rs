@@ -5,9 +5,9 @@
 use crate::entry::{Entry, Word};
 
 use super::big_node::LeafWrite;
+use super::gaps::image_gap;
 use super::WriteMode;
 use super::Writer;
-use crate::tree::gap::range_size;
 use crate::tree::node::Exclusive;
 use crate::tree::node::Write;
 use crate::tree::node::{Kind, Live, RANGE_PIVOTS};
@@ -70,31 +70,6 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
         l.for_each_slot_after(from, put);
         debug_assert_eq!(j, l.new_end + 1);
     }
-}
-
-/// The largest NULL range of the leaf `l` describes once its write is done: the slots before
-/// and after the write as they were, and the write's pieces (the part of the first slot left of
-/// `first`, the entry, the part of the last slot right of `last`). `old` is the leaf's largest
-/// NULL range before the write (its parent's record): when no slot the write covers was that
-/// large, one of the slots kept still is, and only the pieces need looking at.
-fn image_gap(l: &LeafWrite, old: u64) -> u64 {
-    let null = |lo: u64, hi: u64, w: usize| if w == 0 { range_size(lo, hi) } else { 0 };
-    let slots = |from: usize, to: usize| {
-        let mut lo = l.lo(from);
-        let (his, ws) = (&l.his[from..to], &l.ws[from..to]);
-        his.iter().zip(ws).fold(0, |best, (&hi, &w)| {
-            let g = null(lo, hi, w);
-            lo = hi.wrapping_add(1);
-            best.max(g)
-        })
-    };
-    let mut best = if slots(l.off, l.off_end + 1) < old {
-        old
-    } else {
-        slots(0, l.off).max(slots(l.off_end + 1, l.end + 1))
-    };
-    l.for_each_piece(|lo, hi, w| best = best.max(null(lo, hi, w)));
-    best
 }
 
 /// Exclusive mode only: the leaf is rewritten where readers could be.

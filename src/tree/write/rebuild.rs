@@ -31,7 +31,7 @@ use super::path::{Levels, Path, Retired};
 use super::WriteMode;
 use super::Writer;
 use crate::tree::node::Write;
-use crate::tree::node::{Exclusive, Kind, Live};
+use crate::tree::node::{Exclusive, Kind};
 use crate::tree::walk::Level;
 
 /// A rebuild in progress: the paths whose nodes it consumes, the items of the level it is at
@@ -274,14 +274,6 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
         rb.kind = self.internal;
         rb.run_min = paths_min(rb.paths, rb.level);
         rb.run_max = paths_max(rb.paths, rb.level);
-    }
-
-    pub(crate) fn child_gap(&self, n: Live<'_>, i: usize) -> u64 {
-        if n.kind() == Kind::ARange {
-            n.gap(i)
-        } else {
-            0
-        }
     }
 }
 

@@ -11,10 +11,10 @@ use core::ops::Range;
 use crate::entry::{Entry, Word};
 
 use super::big_node::{Item, Items, LeafWrite};
+use super::gaps::range_size;
 use super::rebuild::Rebuild;
 use super::WriteMode;
 use super::Writer;
-use crate::tree::gap::range_size;
 use crate::tree::node::Write;
 use crate::tree::node::{Exclusive, Fresh, Kind, Live, RANGE_PIVOTS, RANGE_SLOTS};
 use crate::tree::walk::{Level, Walker};
@@ -489,7 +489,7 @@ impl<'t, E: Entry> Writer<'t, E, Exclusive> {
         let p = path[d];
         self.insert_child_after(p, end, up);
         if self.is_alloc() {
-            let g = (0..=end + 1).map(|i| p.node.gap(i)).max().unwrap_or(0);
+            let g = self.gaps_up_to(p.node, end + 1);
             self.propagate_gap(&path[..d], g);
         }
     }
