@@ -3,9 +3,11 @@
 //! the gap of a node just written (from its items, its leaf image, or read back), the update of
 //! the ancestors above a changed child (`mas_update_gap` / `mas_parent_gap`), and the upkeep
 //! after an in-place leaf change or append. Range trees keep no gaps: the routines here are
-//! no-ops for them. Each gap store is row P12 of the publication table (`set_gap`, in the node
-//! layer), made where and in the order the write path made it before these routines were
-//! gathered here; a fresh node's gaps are written with its items (`write_items`).
+//! no-ops for them. Each gap store here is row P12 of the publication table (`set_gap`, in the
+//! node layer), made at the point of the write path that calls for it, after the stores that
+//! changed the gap; a fresh node's gaps are written with its items (`write_items`), and the
+//! in-place insert of a split's right part (`insert_child_after`) moves its node's gaps with
+//! its slots.
 
 use crate::entry::{Entry, Word};
 
@@ -19,7 +21,7 @@ use crate::tree::walk::{Level, Walker};
 /// The largest gap of a node written with `items` (see `Writer::write_items`), whose range starts
 /// at `min`: for a leaf, the largest NULL range (what `gap::leaf_max_gap` reads back from the
 /// node); for an allocation tree's internal node, the largest child gap; 0 for a range tree's.
-pub(crate) fn items_max_gap(kind: Kind, items: &[Item<'_>], min: u64) -> u64 {
+fn items_max_gap(kind: Kind, items: &[Item<'_>], min: u64) -> u64 {
     match kind {
         Kind::Leaf => {
             let mut best = 0;
