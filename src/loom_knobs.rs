@@ -6,7 +6,7 @@
 //! run one at a time (`--test-threads=1`). [`reset`] turns them all off.
 
 // `Ordering` is the same type in std and loom (loom re-exports std's).
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering as StdOrdering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as StdOrdering};
 
 static RELAXED_PUBLISH: AtomicBool = AtomicBool::new(false);
 static RELAXED_SLOT_PUBLISH: AtomicBool = AtomicBool::new(false);
@@ -74,16 +74,17 @@ pub fn set_relaxed_root_publish(on: bool) {
     RELAXED_ROOT_PUBLISH.store(on, StdOrdering::SeqCst);
 }
 
-/// Read paths trust the range a re-walk from the root lands on (a deliberate bug, as before the
-/// read paths checked a re-walk's answer: past a replaced node a cursor move returns the range
-/// now holding its old end + 1, which may reach back over its previous answer; `MapleTree::next`/`prev` return a range holding
-/// their index; the two ends of one iterator do not stop at what the other has yielded).
+/// Read paths trust the range a re-walk from the root lands on (a deliberate bug, breaking
+/// README "Guarantees": past a replaced node a cursor move returns the range now holding its
+/// old end + 1, which may reach back over its previous answer; `MapleTree::next`/`prev` return
+/// a range holding their index; the two ends of one iterator do not stop at what the other has
+/// yielded).
 pub fn set_trust_rewalk(on: bool) {
     TRUST_REWALK.store(on, StdOrdering::SeqCst);
 }
 
-/// A reader's gap search trusts its first `NoRoom` (a deliberate bug, as before the write
-/// sequence: no confirmation by a search that no write overlapped; see `gap::empty_area_read`).
+/// A reader's gap search trusts its first `NoRoom` (a deliberate bug: no confirmation by a
+/// search that no write overlapped; see `gap::empty_area_read`).
 pub fn set_trust_no_room(on: bool) {
     TRUST_NO_ROOM.store(on, StdOrdering::SeqCst);
 }

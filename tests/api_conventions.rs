@@ -1,4 +1,4 @@
-//! The std-convention API (issue 16 §2) and aligned allocation (§3): `len` against a `BTreeMap`
+//! The std-convention API and aligned allocation: `len` against a `BTreeMap`
 //! model after every operation (with `validate`), owned removal, gaps, Debug/FromIterator/Extend,
 //! pending frees, and aligned gap search against a brute-force model.
 

@@ -1,4 +1,4 @@
-//! The std conveniences of issue 35: `get_range`, `Clone`, the owned `IntoIterator`, `retain`,
+//! The std conveniences: `get_range`, `Clone`, the owned `IntoIterator`, `retain`,
 //! `drain`, `split_off`, `IntoIterator for &WriteGuard`, `From<ValidateError> for Error` and
 //! `reclaim`. Entries count their own drops (and clones): after every test that drops or moves
 //! entries, the live count is what the tree and the test still hold, and zero once both are

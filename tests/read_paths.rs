@@ -1,6 +1,6 @@
 //! Read paths across writes, single-threaded and deterministic: a reader (cursor, iterator)
 //! holds its position while the writer changes the tree under it, then moves on. Each case is
-//! a reproducer of a read path once broken across writes; README "Guarantees" states the promise each read path keeps.
+//! a reproducer of a fixed read-path bug; README "Guarantees" states the promise each read path keeps.
 
 use maple_tree::{MapleTree, Value};
 

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use maple_tree::{MapleTree, Value};
 
-/// The issue-13 reproducer: an iterator inside a full root leaf, then an append split that
+/// The first seal reproducer: an iterator inside a full root leaf, then an append split that
 /// truncates that leaf, then a `+1` append into the truncated leaf. Before the seals, the
 /// iterator yielded `[73, u64::MAX]` (never existed) and skipped the unchanged `[80, 85]`'s
 /// predecessor state.

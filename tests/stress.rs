@@ -651,13 +651,13 @@ fn stress_tiny() {
 //   from the query point; a whole iteration yields every range of its span unchanged through
 //   it;
 // - gap search: `NoRoom` from `empty_area`/`empty_area_rev` only if no stretch of `size`
-//   indices inside the window stayed empty in every state of the read's window (row P19;
-//   `MAPLE_STRESS_STRICT_GAPS=0` gates it, to compare with an older tree).
+//   indices inside the window stayed empty in every state of the read's window (README
+//   "Guarantees", `empty_area`; `MAPLE_STRESS_STRICT_GAPS=0` gates it, to compare with an older tree).
 //
 // Readers hold a guard with a cursor (walk, find, find_rev, next, prev, next_range, prev_range,
 // find_range, find_range_rev, pause, reset; a few to 60 moves), an iterator (`iter` or `range`,
 // both ends alternately, to the end), a `gaps()` iterator (both ends) across many writes.
-// Workloads (one per phase, chosen by the seed): the truncated-leaf "clear, 8 stores, [80, 85],
+// Workloads (one per phase, chosen by the seed): the first seal reproducer's "clear, 8 stores, [80, 85],
 // [73, 75]" loop, in-order builds (appends, append splits, fills, `+1` appends at the end),
 // random stores (exact fits, spanning stores; `alloc_range`/`alloc_rrange` in allocation
 // trees), random erases. Seed `MAPLE_STRESS_SEED`, duration `MAPLE_STRESS_SECS` per tree kind
@@ -2071,7 +2071,7 @@ mod promise {
     fn workload(w: &mut Writer<'_>, rng: &mut Rng, kind: u64, writes: u64, alloc: bool) {
         let end = w.next + writes;
         match kind {
-            // The truncated-leaf reproducer: clear, 8 stores (a full root leaf), [80, 85] (append split), [73, 75]
+            // Issue 13: clear, 8 stores (a full root leaf), [80, 85] (append split), [73, 75]
             // (+1 append into the truncated leaf), sometimes a few more appends after it.
             0 => {
                 while w.next < end {

@@ -1,17 +1,21 @@
 //! The writer: the write guard, the typed writer it lends out for each operation
 //! (`Writer<'w, E, M>`, in the guard's write mode `M`), and the primitives every write path
 //! shares — node allocation, publication of a replaced child or a new root level, retirement,
-//! entry ownership, seals, gap maintenance, and writing items into a node. What the writer
-//! can do is this folder's listing: `store` classifies a store and sends it down one write
-//! path, each in its own module (`exact_fit`, `append`, `slot_store`, `node_store`,
-//! `append_split`, and the rebuild of `rebuild`/`split`/`rebalance`/`spanning`), on the item
-//! buffer and leaf image of `big_node` and the paths of `path`.
+//! entry ownership, seals, and writing items into a node. What the writer can do is this
+//! folder's listing: `store` classifies a store and sends it down one write path, each in its
+//! own module (`exact_fit`, `append`, `slot_store`, `node_store`, `append_split`, and the
+//! rebuild of `rebuild`/`split`/`rebalance`/`spanning`), on the item buffer and leaf image of
+//! `big_node` and the paths of `path`; every path keeps the recorded gaps up to date through
+//! `gaps`. `alloc` is the allocation routine behind every allocation, `take` the exclusive
+//! writer's removals that hand entries back. The paths valid in exclusive mode only are
+//! methods of `Writer<'_, E, Exclusive>` (see [`WriteMode`]).
 
 pub(crate) mod alloc;
 mod append;
 mod append_split;
 pub(crate) mod big_node;
 mod exact_fit;
+mod gaps;
 mod node_store;
 mod path;
 mod rebalance;
@@ -98,6 +102,37 @@ pub(crate) struct Writer<'w, E, M: Mode> {
     /// The tree's pending-frees counters.
     pub(crate) pending: &'w Arc<Pending>,
     _e: PhantomData<E>,
+}
+
+/// The two write modes as the writer knows them. What the modes share is one generic method of
+/// [`Writer`] (its mode's constants folded per mode); a path valid in exclusive mode only (no
+/// reader: a boundary moved or a node rewritten in place) is a method of
+/// `Writer<'_, E, Exclusive>`, reached from the shared code through
+/// [`exclusive`](Self::exclusive), so that the compiler checks it never runs under readers.
+pub(crate) trait WriteMode: Mode {
+    /// The writer as an exclusive-mode one, if this is [`Exclusive`] (the identity; `None` for
+    /// [`Rcu`]; a constant per mode).
+    fn exclusive<'a, 't, E>(
+        w: &'a mut Writer<'t, E, Self>,
+    ) -> Option<&'a mut Writer<'t, E, Exclusive>>;
+}
+
+impl WriteMode for Exclusive {
+    #[inline(always)]
+    fn exclusive<'a, 't, E>(
+        w: &'a mut Writer<'t, E, Self>,
+    ) -> Option<&'a mut Writer<'t, E, Exclusive>> {
+        Some(w)
+    }
+}
+
+impl WriteMode for Rcu {
+    #[inline(always)]
+    fn exclusive<'a, 't, E>(
+        _: &'a mut Writer<'t, E, Self>,
+    ) -> Option<&'a mut Writer<'t, E, Exclusive>> {
+        None
+    }
 }
 
 impl<E> Drop for WriteGuard<'_, E> {
@@ -368,7 +403,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     }
 }
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// The pinned guard of the tree's collector this writer defers frees on (RCU mode only).
     fn rcu_guard(&self) -> &'t Guard {
         let cell = self.guard.expect("RCU mode holds a guard cell");
@@ -736,79 +771,6 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         n.clear_slots(len..old_end + 1);
     }
 
-    /// [`node_max_gap`](Self::node_max_gap) of a node of `kind` just written with `items`
-    /// (starting at `min`), computed from the items instead of read back from the node.
-    #[inline]
-    pub(crate) fn items_gap(&self, kind: Kind, items: &[Item<'_>], min: u64) -> u64 {
-        if self.is_alloc() {
-            self::big_node::items_max_gap(kind, items, min)
-        } else {
-            0
-        }
-    }
-
-    /// Largest gap in `n`'s subtree (leaves: computed from NULL slots; allocation-tree internal
-    /// nodes: the largest child gap; 0 for every node of a range tree, which keeps no gaps).
-    pub(crate) fn node_max_gap(&self, n: Live<'_>, min: u64, max: u64) -> u64 {
-        if !self.is_alloc() {
-            return 0; // range trees keep no gaps: nothing reads a leaf's
-        }
-        match n.kind() {
-            Kind::Leaf => super::gap::leaf_max_gap(n.view(), min, max),
-            Kind::ARange => {
-                let end = n.end(max);
-                (0..=end).map(|i| n.gap(i)).max().unwrap_or(0)
-            }
-            Kind::Range => 0,
-        }
-    }
-
-    /// After the child at the last level's offset changed its largest gap to `g`, update the
-    /// ancestors upwards until a level's maximum does not change.
-    ///
-    /// A node's largest gap before the change is what its parent records for it, so most levels
-    /// decide without scanning their gaps: a raised gap at or above that maximum is the new
-    /// maximum; a lowered gap that was not the maximum changes nothing; a lowered maximum is still
-    /// the maximum when it is at least the number of indices left and right of the child (every
-    /// other child's gap is bounded by its span) — the in-order append case, where the huge gap
-    /// at the right edge shrinks by one range at a time. Only the rest scans the node.
-    pub(crate) fn propagate_gap(&self, ancestors: &[Level<'_, Write>], mut g: u64) {
-        if !self.is_alloc() {
-            return;
-        }
-        for (k, lvl) in ancestors.iter().enumerate().rev() {
-            let n = lvl.node;
-            let o = lvl.offset;
-            let old = n.gap(o);
-            if old == g {
-                return;
-            }
-            n.set_gap(o, g);
-            let Some(up) = k.checked_sub(1).map(|u| ancestors[u]) else {
-                return; // the root: nothing records its maximum
-            };
-            let old_max = up.node.gap(up.offset);
-            let new_max = if g >= old_max {
-                g
-            } else if old < old_max {
-                return;
-            } else {
-                let clo = if o == 0 { lvl.min } else { n.pivot(o - 1) + 1 };
-                let chi = n.slot_max(o, lvl.max);
-                if g >= clo - lvl.min && g >= lvl.max - chi {
-                    g
-                } else {
-                    let end = n.end(lvl.max);
-                    (0..=end).map(|i| n.gap(i)).max().unwrap_or(0)
-                }
-            };
-            if new_max == old_max {
-                return;
-            }
-            g = new_max;
-        }
-    }
-
     /// Removes a whole subtree (covering `[min, max]`) lying inside a write: its entries are
     /// released, its nodes retired.
     pub(crate) fn remove_subtree(
@@ -835,15 +797,5 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         let n = self.len.load(StdOrdering::Relaxed);
         self.len
             .store(n.wrapping_add_signed(d), StdOrdering::Relaxed);
-    }
-
-    /// Gap maintenance after an in-place leaf change.
-    pub(crate) fn after_leaf_change(&self, lw: &Walker<'_, Write>, gaps_changed: bool) {
-        if !gaps_changed || !self.is_alloc() || lw.depth < 2 {
-            return;
-        }
-        let leaf = lw.leaf();
-        let g = super::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max);
-        self.propagate_gap(&lw.path()[..lw.depth - 1], g);
     }
 }

@@ -11,10 +11,10 @@ use core::ops::{RangeBounds, RangeInclusive};
 use crate::entry::{Entry, Owned};
 use crate::error::Error;
 
+use super::WriteMode;
 use super::Writer;
 use crate::tree::api::window as to_window;
 use crate::tree::gap::{empty_area_aligned_at, empty_area_at};
-use crate::tree::node::Mode;
 
 /// A gap-search query: the window `[min, max]`, the size, the alignment.
 #[derive(Clone, Copy)]
@@ -39,7 +39,7 @@ impl Want {
     }
 }
 
-impl<E: Entry, M: Mode> Writer<'_, E, M> {
+impl<E: Entry, M: WriteMode> Writer<'_, E, M> {
     /// Allocates a range for `q` (the lowest fit, or the highest with `rev`), builds its entry
     /// with `make` from the range found, and stores it there; returns the range. On any error
     /// (no allocation tree, no fit, `make`'s error, a reserved entry word) nothing is written.

@@ -6,13 +6,13 @@
 
 use crate::entry::{Entry, Word};
 
+use super::WriteMode;
 use super::Writer;
-use crate::tree::node::Mode;
 use crate::tree::node::Write;
-use crate::tree::node::{Kind, RANGE_SLOTS};
+use crate::tree::node::{Exclusive, Kind, RANGE_SLOTS};
 use crate::tree::walk::{Level, Walker};
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// The in-place appends (see the module table) of `[first, last] = entry` into the last slot
     /// `[r_min, max]` of `lw`'s leaf, holding `content`; `false` when none applies (no room, or
     /// an append at the start in RCU mode).
@@ -85,70 +85,40 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             n.publish_pivot(end, first - 1);
             self.seal_lowered(n, end);
             self.st.stats.append_end += 1;
-        } else if last < max && M::EXCLUSIVE {
-            if end + 1 >= RANGE_SLOTS {
-                return false;
-            }
-            // +1 at the start: [entry][content]; a visible boundary moves, so exclusive only.
-            n.init_entry(end + 1, Word::<E>::leaf(content));
-            if end + 1 < p {
-                n.init_pivot(end + 1, max);
-            }
-            n.init_pivot(end, last);
-            n.init_entry(end, entry);
-            self.st.stats.append_start += 1;
+        } else if last < max {
+            // +1 at the start: a visible boundary moves, so exclusive only.
+            return M::exclusive(self).is_some_and(|x| x.append_start(leaf, content, last, entry));
         } else {
             return false;
         }
         true
     }
+}
 
-    /// Gap maintenance after an in-place append that split the leaf's last slot `[r_min, max]`
-    /// (holding `content`) around `[first, last]`: only a NULL slot's pieces can change the leaf's
-    /// largest gap, and the same span bound as in [`propagate_gap`](Self::propagate_gap) usually
-    /// decides the new one without a scan.
-    fn after_append(
-        &self,
-        lw: &Walker<'_, Write>,
-        r_min: u64,
+/// Exclusive mode only: the append at the start moves a boundary readers could see.
+impl<'t, E: Entry> Writer<'t, E, Exclusive> {
+    /// `+1` at the start of the last slot `leaf.offset` of `leaf` (holding `content`):
+    /// `[entry][content]`, `entry` ending at `last`; `false`, with nothing done, without room.
+    fn append_start(
+        &mut self,
+        leaf: Level<'t, Write>,
         content: usize,
-        first: u64,
         last: u64,
         entry: Word<E>,
-    ) {
-        if !self.is_alloc() || lw.depth < 2 || (content != 0 && !entry.is_null()) {
-            return;
+    ) -> bool {
+        let (n, end, max) = (leaf.node, leaf.offset, leaf.max);
+        let p = Kind::Leaf.pivots();
+        if end + 1 >= RANGE_SLOTS {
+            return false;
         }
-        let leaf = lw.leaf();
-        let up = lw.path()[lw.depth - 2];
-        let old_max = up.node.gap(up.offset);
-        if entry.is_null() {
-            // A NULL written inside an entry's range (NULL widening excludes a NULL content):
-            // one new gap, the maximum can only grow.
-            let g = crate::tree::gap::range_size(first, last);
-            if g > old_max {
-                self.propagate_gap(&lw.path()[..lw.depth - 1], g);
-            }
-            return;
+        // [entry][content]: the slot and pivot beyond the end, then the end's pivot and entry.
+        n.init_entry(end + 1, Word::<E>::leaf(content));
+        if end + 1 < p {
+            n.init_pivot(end + 1, max);
         }
-        if crate::tree::gap::range_size(r_min, leaf.max) < old_max {
-            return; // the pieces are smaller still, the maximum is elsewhere
-        }
-        let left = if first > r_min {
-            crate::tree::gap::range_size(r_min, first - 1)
-        } else {
-            0
-        };
-        let right = if last < leaf.max {
-            crate::tree::gap::range_size(last + 1, leaf.max)
-        } else {
-            0
-        };
-        let g = if left.max(right) >= r_min - leaf.min {
-            left.max(right)
-        } else {
-            crate::tree::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max)
-        };
-        self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+        n.init_pivot(end, last);
+        n.init_entry(end, entry);
+        self.st.stats.append_start += 1;
+        true
     }
 }

@@ -27,10 +27,10 @@ use smallvec::SmallVec;
 use crate::entry::{Entry, Word};
 
 use super::big_node::Item;
+use super::WriteMode;
 use super::Writer;
-use crate::tree::node::Mode;
 use crate::tree::node::Write;
-use crate::tree::node::{Fresh, Kind, Live, RANGE_SLOTS};
+use crate::tree::node::{Exclusive, Fresh, Kind, Live, RANGE_SLOTS};
 use crate::tree::walk::{Level, Walker};
 
 /// The last slot of the full leaf, as the leaf store saw it.
@@ -47,7 +47,7 @@ pub(crate) struct LastSlot {
     pub(crate) prev2_hi: u64,
 }
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// Appends `[first, last] = entry` into the last slot of the full rightmost leaf `lw` by
     /// truncation (see the module docs). The caller checked: the leaf's max is `u64::MAX`, the
     /// write starts in the last slot, and the leaf has no room.
@@ -65,22 +65,10 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         // leaf that is not the rightmost must not end in NULL.
         let fill =
             !entry.is_null() && ls.end + 2 == RANGE_SLOTS && ls.r_min < first && last < u64::MAX;
-        if M::EXCLUSIVE && fill {
-            // No readers, one slot left (a three-way append needs two): the leaf takes the new
-            // entry as its last slot and keeps all sixteen (it ends in the entry, never in NULL),
-            // and only the rest of the old last range moves to the new leaf. In-order builds
-            // then fill leaves to 16 slots, as the kernel's rightmost split does. Under readers
-            // this would move a boundary inside a node whose max a reader may still read as the
-            // old one, so RCU mode copies the leaf and its parent instead (`append_fill_cow`).
-            let n = leaf.node;
-            n.init_entry(ls.end + 1, entry);
-            n.init_pivot(ls.end, first - 1);
-            self.share_entry(Word::leaf(ls.content));
-            let items = [Item::slot(u64::MAX, ls.content)];
-            self.st.stats.append_fill += 1;
-            return self.append_climb(lw, last, &items);
-        }
-        if !M::EXCLUSIVE && fill {
+        if fill {
+            if let Some(x) = M::exclusive(self) {
+                return x.append_fill_in_place(lw, first, last, entry, &ls);
+            }
             // Truncating instead would leave one leaf in every parent's worth one slot short.
             return self.append_fill_cow(lw, first, last, entry, &ls);
         }
@@ -201,7 +189,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         self.write_items(&new_leaf, items, u64::MAX);
         let new_gap = self.node_max_gap(new_leaf.node(), kept_max + 1, u64::MAX);
         let mut kept_gap = if self.is_alloc() {
-            crate::tree::gap::leaf_max_gap(leaf.node.view(), leaf.min, kept_max)
+            self.leaf_gap(leaf.node, leaf.min, kept_max)
         } else {
             0
         };
@@ -243,8 +231,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             let items = [Item::fresh(u64::MAX, new_node, new_gap)];
             self.write_items(&s, &items, u64::MAX);
             if kind == Kind::ARange {
-                pn.set_gap(o, kept_gap);
-                kept_gap = (0..=o).map(|i| pn.gap(i)).max().unwrap_or(0);
+                kept_gap = self.set_last_child_gap(pn, o, kept_gap);
             }
             // The parent's max shrinks too.
             self.seal_shrunk(pn);
@@ -270,8 +257,35 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         pn.append_child(o, u64::MAX, kept_max, kept_gap, new, new_gap);
         self.seal_lowered(pn, o);
         if pn.kind() == Kind::ARange {
-            let g = (0..=o + 1).map(|i| pn.gap(i)).max().unwrap_or(0);
+            let g = self.gaps_up_to(pn, o + 1);
             self.propagate_gap(&path[..d], g);
         }
+    }
+}
+
+/// Exclusive mode only: the fill moves a boundary inside a node readers could be in.
+impl<'t, E: Entry> Writer<'t, E, Exclusive> {
+    /// The 16-slot fill of [`append_split`](Self::append_split) in place (see there).
+    fn append_fill_in_place(
+        &mut self,
+        lw: &Walker<'t, Write>,
+        first: u64,
+        last: u64,
+        entry: Word<E>,
+        ls: &LastSlot,
+    ) {
+        // No readers, one slot left (a three-way append needs two): the leaf takes the new
+        // entry as its last slot and keeps all sixteen (it ends in the entry, never in NULL),
+        // and only the rest of the old last range moves to the new leaf. In-order builds
+        // then fill leaves to 16 slots, as the kernel's rightmost split does. Under readers
+        // this would move a boundary inside a node whose max a reader may still read as the
+        // old one, so RCU mode copies the leaf and its parent instead (`append_fill_cow`).
+        let n = lw.leaf().node;
+        n.init_entry(ls.end + 1, entry);
+        n.init_pivot(ls.end, first - 1);
+        self.share_entry(Word::leaf(ls.content));
+        let items = [Item::slot(u64::MAX, ls.content)];
+        self.st.stats.append_fill += 1;
+        self.append_climb(lw, last, &items);
     }
 }

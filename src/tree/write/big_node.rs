@@ -6,7 +6,7 @@
 use smallvec::SmallVec;
 
 use crate::tree::node::Write;
-use crate::tree::node::{Fresh, Kind, Live, Slot, RANGE_PIVOTS, RANGE_SLOTS};
+use crate::tree::node::{Fresh, Live, Slot, RANGE_PIVOTS, RANGE_SLOTS};
 use crate::tree::walk::Level;
 
 /// One slot of a level being rebuilt: its upper bound, its word (entry or child node) and, for
@@ -50,27 +50,6 @@ impl<'g> Item<'g> {
     #[inline]
     pub(crate) fn is_null(&self) -> bool {
         self.slot.is_null()
-    }
-}
-
-/// The largest gap of a node written with `items` (see `Writer::write_items`), whose range starts
-/// at `min`: for a leaf, the largest NULL range (what `gap::leaf_max_gap` reads back from the
-/// node); for an allocation tree's internal node, the largest child gap; 0 for a range tree's.
-pub(crate) fn items_max_gap(kind: Kind, items: &[Item<'_>], min: u64) -> u64 {
-    match kind {
-        Kind::Leaf => {
-            let mut best = 0;
-            let mut lo = min;
-            for it in items {
-                if it.is_null() {
-                    best = best.max(crate::tree::gap::range_size(lo, it.hi));
-                }
-                lo = it.hi.wrapping_add(1);
-            }
-            best
-        }
-        Kind::ARange => items.iter().map(|it| it.gap).max().unwrap_or(0),
-        Kind::Range => 0,
     }
 }
 

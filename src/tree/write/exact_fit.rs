@@ -5,13 +5,13 @@
 use crate::entry::{Entry, Word};
 
 use super::big_node::LeafWrite;
+use super::WriteMode;
 use super::Writer;
 use crate::tree::node::Live;
-use crate::tree::node::Mode;
 use crate::tree::node::Write;
 use crate::tree::walk::Walker;
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// The exact fit without the leaf image (`wr_exact_fit`): `[first, last]` is exactly the
     /// walker's slot and `entry` is not NULL (a NULL store may widen over empty neighbours, so it
     /// takes the general path). One Release store of the slot; the walker stays valid and now

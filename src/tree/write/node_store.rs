@@ -5,14 +5,15 @@
 use crate::entry::{Entry, Word};
 
 use super::big_node::LeafWrite;
+use super::gaps::image_gap;
+use super::WriteMode;
 use super::Writer;
-use crate::tree::gap::range_size;
-use crate::tree::node::Mode;
+use crate::tree::node::Exclusive;
 use crate::tree::node::Write;
 use crate::tree::node::{Kind, Live, RANGE_PIVOTS};
 use crate::tree::walk::Walker;
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// The node store of `l` in the leaf of `lw`: the leaf's slots with `[first, last]` cut out
     /// and `entry` in its place, written straight out of the image `l` read; the entries it
     /// drops are released, a range split around the new entry shares its word.
@@ -25,9 +26,9 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             Some(p) if self.is_alloc() => image_gap(l, p.node.gap(p.offset)),
             _ => 0,
         };
-        if M::EXCLUSIVE {
-            self.node_store_in_place(lw, l);
-            self.propagate_gap(ancestors, gap);
+        if let Some(x) = M::exclusive(self) {
+            x.node_store_in_place(lw, l);
+            x.propagate_gap(ancestors, gap);
             return;
         }
         // A fresh leaf, published by one store of its parent's slot (the old one retired).
@@ -53,15 +54,6 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         }
     }
 
-    /// The node store in exclusive mode (no reader): the leaf rewritten in place from the
-    /// write's first slot on, out of the image `l` read (the slots before `off` stay as they
-    /// are; those the leaf no longer uses are cleared).
-    fn node_store_in_place(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) {
-        let n = lw.leaf().node;
-        self.put_image(n, l.off, l);
-        n.clear_slots(l.new_end + 1..l.end + 1);
-    }
-
     /// Writes the leaf `l` describes once its write is done into `n`, from slot `from` on
     /// (`from <= l.off`): the image's slots before the write, the write's pieces, the image's
     /// slots after it.
@@ -80,27 +72,14 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 }
 
-/// The largest NULL range of the leaf `l` describes once its write is done: the slots before
-/// and after the write as they were, and the write's pieces (the part of the first slot left of
-/// `first`, the entry, the part of the last slot right of `last`). `old` is the leaf's largest
-/// NULL range before the write (its parent's record): when no slot the write covers was that
-/// large, one of the slots kept still is, and only the pieces need looking at.
-fn image_gap(l: &LeafWrite, old: u64) -> u64 {
-    let null = |lo: u64, hi: u64, w: usize| if w == 0 { range_size(lo, hi) } else { 0 };
-    let slots = |from: usize, to: usize| {
-        let mut lo = l.lo(from);
-        let (his, ws) = (&l.his[from..to], &l.ws[from..to]);
-        his.iter().zip(ws).fold(0, |best, (&hi, &w)| {
-            let g = null(lo, hi, w);
-            lo = hi.wrapping_add(1);
-            best.max(g)
-        })
-    };
-    let mut best = if slots(l.off, l.off_end + 1) < old {
-        old
-    } else {
-        slots(0, l.off).max(slots(l.off_end + 1, l.end + 1))
-    };
-    l.for_each_piece(|lo, hi, w| best = best.max(null(lo, hi, w)));
-    best
+/// Exclusive mode only: the leaf is rewritten where readers could be.
+impl<'t, E: Entry> Writer<'t, E, Exclusive> {
+    /// The node store in exclusive mode (no reader): the leaf rewritten in place from the
+    /// write's first slot on, out of the image `l` read (the slots before `off` stay as they
+    /// are; those the leaf no longer uses are cleared).
+    fn node_store_in_place(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) {
+        let n = lw.leaf().node;
+        self.put_image(n, l.off, l);
+        n.clear_slots(l.new_end + 1..l.end + 1);
+    }
 }

@@ -6,11 +6,11 @@ use crate::entry::Entry;
 
 use super::big_node::{Item, Items};
 use super::rebuild::{rightmost_path, Rebuild};
+use super::WriteMode;
 use super::Writer;
 use crate::tree::node::Kind;
-use crate::tree::node::Mode;
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// The leaf level: coalesces NULLs and pulls in right neighbours while the last leaf would
     /// end in NULL or be underfull (in a tree of `height` levels).
     pub(crate) fn fix_leaf_level(&mut self, rb: &mut Rebuild<'t, '_>, height: usize) {

@@ -28,10 +28,10 @@ use crate::entry::{Entry, Word};
 
 use super::big_node::{Item, Items};
 use super::path::{Levels, Path, Retired};
+use super::WriteMode;
 use super::Writer;
-use crate::tree::node::Mode;
 use crate::tree::node::Write;
-use crate::tree::node::{Kind, Live};
+use crate::tree::node::{Exclusive, Kind};
 use crate::tree::walk::Level;
 
 /// A rebuild in progress: the paths whose nodes it consumes, the items of the level it is at
@@ -63,7 +63,7 @@ pub(crate) struct Rebuilt {
     pub(crate) last: u64,
 }
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// The generic write: see the module docs. `lpath`/`rpath` lead to the leaves holding `first`
     /// and `last` (`rpath` `None`: the same leaf as `lpath`).
     pub(crate) fn rebuild(
@@ -213,17 +213,8 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         } else {
             path_to(rb.paths, rb.level - 1)
         };
-        if M::EXCLUSIVE {
-            // Rewritten in place: still linked where it was.
-            let new = x.node;
-            self.rewrite_items(new, rb.items.as_slice(), x.max);
-            let g = self.items_gap(rb.kind, rb.items.as_slice(), x.min);
-            if let Some(parent) = ancestors.last() {
-                new.set_parent(Some(parent.node), parent.offset);
-            } else {
-                new.set_parent(None, 0);
-            }
-            self.propagate_gap(&ancestors, g);
+        if let Some(w) = M::exclusive(self) {
+            w.rewrite_single(rb, x, &ancestors);
         } else {
             let n = self.alloc_node(rb.kind);
             self.write_items(&n, rb.items.as_slice(), x.max);
@@ -284,14 +275,6 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
         rb.run_min = paths_min(rb.paths, rb.level);
         rb.run_max = paths_max(rb.paths, rb.level);
     }
-
-    pub(crate) fn child_gap(&self, n: Live<'_>, i: usize) -> u64 {
-        if n.kind() == Kind::ARange {
-            n.gap(i)
-        } else {
-            0
-        }
-    }
 }
 
 /// Distinct nodes at `level` over all paths reaching it, in index order.
@@ -345,4 +328,26 @@ pub(crate) fn path_to<'g>(paths: &[Path<'g>], level: usize) -> Levels<'g> {
         .find(|p| p.levels.len() > level)
         .map(|p| Levels::from_slice(&p.levels[..=level]))
         .unwrap()
+}
+
+/// Exclusive mode only: a node rewritten where readers could be.
+impl<'t, E: Entry> Writer<'t, E, Exclusive> {
+    /// [`replace_single`](Writer::replace_single) in place: `x`, below `ancestors`, rewritten
+    /// with the level's items, still linked where it was.
+    fn rewrite_single(
+        &mut self,
+        rb: &Rebuild<'t, '_>,
+        x: Level<'t, Write>,
+        ancestors: &[Level<'t, Write>],
+    ) {
+        let new = x.node;
+        self.rewrite_items(new, rb.items.as_slice(), x.max);
+        let g = self.items_gap(rb.kind, rb.items.as_slice(), x.min);
+        if let Some(parent) = ancestors.last() {
+            new.set_parent(Some(parent.node), parent.offset);
+        } else {
+            new.set_parent(None, 0);
+        }
+        self.propagate_gap(ancestors, g);
+    }
 }

@@ -6,15 +6,16 @@ use crate::entry::{Entry, Word};
 
 use super::big_node::LeafWrite;
 use super::Writer;
-use crate::tree::node::Mode;
+use crate::tree::node::Exclusive;
 use crate::tree::node::Write;
 use crate::tree::walk::Walker;
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
-    /// The slot store of `l` in the leaf of `lw`, if it is one and the mode allows it; `false`,
-    /// with nothing done, otherwise.
+/// Exclusive mode only: a slot store moves boundaries inside a node readers could be in.
+impl<'t, E: Entry> Writer<'t, E, Exclusive> {
+    /// The slot store of `l` in the leaf of `lw`, if it is one; `false`, with nothing done,
+    /// otherwise.
     pub(crate) fn slot_store(&mut self, lw: &Walker<'t, Write>, l: &LeafWrite) -> bool {
-        if !M::EXCLUSIVE || l.new_end != l.end {
+        if l.new_end != l.end {
             return false;
         }
         let n = lw.leaf().node;

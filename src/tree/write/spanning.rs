@@ -4,12 +4,12 @@
 use crate::entry::{Entry, Word};
 
 use super::path::Path;
+use super::WriteMode;
 use super::Writer;
-use crate::tree::node::Mode;
 use crate::tree::node::Write;
 use crate::tree::walk::Walker;
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// Stores `entry` over `[first, last]`, which crosses the leaf of `lw` (positioned on
     /// `first`); returns the range written (a NULL store widens).
     pub(crate) fn spanning_store(

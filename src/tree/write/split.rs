@@ -11,15 +11,15 @@ use core::ops::Range;
 use crate::entry::{Entry, Word};
 
 use super::big_node::{Item, Items, LeafWrite};
+use super::gaps::range_size;
 use super::rebuild::Rebuild;
+use super::WriteMode;
 use super::Writer;
-use crate::tree::gap::range_size;
-use crate::tree::node::Mode;
 use crate::tree::node::Write;
-use crate::tree::node::{Fresh, Kind, Live, RANGE_PIVOTS, RANGE_SLOTS};
+use crate::tree::node::{Exclusive, Fresh, Kind, Live, RANGE_PIVOTS, RANGE_SLOTS};
 use crate::tree::walk::{Level, Walker};
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// Partitions the level's items into fresh nodes (a split if more than one); pushes them
     /// onto `new_items` (empty), the items of the parent level's run.
     pub(crate) fn split_level(&mut self, rb: &mut Rebuild<'t, '_>, new_items: &mut Items<'t>) {
@@ -46,7 +46,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 }
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// The split of the leaf of `lw` by the write `l` (`mas_split`), without the rebuild's
     /// buffers: the leaf's items after the write are partitioned as the rebuild would partition
     /// them ([`partition`]), the right part goes into one fresh leaf, and the parent gains it
@@ -134,23 +134,20 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             replaced.push(p.node);
         }
         match top {
-            Some((d, end)) if M::EXCLUSIVE => {
-                let p = path[d];
-                self.insert_child_after(p, end, up);
-                if self.is_alloc() {
-                    let g = (0..=end + 1).map(|i| p.node.gap(i)).max().unwrap_or(0);
-                    self.propagate_gap(&path[..d], g);
+            Some((d, end)) => {
+                if let Some(x) = M::exclusive(self) {
+                    x.insert_split(&path[..=d], end, up);
+                } else {
+                    // A copy of the ancestor with room, published in its place (which retires
+                    // it).
+                    let p = path[d];
+                    let kind = p.node.kind();
+                    let items = self.items_with_split(p, up);
+                    let copy = self.alloc_node(kind);
+                    self.write_items(&copy, &items, p.max);
+                    let g = self.items_gap(kind, &items, p.min);
+                    self.replace_child(&path[..d], copy, g);
                 }
-            }
-            Some((d, _)) => {
-                // A copy of the ancestor with room, published in its place (which retires it).
-                let p = path[d];
-                let kind = p.node.kind();
-                let items = self.items_with_split(p, up);
-                let copy = self.alloc_node(kind);
-                self.write_items(&copy, &items, p.max);
-                let g = self.items_gap(kind, &items, p.min);
-                self.replace_child(&path[..d], copy, g);
             }
             None => {
                 let root = path[0].node;
@@ -482,3 +479,18 @@ fn balanced_bounds(
 
 /// Boundaries `0 = b0 < b1 < ... < n` of the parts of a level.
 type Bounds = SmallVec<[usize; 8]>;
+
+/// Exclusive mode only: a child inserted into a node readers could be in.
+impl<'t, E: Entry> Writer<'t, E, Exclusive> {
+    /// The split's new right part `up` inserted after slot `end`'s child into the ancestor with
+    /// room, the last of `path` (root first), in place; the gaps above brought up to date.
+    fn insert_split(&mut self, path: &[Level<'t, Write>], end: usize, up: Split<'t>) {
+        let d = path.len() - 1;
+        let p = path[d];
+        self.insert_child_after(p, end, up);
+        if self.is_alloc() {
+            let g = self.gaps_up_to(p.node, end + 1);
+            self.propagate_gap(&path[..d], g);
+        }
+    }
+}

@@ -25,9 +25,9 @@ use crate::error::Error;
 use super::append_split::LastSlot;
 use super::big_node::{Item, Items, LeafWrite};
 use super::path::{Path, Retired};
+use super::WriteMode;
 use super::{with_mode, WriteGuard, Writer};
 use crate::tree::erased::Erased;
-use crate::tree::node::Mode;
 use crate::tree::node::Write;
 use crate::tree::node::{Kind, Loaded, RcuReclaim, TakenEntry, RANGE_SLOTS};
 use crate::tree::pending::Pending;
@@ -40,7 +40,7 @@ enum Leafed {
     Rebuild(u64, u64),
 }
 
-impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// Stores `entry` (0 = nothing) over `[first, last]`; returns the range written (a NULL
     /// store reports the widened NULL range). `first <= last` is the caller's job.
     pub(crate) fn write(&mut self, first: u64, last: u64, entry: Word<E>) -> (u64, u64) {
@@ -234,8 +234,10 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
             }
         }
         // Slot stores: the slot count does not change (exclusive mode only).
-        if self.slot_store(lw, &l) {
-            return Leafed::Done(first, last);
+        if let Some(x) = M::exclusive(self) {
+            if x.slot_store(lw, &l) {
+                return Leafed::Done(first, last);
+            }
         }
         // Node store: the leaf rebuilt as one node (fresh in RCU mode, in place otherwise).
         self.wr_node_store(lw, &l);

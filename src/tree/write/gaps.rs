@@ -1,0 +1,230 @@
+//! Gap upkeep: every write path brings the largest gaps recorded in an allocation tree's
+//! internal nodes (`maple_arange_64`'s gap array, `ma_gaps`) up to date through this module —
+//! the gap of a node just written (from its items, its leaf image, or read back), the update of
+//! the ancestors above a changed child (`mas_update_gap` / `mas_parent_gap`), and the upkeep
+//! after an in-place leaf change or append. Range trees keep no gaps: the routines here are
+//! no-ops for them. Each gap store here is row P12 of the publication table (`set_gap`, in the
+//! node layer), made at the point of the write path that calls for it, after the stores that
+//! changed the gap; a fresh node's gaps are written with its items (`write_items`), and the
+//! in-place insert of a split's right part (`insert_child_after`) moves its node's gaps with
+//! its slots.
+
+use crate::entry::{Entry, Word};
+
+use super::big_node::{Item, LeafWrite};
+use super::{WriteMode, Writer};
+use crate::tree::gap::leaf_max_gap;
+pub(crate) use crate::tree::gap::range_size;
+use crate::tree::node::{Kind, Live, Write};
+use crate::tree::walk::{Level, Walker};
+
+/// The largest gap of a node written with `items` (see `Writer::write_items`), whose range starts
+/// at `min`: for a leaf, the largest NULL range (what `gap::leaf_max_gap` reads back from the
+/// node); for an allocation tree's internal node, the largest child gap; 0 for a range tree's.
+fn items_max_gap(kind: Kind, items: &[Item<'_>], min: u64) -> u64 {
+    match kind {
+        Kind::Leaf => {
+            let mut best = 0;
+            let mut lo = min;
+            for it in items {
+                if it.is_null() {
+                    best = best.max(range_size(lo, it.hi));
+                }
+                lo = it.hi.wrapping_add(1);
+            }
+            best
+        }
+        Kind::ARange => items.iter().map(|it| it.gap).max().unwrap_or(0),
+        Kind::Range => 0,
+    }
+}
+
+/// The largest NULL range of the leaf `l` describes once its write is done: the slots before
+/// and after the write as they were, and the write's pieces (the part of the first slot left of
+/// `first`, the entry, the part of the last slot right of `last`). `old` is the leaf's largest
+/// NULL range before the write (its parent's record): when no slot the write covers was that
+/// large, one of the slots kept still is, and only the pieces need looking at.
+pub(super) fn image_gap(l: &LeafWrite, old: u64) -> u64 {
+    let null = |lo: u64, hi: u64, w: usize| if w == 0 { range_size(lo, hi) } else { 0 };
+    let slots = |from: usize, to: usize| {
+        let mut lo = l.lo(from);
+        let (his, ws) = (&l.his[from..to], &l.ws[from..to]);
+        his.iter().zip(ws).fold(0, |best, (&hi, &w)| {
+            let g = null(lo, hi, w);
+            lo = hi.wrapping_add(1);
+            best.max(g)
+        })
+    };
+    let mut best = if slots(l.off, l.off_end + 1) < old {
+        old
+    } else {
+        slots(0, l.off).max(slots(l.off_end + 1, l.end + 1))
+    };
+    l.for_each_piece(|lo, hi, w| best = best.max(null(lo, hi, w)));
+    best
+}
+
+impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
+    /// [`node_max_gap`](Self::node_max_gap) of a node of `kind` just written with `items`
+    /// (starting at `min`), computed from the items instead of read back from the node.
+    #[inline]
+    pub(crate) fn items_gap(&self, kind: Kind, items: &[Item<'_>], min: u64) -> u64 {
+        if self.is_alloc() {
+            items_max_gap(kind, items, min)
+        } else {
+            0
+        }
+    }
+
+    /// Largest gap in `n`'s subtree (leaves: computed from NULL slots; allocation-tree internal
+    /// nodes: the largest child gap; 0 for every node of a range tree, which keeps no gaps).
+    pub(crate) fn node_max_gap(&self, n: Live<'_>, min: u64, max: u64) -> u64 {
+        if !self.is_alloc() {
+            return 0; // range trees keep no gaps: nothing reads a leaf's
+        }
+        match n.kind() {
+            Kind::Leaf => leaf_max_gap(n.view(), min, max),
+            Kind::ARange => {
+                let end = n.end(max);
+                (0..=end).map(|i| n.gap(i)).max().unwrap_or(0)
+            }
+            Kind::Range => 0,
+        }
+    }
+
+    /// The largest gap recorded for child `i` of `n` (0 but in an allocation tree's internal
+    /// node).
+    pub(crate) fn child_gap(&self, n: Live<'_>, i: usize) -> u64 {
+        if n.kind() == Kind::ARange {
+            n.gap(i)
+        } else {
+            0
+        }
+    }
+
+    /// After the child at the last level's offset changed its largest gap to `g`, update the
+    /// ancestors upwards until a level's maximum does not change.
+    ///
+    /// A node's largest gap before the change is what its parent records for it, so most levels
+    /// decide without scanning their gaps: a raised gap at or above that maximum is the new
+    /// maximum; a lowered gap that was not the maximum changes nothing; a lowered maximum is still
+    /// the maximum when it is at least the number of indices left and right of the child (every
+    /// other child's gap is bounded by its span) — the in-order append case, where the huge gap
+    /// at the right edge shrinks by one range at a time. Only the rest scans the node.
+    pub(crate) fn propagate_gap(&self, ancestors: &[Level<'_, Write>], mut g: u64) {
+        if !self.is_alloc() {
+            return;
+        }
+        for (k, lvl) in ancestors.iter().enumerate().rev() {
+            let n = lvl.node;
+            let o = lvl.offset;
+            let old = n.gap(o);
+            if old == g {
+                return;
+            }
+            n.set_gap(o, g);
+            let Some(up) = k.checked_sub(1).map(|u| ancestors[u]) else {
+                return; // the root: nothing records its maximum
+            };
+            let old_max = up.node.gap(up.offset);
+            let new_max = if g >= old_max {
+                g
+            } else if old < old_max {
+                return;
+            } else {
+                let clo = if o == 0 { lvl.min } else { n.pivot(o - 1) + 1 };
+                let chi = n.slot_max(o, lvl.max);
+                if g >= clo - lvl.min && g >= lvl.max - chi {
+                    g
+                } else {
+                    let end = n.end(lvl.max);
+                    (0..=end).map(|i| n.gap(i)).max().unwrap_or(0)
+                }
+            };
+            if new_max == old_max {
+                return;
+            }
+            g = new_max;
+        }
+    }
+
+    /// Gap maintenance after an in-place leaf change.
+    pub(crate) fn after_leaf_change(&self, lw: &Walker<'_, Write>, gaps_changed: bool) {
+        if !gaps_changed || !self.is_alloc() || lw.depth < 2 {
+            return;
+        }
+        let leaf = lw.leaf();
+        let g = leaf_max_gap(leaf.node.view(), leaf.min, leaf.max);
+        self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+    }
+
+    /// Gap maintenance after an in-place append that split the leaf's last slot `[r_min, max]`
+    /// (holding `content`) around `[first, last]`: only a NULL slot's pieces can change the leaf's
+    /// largest gap, and the same span bound as in [`propagate_gap`](Self::propagate_gap) usually
+    /// decides the new one without a scan.
+    pub(super) fn after_append(
+        &self,
+        lw: &Walker<'_, Write>,
+        r_min: u64,
+        content: usize,
+        first: u64,
+        last: u64,
+        entry: Word<E>,
+    ) {
+        if !self.is_alloc() || lw.depth < 2 || (content != 0 && !entry.is_null()) {
+            return;
+        }
+        let leaf = lw.leaf();
+        let up = lw.path()[lw.depth - 2];
+        let old_max = up.node.gap(up.offset);
+        if entry.is_null() {
+            // A NULL written inside an entry's range (NULL widening excludes a NULL content):
+            // one new gap, the maximum can only grow.
+            let g = range_size(first, last);
+            if g > old_max {
+                self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+            }
+            return;
+        }
+        if range_size(r_min, leaf.max) < old_max {
+            return; // the pieces are smaller still, the maximum is elsewhere
+        }
+        let left = if first > r_min {
+            range_size(r_min, first - 1)
+        } else {
+            0
+        };
+        let right = if last < leaf.max {
+            range_size(last + 1, leaf.max)
+        } else {
+            0
+        };
+        let g = if left.max(right) >= r_min - leaf.min {
+            left.max(right)
+        } else {
+            leaf_max_gap(leaf.node.view(), leaf.min, leaf.max)
+        };
+        self.propagate_gap(&lw.path()[..lw.depth - 1], g);
+    }
+
+    /// The largest NULL range of the leaf `n` covering `[min, max]`, read back from the node.
+    #[inline]
+    pub(crate) fn leaf_gap(&self, n: Live<'_>, min: u64, max: u64) -> u64 {
+        leaf_max_gap(n.view(), min, max)
+    }
+
+    /// The largest of the gaps recorded for children `0..=end` of the allocation-tree internal
+    /// node `n`.
+    #[inline]
+    pub(crate) fn gaps_up_to(&self, n: Live<'_>, end: usize) -> u64 {
+        (0..=end).map(|i| n.gap(i)).max().unwrap_or(0)
+    }
+
+    /// Records `g` as the gap of `n`'s last child `o` (`n` an allocation-tree internal node
+    /// whose max shrinks to that child's) and returns `n`'s own largest gap.
+    #[inline]
+    pub(crate) fn set_last_child_gap(&self, n: Live<'_>, o: usize, g: u64) -> u64 {
+        n.set_gap(o, g);
+        self.gaps_up_to(n, o)
+    }
+}
