@@ -72,7 +72,7 @@ use core::sync::atomic::AtomicUsize as StdAtomicUsize;
 use crossbeam_epoch::{Collector, Guard, LocalHandle};
 
 use crate::entry::Entry;
-use node::{Kind, RootRef};
+use node::{Kind, Read, RootRef};
 use state::{StateRef, WriterState};
 
 pub use crate::error::ValidateError;
@@ -198,7 +198,7 @@ impl Options {
 /// ```
 pub struct MapleTree<E> {
     /// Root node word (0: empty) and the collector protecting the nodes.
-    pub(crate) root: node::Root<WriterState<E>>,
+    pub(crate) root: node::Root<WriterState<E>, E>,
     /// Internal node kind: `ARange` for allocation trees, else `Range`.
     pub(crate) internal: Kind,
     /// Ranges holding an entry or the zero entry, kept by the writer; read lock-free.
@@ -218,7 +218,7 @@ pub struct MapleTree<E> {
 }
 
 /// See [`MapleTree::free_all`].
-type FreeAll<E> = fn(&mut node::Root<WriterState<E>>);
+type FreeAll<E> = fn(&mut node::Root<WriterState<E>, E>);
 
 impl<E: Entry> Default for MapleTree<E> {
     fn default() -> Self {
@@ -397,7 +397,7 @@ impl<E: Entry> MapleTree<E> {
     ///
     /// On a guard that is not from [`MapleTree::pin`] (or this tree's collector).
     #[inline]
-    pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g> {
+    pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g, Read, E> {
         self.root.reader(guard)
     }
 
@@ -547,7 +547,7 @@ impl<E> Drop for MapleTree<E> {
 }
 
 /// Frees a whole tree of `E` (see [`node::Root::free_all`]) with its ledger of shared words.
-fn free_tree<E: Entry>(root: &mut node::Root<WriterState<E>>) {
+fn free_tree<E: Entry>(root: &mut node::Root<WriterState<E>, E>) {
     let mut ledger = core::mem::take(&mut root.state_mut().ledger);
     root.free_all(&mut ledger);
 }

@@ -385,7 +385,7 @@ impl<E: Entry> WriteGuard<'_, E> {
             let st = &self.state().stats;
             let nodes = st.nodes_allocated.saturating_sub(st.nodes_freed);
             mem.reserve(usize::try_from(nodes).unwrap_or(usize::MAX));
-            let root = copy(dst, mem, src, &mut count);
+            let root = copy(dst.unbranded(), mem, src.unbranded(), &mut count);
             let old = dst.publish(root);
             debug_assert!(old.is_none(), "a new tree has no root to unlink");
         }

@@ -33,7 +33,7 @@ use crate::entry::{Entry, Ledger, Word};
 use ::alloc::sync::Arc;
 use core::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 
-use super::node::Write;
+use super::node::{Read, Write};
 use super::pending::Pending;
 
 use self::big_node::Item;
@@ -86,7 +86,7 @@ pub struct WriteGuard<'t, E> {
 /// [`WriteGuard`]: every write path is a method of it. Its [`WriterRoot`] and every node handle
 /// made from it live for `'w`, the borrow of the write guard: none outlives that borrow.
 pub(crate) struct Writer<'w, E, M: Mode> {
-    pub(crate) root: WriterRoot<'w, M>,
+    pub(crate) root: WriterRoot<'w, M, E>,
     pub(crate) internal: Kind,
     pub(crate) st: &'w mut WriterState<E>,
     /// Exclusive mode: where retired nodes wait for the end of the guard's borrow.
@@ -117,7 +117,7 @@ impl<E> Drop for WriteGuard<'_, E> {
 /// ([`WriterLock::retired_batch_full`]); nothing before.
 #[inline]
 fn flush_full_batch<E>(
-    l: &mut WriterLock<'_, WriterState<E>>,
+    l: &mut WriterLock<'_, WriterState<E>, E>,
     cell: &OnceCell<Guard>,
     pending: &Arc<Pending>,
 ) {
@@ -129,7 +129,7 @@ fn flush_full_batch<E>(
 /// RCU mode: hands the nodes the writes before retired to the collector, on `cell`'s guard
 /// (pinned now if this is its first need), as one batch; nothing if there are none.
 pub(crate) fn flush_retired<E>(
-    l: &mut WriterLock<'_, WriterState<E>>,
+    l: &mut WriterLock<'_, WriterState<E>, E>,
     cell: &OnceCell<Guard>,
     pending: &Arc<Pending>,
 ) {
@@ -333,7 +333,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     pub fn load(&self, index: u64) -> Option<E::Borrowed<'_>> {
         // The writer is the only mutator and `&self` keeps it from writing while the borrow
         // lives; what it released waits for its guard, pinned when it deferred the drop.
-        super::walk::load_word(self.view(), index).entry::<E>()
+        super::walk::load_word(self.view(), index).entry()
     }
 
     /// Iterates under the writer (see [`MapleTree::iter`](crate::MapleTree::iter)).
@@ -357,7 +357,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// The reader view of the root, for reads under the writer borrowed from `&self` (the
     /// writer cannot write while they live).
-    pub(crate) fn view(&self) -> RootRef<'_> {
+    pub(crate) fn view(&self) -> RootRef<'_, Read, E> {
         self.lock.view()
     }
 
@@ -377,12 +377,13 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 
     /// The reader view of the root, for the shared read code.
-    pub(crate) fn view(&self) -> RootRef<'t> {
+    pub(crate) fn view(&self) -> RootRef<'t, Read, E> {
         self.root.view()
     }
 
+    /// A walker for the write paths (unbranded: they read words, never entries).
     pub(crate) fn walker(&self) -> Walker<'t, Write> {
-        Walker::new(self.root.walk_root())
+        Walker::new(self.root.walk_root().unbranded())
     }
 
     /// Whether the tree is an allocation tree.
@@ -641,7 +642,7 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     fn drop_released_slow(&mut self) {
         // Each word was queued once by `release_entry`, when the last slot referencing it went,
         // and is dequeued once; no reader exists (`&mut` tree).
-        struct DropRest<'a, 't, E: Entry>(&'a mut Ledger<E>, WriterRoot<'t, Exclusive>);
+        struct DropRest<'a, 't, E: Entry>(&'a mut Ledger<E>, WriterRoot<'t, Exclusive, E>);
         impl<E: Entry> Drop for DropRest<'_, '_, E> {
             fn drop(&mut self) {
                 while let Some(r) = self.0.dequeue() {
@@ -772,12 +773,12 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     /// the maximum when it is at least the number of indices left and right of the child (every
     /// other child's gap is bounded by its span) — the in-order append case, where the huge gap
     /// at the right edge shrinks by one range at a time. Only the rest scans the node.
-    pub(crate) fn propagate_gap(&self, ancestors: &[Level<'_, Write>], mut g: u64) {
+    pub(crate) fn propagate_gap<B>(&self, ancestors: &[Level<'_, Write, B>], mut g: u64) {
         if !self.is_alloc() {
             return;
         }
         for (k, lvl) in ancestors.iter().enumerate().rev() {
-            let n = lvl.node;
+            let n = lvl.node.unbranded();
             let o = lvl.offset;
             let old = n.gap(o);
             if old == g {
@@ -838,12 +839,12 @@ impl<'t, E: Entry, M: Mode> Writer<'t, E, M> {
     }
 
     /// Gap maintenance after an in-place leaf change.
-    pub(crate) fn after_leaf_change(&self, lw: &Walker<'_, Write>, gaps_changed: bool) {
+    pub(crate) fn after_leaf_change<B>(&self, lw: &Walker<'_, Write, B>, gaps_changed: bool) {
         if !gaps_changed || !self.is_alloc() || lw.depth < 2 {
             return;
         }
         let leaf = lw.leaf();
-        let g = super::gap::leaf_max_gap(leaf.node.view(), leaf.min, leaf.max);
+        let g = super::gap::leaf_max_gap(leaf.node.view().unbranded(), leaf.min, leaf.max);
         self.propagate_gap(&lw.path()[..lw.depth - 1], g);
     }
 }

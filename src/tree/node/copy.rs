@@ -7,7 +7,7 @@ use crate::entry::{is_reserved_word, Owned};
 
 use super::*;
 
-impl<'t> WriterRoot<'t, Exclusive> {
+impl<'t, B> WriterRoot<'t, Exclusive, B> {
     /// A fresh, unpublished copy of the leaf `src` (a leaf of a tree of `E` whose writer the
     /// caller is, over `[min, max]`) for this tree of `F`: pivots, empty slots and zero entries
     /// as they are, every entry word within the end replaced by the word of
