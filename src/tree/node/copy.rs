@@ -24,7 +24,7 @@ impl<'t, B> WriterRoot<'t, Exclusive, B> {
     /// faulty [`Entry`] implementation; the entry is dropped first).
     pub(crate) fn alloc_mapped_leaf<E: Entry, F: Entry>(
         self,
-        src: NodeRef<'_>,
+        src: NodeRef<'_, Read, E>,
         min: u64,
         max: u64,
         mem: &mut NodeMem,
@@ -54,7 +54,8 @@ impl<'t, B> WriterRoot<'t, Exclusive, B> {
             let w = b.update(RANGE_PIVOTS + i, |w| w) as usize;
             if w != 0 && w != ZERO_WORD {
                 // SAFETY: `w` is a live entry word of a tree of `E` (a leaf slot within the
-                // end, copied from `src`: only `WriteGuard<E>` stores leaf words), kept alive
+                // end, copied from `src`, a node branded `E`: only `WriteGuard<E>` stores leaf
+                // words), kept alive
                 // by that tree's writer lock for the duration of the copy; `view_word` leaves
                 // it in place.
                 let new = unsafe { crate::entry::view_word::<E, F>(w, |e| f(lo..=hi, e)) };

@@ -63,13 +63,16 @@ impl<const N: usize> SavedNodes<N> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Unbranded {}
 
+/// How a handle carries its brand `E`: a name only (no `E` is stored, owned or dropped).
+pub(super) type Brand<E> = fn() -> E;
+
 /// A leaf slot word loaded under the protection of `'g` (a guard of the tree's collector, or
 /// the writer), from a node of a tree of `E` (the brand, see the module docs): 0 (nothing), the
 /// zero entry, or an entry word of the tree. Only the node layer's leaf loads make one, so
 /// borrowing its entry for `'g` needs no `unsafe` above, nor the entry type named.
 pub(crate) struct Loaded<'g, E = Unbranded> {
     pub(super) w: usize,
-    pub(super) _g: PhantomData<(&'g Node, fn() -> E)>,
+    pub(super) _g: PhantomData<(&'g Node, Brand<E>)>,
 }
 
 // (By hand: a derive would ask `E: Copy`; the brand is only a name.)
@@ -172,13 +175,22 @@ impl<'g, E: Entry + 'g> Loaded<'g, E> {
 /// What a slot of a node holds, as the writer builds nodes: an entry word (leaves: 0 is
 /// nothing) or a child node (internal nodes). Internal slots are written only from handles
 /// (`Slot::Child`), which is what makes decoding them sound.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Slot<'g, A: Access = Read, E = Unbranded> {
     /// An entry word of a leaf (0: nothing).
     Entry(usize),
     /// A child of an internal node.
     Child(NodeRef<'g, A, E>),
 }
+
+// (By hand: a derive would ask `E: Copy`; the brand is only a name.)
+impl<A: Access, E> Clone for Slot<'_, A, E> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A: Access, E> Copy for Slot<'_, A, E> {}
 
 impl<'g, A: Access, E> Slot<'g, A, E> {
     /// The entry word (0 for a child, which is never NULL).
@@ -268,7 +280,7 @@ impl Mode for Exclusive {
 pub(crate) struct NodeRef<'g, A: Access = Read, E = Unbranded> {
     pub(super) ptr: NonNull<Node>,
     pub(super) kind: Kind,
-    pub(super) _guard: PhantomData<(&'g Node, A, fn() -> E)>,
+    pub(super) _guard: PhantomData<(&'g Node, A, Brand<E>)>,
 }
 
 // (By hand: a derive would ask `E: Copy`; the brand is only a name.)

@@ -83,7 +83,7 @@ pub(crate) struct FastLeaf<'g, E, const ROOM: usize> {
     pub(super) ptr: NonNull<Node>,
     /// The offset, with `NO_LEAF` set without a leaf.
     pub(super) off: usize,
-    pub(super) _guard: PhantomData<(&'g Node, fn() -> E)>,
+    pub(super) _guard: PhantomData<(&'g Node, Brand<E>)>,
 }
 
 impl<'g, E, const ROOM: usize> FastLeaf<'g, E, ROOM> {
@@ -185,7 +185,7 @@ pub(crate) struct FrontLeaf<'g, E> {
     pub(super) ptr: NonNull<Node>,
     /// The offset, with `NO_LEAF` set without a leaf.
     pub(super) off: usize,
-    pub(super) _guard: PhantomData<(&'g Node, fn() -> E)>,
+    pub(super) _guard: PhantomData<(&'g Node, Brand<E>)>,
 }
 
 /// The bit of [`FrontLeaf`]'s offset that says there is no leaf (above any offset: offsets
@@ -306,7 +306,7 @@ pub(crate) struct FrontParent<'g, E> {
     pub(super) kind: Kind,
     /// The parent's max; 0 without a parent (no leaf ends below it).
     pub(super) max: u64,
-    pub(super) _guard: PhantomData<(&'g Node, fn() -> E)>,
+    pub(super) _guard: PhantomData<(&'g Node, Brand<E>)>,
 }
 
 impl<'g, E> FrontParent<'g, E> {

@@ -201,7 +201,8 @@ impl<'t, M: Mode, B> WriterRoot<'t, M, B> {
     /// A fresh, unpublished copy of the leaf `src` (implied max `max`) with every entry within
     /// its end cloned (`dup`'s node copy, see [`NodeRef::copy_leaf_with`]), or copied word for
     /// word when `E` says a clone is a copy ([`Entry::CLONE_IS_COPY`]). `src` is a leaf of
-    /// a tree of `E` whose writer the caller is; the copy is made in `mem` (this tree's).
+    /// a tree of `E` (its brand) whose writer the caller is; the copy is made in `mem` (this
+    /// tree's).
     ///
     /// # Panics
     ///
@@ -209,7 +210,7 @@ impl<'t, M: Mode, B> WriterRoot<'t, M, B> {
     #[inline]
     pub(crate) fn alloc_cloned_leaf<E: Entry + Clone>(
         self,
-        src: NodeRef<'_>,
+        src: NodeRef<'_, Read, E>,
         max: u64,
         mem: &mut NodeMem,
     ) -> Fresh<'t> {
@@ -226,8 +227,9 @@ impl<'t, M: Mode, B> WriterRoot<'t, M, B> {
         for i in 0..=src.end(max) {
             let w = src.slot(i);
             if w != 0 && w != ZERO_WORD {
-                // SAFETY: `w` is a live entry word of a tree of `E` (a leaf slot within the end:
-                // only `WriteGuard<E>` stores leaf words), kept alive by that tree's writer lock
+                // SAFETY: `w` is a live entry word of a tree of `E` (a leaf slot within the end of
+                // a node branded `E`: only `WriteGuard<E>` stores leaf words), kept alive by
+                // that tree's writer lock
                 // for the duration of the copy; `clone_word` leaves the source's value alone.
                 let c = unsafe { crate::entry::clone_word::<E>(w) }.into_word();
                 clones.push(Word::leaf(c));
