@@ -6,7 +6,9 @@
 //! - `node/`: raw 256-byte nodes, the root with the writer lock, the publication protocol and
 //!   its typed handles (`RootRef`, `WriterRoot<M>` with the write modes `Rcu`/`Exclusive`,
 //!   `NodeRef` for readers, `Live` for the writer, `Fresh`, `Unlinked`, `Loaded`, `Slot`,
-//!   `SavedNodes`), one concern per file, with the tree's own node allocator (`node/slab`);
+//!   `SavedNodes`; the readers' handles branded by the tree's entry type, so that a loaded
+//!   word is read as an entry without naming it), one concern per file, with the tree's own
+//!   node allocator (`node/slab`);
 //! - `pending`, `seal`: counters of retired memory; the seals that force copy-on-write;
 //! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators,
 //!   cursors and the writer); `iter`: iteration;
