@@ -179,7 +179,7 @@ impl<E: Entry> MapleTree<E> {
     ) -> Result<Gaps<'g>, Error> {
         let root = self.reader(guard);
         let (first, last) = inclusive(r)?;
-        Ok(Gaps::new(root, first, last))
+        Ok(Gaps::new(root.unbranded(), first, last))
     }
 
     /// Memory retired by RCU-mode writes and not freed yet: nodes replaced and entries released

@@ -74,7 +74,7 @@ impl<E: Entry> MapleTree<E> {
     {
         let guard = self.pin();
         let (lo, hi, w) = walk::walk_range(self.reader(&guard), index)?;
-        w.cloned::<E>().map(|e| (lo..=hi, e))
+        w.cloned().map(|e| (lo..=hi, e))
     }
 
     /// Keeps only the ranges for which `f(range, &entry)` is true; the others are erased and

@@ -15,7 +15,7 @@ use crate::error::Error;
 
 use crate::entry::{Owned, Word};
 
-use super::node::{Access, Loaded, NodeRef, Read, RootRef, Write, RANGE_PIVOTS};
+use super::node::{Access, Loaded, NodeRef, Read, RootRef, Unbranded, Write, RANGE_PIVOTS};
 use super::walk::Walker;
 use super::write::{with_mode, AnyWriter, WriteGuard};
 
@@ -125,12 +125,12 @@ pub enum Status {
 /// # }
 /// ```
 pub struct Cursor<'g, E> {
-    core: Core<'g>,
+    core: Core<'g, Read, E>,
     _e: PhantomData<&'g E>,
 }
 
 impl<'g, E: Entry + 'g> Cursor<'g, E> {
-    pub(crate) fn new(root: RootRef<'g>, index: u64) -> Self {
+    pub(crate) fn new(root: RootRef<'g, Read, E>, index: u64) -> Self {
         Cursor {
             core: Core::new(root, index),
             _e: PhantomData,
@@ -170,7 +170,7 @@ pub struct CursorMut<'w, 't, E> {
     /// The writer, borrowed from the write guard for the cursor's life: the walker's nodes are
     /// its handles.
     wg: AnyWriter<'w, E>,
-    core: Core<'w, Write>,
+    core: Core<'w, Write, E>,
     _t: PhantomData<&'w WriteGuard<'t, E>>,
     /// Preallocated range, checked by `store_prealloc`.
     prealloc: Option<(u64, u64)>,

@@ -53,7 +53,7 @@ impl<E: Entry> WriteGuard<'_, E> {
             root.map_or(0, node_word)
         );
         if let Some(r) = root {
-            self.dump_node(&mut out, r.view(), 0, u64::MAX, 0);
+            self.dump_node(&mut out, r.view().unbranded(), 0, u64::MAX, 0);
         }
         out
     }
@@ -101,7 +101,7 @@ impl<E: Entry> WriteGuard<'_, E> {
     pub fn dump_dot(&self) -> String {
         let mut out = String::from("digraph maple {\n  node [shape=record, fontname=monospace];\n");
         if let Some(r) = self.view().node() {
-            self.dot_node(&mut out, r.view(), 0, u64::MAX);
+            self.dot_node(&mut out, r.view().unbranded(), 0, u64::MAX);
         }
         out.push_str("}\n");
         out

@@ -5,32 +5,32 @@ use core::ops::RangeInclusive;
 
 use crate::entry::Entry;
 
-use super::node::{Exclusive, Fresh, NodeMem, NodeRef, WriterRoot};
+use super::node::{Exclusive, Fresh, NodeMem, NodeRef, Read, WriterRoot};
 
 /// Copies the subtree of `src` (over `[min, max]`) into fresh nodes of `dst` (a tree of `F`),
 /// depth first: each node is a node of `dst`'s slab (`mem`); a leaf is copied by `leaf(dst,
 /// mem, src, min, max)`, an internal node word for word
 /// ([`WriterRoot::alloc_copied_internal`]), its children copied before it and linked to it
 /// afterwards. `count` counts the nodes made.
-pub(crate) fn copy_node<'t, F: Entry, L>(
+pub(crate) fn copy_node<'t, F: Entry, S, L>(
     dst: WriterRoot<'t, Exclusive>,
     mem: &mut NodeMem,
-    src: NodeRef<'_>,
+    src: NodeRef<'_, Read, S>,
     (min, max): (u64, u64),
     count: &mut u64,
     leaf: &mut L,
 ) -> Fresh<'t>
 where
-    L: FnMut(WriterRoot<'t, Exclusive>, &mut NodeMem, NodeRef<'_>, u64, u64) -> Fresh<'t>,
+    L: FnMut(WriterRoot<'t, Exclusive>, &mut NodeMem, NodeRef<'_, Read, S>, u64, u64) -> Fresh<'t>,
 {
     *count += 1;
     if src.is_leaf() {
         return leaf(dst, mem, src, min, max);
     }
     let internal = dst.internal();
-    dst.alloc_copied_internal::<F>(src, max, mem, |mem, i, hi| {
+    dst.alloc_copied_internal::<F>(src.unbranded(), max, mem, |mem, i, hi| {
         let lo = src.slot_min(i, min);
-        copy_node::<F, L>(dst, mem, src.child(i, internal), (lo, hi), count, leaf)
+        copy_node::<F, S, L>(dst, mem, src.child(i, internal), (lo, hi), count, leaf)
     })
 }
 
@@ -40,7 +40,7 @@ where
 pub(crate) fn dup_node<'t, E: Entry + Clone>(
     dst: WriterRoot<'t, Exclusive>,
     mem: &mut NodeMem,
-    src: NodeRef<'_>,
+    src: NodeRef<'_, Read, E>,
     max: u64,
     count: &mut u64,
 ) -> Fresh<'t> {
@@ -49,7 +49,7 @@ pub(crate) fn dup_node<'t, E: Entry + Clone>(
         return dst.alloc_cloned_leaf::<E>(src, max, mem);
     }
     let internal = dst.internal();
-    dst.alloc_copied_internal::<E>(src, max, mem, |mem, i, hi| {
+    dst.alloc_copied_internal::<E>(src.unbranded(), max, mem, |mem, i, hi| {
         dup_node::<E>(dst, mem, src.child(i, internal), hi, count)
     })
 }
@@ -59,13 +59,13 @@ pub(crate) fn dup_node<'t, E: Entry + Clone>(
 pub(crate) fn map_node<'t, E: Entry, F: Entry>(
     dst: WriterRoot<'t, Exclusive>,
     mem: &mut NodeMem,
-    src: NodeRef<'_>,
+    src: NodeRef<'_, Read, E>,
     count: &mut u64,
     f: &mut impl FnMut(RangeInclusive<u64>, &E) -> F,
 ) -> Fresh<'t> {
     let mut leaf =
-        |dst: WriterRoot<'t, Exclusive>, mem: &mut NodeMem, src: NodeRef<'_>, min, max| {
+        |dst: WriterRoot<'t, Exclusive>, mem: &mut NodeMem, src: NodeRef<'_, Read, E>, min, max| {
             dst.alloc_mapped_leaf::<E, F>(src, min, max, mem, f)
         };
-    copy_node::<F, _>(dst, mem, src, (0, u64::MAX), count, &mut leaf)
+    copy_node::<F, E, _>(dst, mem, src, (0, u64::MAX), count, &mut leaf)
 }

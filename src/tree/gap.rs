@@ -11,7 +11,7 @@ mod tree_api;
 
 use crate::error::Error;
 
-use super::node::{Kind, NodeRef, RootRef, WalkStack, RANGE_PIVOTS, RANGE_SLOTS};
+use super::node::{Kind, NodeRef, Read, RootRef, WalkStack, RANGE_PIVOTS, RANGE_SLOTS};
 use super::walk::MAX_DEPTH;
 
 /// Size of the NULL range `[lo, hi]`, saturating.
@@ -258,8 +258,8 @@ fn step<const REV: bool>(
 
 /// `mas_empty_area` (`rev = false`) and `mas_empty_area_rev` (`rev = true`) for the writer,
 /// whose view of the tree is consistent: one search, its answer final.
-pub(crate) fn empty_area_at(
-    root: RootRef<'_>,
+pub(crate) fn empty_area_at<E>(
+    root: RootRef<'_, Read, E>,
     min: u64,
     max: u64,
     size: u64,
@@ -269,8 +269,8 @@ pub(crate) fn empty_area_at(
 }
 
 /// [`empty_area_at`] whose start must be a multiple of `align` (a power of two).
-pub(crate) fn empty_area_aligned_at(
-    root: RootRef<'_>,
+pub(crate) fn empty_area_aligned_at<E>(
+    root: RootRef<'_, Read, E>,
     min: u64,
     max: u64,
     size: u64,
@@ -278,7 +278,7 @@ pub(crate) fn empty_area_aligned_at(
     rev: bool,
 ) -> Result<u64, Error> {
     let q = query(min, max, size, align, rev)?;
-    search_root(root, q).ok_or(Error::NoRoom)
+    search_root(root.unbranded(), q).ok_or(Error::NoRoom)
 }
 
 /// How many searches a reader makes to confirm a `NoRoom` beside a writer before it gives the
@@ -308,14 +308,16 @@ const CONFIRM_ROUNDS: u32 = 32;
 /// ([`MapleTree::lock`](crate::MapleTree::lock)) across them all — and then the
 /// answer is the last search's. Unbounded, a reader whose answer is a genuine `NoRoom` would
 /// wait for such a writer, and a reader must never wait for the writer.
-pub(crate) fn empty_area_read(
-    root: RootRef<'_>,
+pub(crate) fn empty_area_read<E>(
+    root: RootRef<'_, Read, E>,
     min: u64,
     max: u64,
     size: u64,
     align: u64,
     rev: bool,
 ) -> Result<u64, Error> {
+    // (The search reads no entry: the brand goes.)
+    let root = root.unbranded();
     let q = query(min, max, size, align, rev)?;
     if let Some(s) = search_root(root, q) {
         return Ok(s);
@@ -497,7 +499,7 @@ mod tests {
                 .unwrap();
         }
         let g = tree.pin();
-        let root = tree.reader(&g);
+        let root = tree.reader(&g).unbranded();
         let r = root.node().unwrap();
         let mut leaf = r;
         while !leaf.is_leaf() {
@@ -536,7 +538,7 @@ mod tests {
                 tree.store_range(5 * j..=5 * j + 2, Value::new(j)).unwrap();
             }
             let g = tree.pin();
-            let root = tree.reader(&g);
+            let root = tree.reader(&g).unbranded();
             let r = root.node().unwrap();
             for start in (0..90_000).step_by(997) {
                 for rev in [false, true] {
@@ -592,7 +594,7 @@ mod tests {
             }
             at += 15_000;
             let g = tree.pin();
-            let root = tree.reader(&g);
+            let root = tree.reader(&g).unbranded();
             let r = root.node().unwrap();
             for _ in 0..20000 {
                 let min = rnd(at + 100);

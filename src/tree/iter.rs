@@ -11,7 +11,8 @@ use core::ops::RangeInclusive;
 use crate::entry::Entry;
 
 use super::node::{
-    FastLeaf, FrontLeaf, FrontParent, Kind, Loaded, NodeRef, RootRef, RANGE_PIVOTS, RANGE_SLOTS,
+    FastLeaf, FrontLeaf, FrontParent, Kind, Loaded, NodeRef, Read, RootRef, RANGE_PIVOTS,
+    RANGE_SLOTS,
 };
 use super::walk::{check_rewalk, leaf_end, Level, Walker};
 
@@ -29,14 +30,14 @@ const BACK_ROOM: usize = RANGE_SLOTS - 3;
 
 /// Iterator over the entries of a tree (see [`MapleTree::iter`](crate::MapleTree::iter) and [`MapleTree::range`](crate::MapleTree::range)).
 pub struct Iter<'g, E> {
-    root: RootRef<'g>,
+    root: RootRef<'g, Read, E>,
     internal: Kind,
     /// Ended (neither end then holds a leaf).
     done: bool,
     /// The range `next_general` or `next_back_general` found.
     out: (u64, u64),
-    front: Front<'g>,
-    back: Back<'g>,
+    front: Front<'g, E>,
+    back: Back<'g, E>,
     _e: PhantomData<&'g E>,
 }
 
@@ -45,20 +46,20 @@ pub struct Iter<'g, E> {
 /// the checks of the walker's crossing ([`cross`](Self::cross) to the next child of the same
 /// parent, [`Walker::cross_next`] above that); the first step and restarts walk from the root
 /// with the walker (`next_slow`).
-struct Front<'g> {
+struct Front<'g, E> {
     /// The walker, whose path is the front's: while `leaf` holds a leaf, that leaf is the
     /// path's last level, but for a crossing to the parent's next child, which moves `leaf`,
     /// `max` and `poff` alone (the path's last level and the parent's offset are then behind;
     /// nothing reads them before the next walk or climb rewrites them). The walker's slot
     /// (`lo`, `hi`, `word`) is its last walk's.
-    walker: Walker<'g>,
+    walker: Walker<'g, Read, E>,
     /// Something was yielded from the front (later ranges must not overlap it).
     yielded: bool,
     /// The leaf, if the fast path holds the position, with the slot after the current one,
     /// `next_off` (the current is `next_off - 1`; 0 before slot 0). While slot `next_off - 1`
     /// is the leaf's last, `next_off` is past the slots (`RANGE_SLOTS`) or the next step
     /// crosses at once, so the two-slot step never looks past the leaf's end.
-    leaf: FrontLeaf<'g>,
+    leaf: FrontLeaf<'g, E>,
     /// `min(max, back.pos)` while `leaf` holds one (meaningless otherwise): a pivot below it
     /// bounds a slot that is neither the leaf's last nor reaches the back.
     lim: u64,
@@ -77,7 +78,7 @@ struct Front<'g> {
     max: u64,
     /// The leaf's parent with its max (`NONE`: the leaf is the root), and the leaf's offset in
     /// it.
-    parent: FrontParent<'g>,
+    parent: FrontParent<'g, E>,
     poff: usize,
 }
 
@@ -89,7 +90,7 @@ struct Front<'g> {
 /// rather than a function so that the yield is a plain `return`.
 macro_rules! scan_leaf {
     ($s:ident, $n:expr, $max:expr, $i:expr, $hi:expr, |$ei:ident, $ehi:ident| $end:expr) => {{
-        let (n, max): (NodeRef<'g>, u64) = ($n, $max);
+        let (n, max): (NodeRef<'g, Read, E>, u64) = ($n, $max);
         let (mut i, mut hi): (usize, u64) = ($i, $hi);
         debug_assert!(hi < max);
         loop {
@@ -101,7 +102,7 @@ macro_rules! scan_leaf {
                 if p < max {
                     hi = p;
                     // Read under the guard of 'g that created this iterator.
-                    if let Some(b) = w.entry::<E>() {
+                    if let Some(b) = w.entry() {
                         return $s.yield_front(i, lo, hi, b);
                     }
                     continue;
@@ -111,7 +112,7 @@ macro_rules! scan_leaf {
                 n.range_word(i)
             };
             // The leaf's last slot, `[lo, max]`.
-            if let Some(b) = w.entry::<E>() {
+            if let Some(b) = w.entry() {
                 return $s.yield_end(n, lo, max, b);
             }
             let ($ei, $ehi) = (i, max);
@@ -120,9 +121,9 @@ macro_rules! scan_leaf {
     }};
 }
 
-impl<'g> Front<'g> {
+impl<'g, E> Front<'g, E> {
     #[inline(always)]
-    fn new(root: RootRef<'g>, first: u64) -> Self {
+    fn new(root: RootRef<'g, Read, E>, first: u64) -> Self {
         Front {
             walker: Walker::new(root),
             yielded: false,
@@ -178,7 +179,7 @@ impl<'g> Front<'g> {
     /// Enters leaf `n` (covering up to `max`) on the fast path, at offset `off`, the back at
     /// `back_pos`.
     #[inline]
-    fn enter_leaf(&mut self, n: NodeRef<'g>, max: u64, off: usize, back_pos: u64) {
+    fn enter_leaf(&mut self, n: NodeRef<'g, Read, E>, max: u64, off: usize, back_pos: u64) {
         self.leaf = FrontLeaf::new(n, off);
         self.set_max(max, back_pos);
     }
@@ -213,7 +214,12 @@ impl<'g> Front<'g> {
     /// produce. `None` (nothing changed) when the leaf is its parent's last child: the caller
     /// then [`climb`](Self::climb)s.
     #[inline(always)]
-    fn cross(&mut self, root: RootRef<'g>, leaf: NodeRef<'g>, back_pos: u64) -> Option<bool> {
+    fn cross(
+        &mut self,
+        root: RootRef<'g, Read, E>,
+        leaf: NodeRef<'g, Read, E>,
+        back_pos: u64,
+    ) -> Option<bool> {
         let target = self.max + 1;
         let p = self.parent.below(self.max)?;
         if leaf.is_dead() || p.is_dead() {
@@ -239,7 +245,7 @@ impl<'g> Front<'g> {
     /// whose last child the leaf is, and the descent rewrites its level.)
     /// (Inlined into the iterator's [`climb`](Iter::climb), which is not.)
     #[inline]
-    fn climb(&mut self, leaf: NodeRef<'g>, back_pos: u64) -> bool {
+    fn climb(&mut self, leaf: NodeRef<'g, Read, E>, back_pos: u64) -> bool {
         if self.walker.cross_next(leaf, self.max).is_none() {
             return false;
         }
@@ -266,7 +272,7 @@ impl<'g> Front<'g> {
 
 impl<'g, E: Entry> Iter<'g, E> {
     /// The iterator over `[first, last]`.
-    pub(crate) fn new(root: RootRef<'g>, first: u64, last: u64) -> Self {
+    pub(crate) fn new(root: RootRef<'g, Read, E>, first: u64, last: u64) -> Self {
         Iter {
             root,
             internal: root.internal(),
@@ -280,7 +286,7 @@ impl<'g, E: Entry> Iter<'g, E> {
 
     /// The front's crossing from leaf `n` ([`Front::cross`], or [`climb`](Self::climb)).
     #[inline(always)]
-    fn cross_front(&mut self, n: NodeRef<'g>) -> bool {
+    fn cross_front(&mut self, n: NodeRef<'g, Read, E>) -> bool {
         match self.front.cross(self.root, n, self.back.pos) {
             Some(crossed) => crossed,
             None => self.climb(n),
@@ -290,7 +296,7 @@ impl<'g, E: Entry> Iter<'g, E> {
     /// [`Front::climb`], out of line (a method of the iterator, so that it is compiled with it
     /// and called directly).
     #[inline(never)]
-    fn climb(&mut self, n: NodeRef<'g>) -> bool {
+    fn climb(&mut self, n: NodeRef<'g, Read, E>) -> bool {
         self.front.climb(n, self.back.pos)
     }
 
@@ -331,7 +337,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     #[inline(always)]
     fn yield_end(
         &mut self,
-        n: NodeRef<'g>,
+        n: NodeRef<'g, Read, E>,
         lo: u64,
         max: u64,
         b: E::Borrowed<'g>,
@@ -372,7 +378,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// range containing its index, which may have been created since: it must not overlap what
     /// was yielded); applies the end checks and enters the walker's leaf on the fast path.
     #[inline(never)]
-    fn next_slow(&mut self) -> Option<(u64, u64, Loaded<'g>)> {
+    fn next_slow(&mut self) -> Option<(u64, u64, Loaded<'g, E>)> {
         debug_assert!(self.front.leaf.get().is_none());
         let pos = self.front.pos();
         let w = &mut self.front.walker;
@@ -456,7 +462,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                         // Slot `j` holds nothing: on to slot `j + 1`.
                         let p2 = n.range_pivot(j + 1);
                         // Read under the guard of 'g that created this iterator.
-                        if let Some(b) = n.range_word(j + 1).entry::<E>() {
+                        if let Some(b) = n.range_word(j + 1).entry() {
                             if p2 < lim {
                                 at.advance(2);
                                 return Some((p1 + 1, p2, b));
@@ -465,7 +471,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                         }
                     } else {
                         // Read under the guard of 'g that created this iterator.
-                        let Some(b) = w1.entry::<E>() else {
+                        let Some(b) = w1.entry() else {
                             break 'slow self.next_past_zero();
                         };
                         // After slot `j - 1`, not the last, or (slot 0) after `hi`.
@@ -484,7 +490,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 let p1 = n.range_pivot(j);
                 let w1 = n.range_word(j);
                 if w1.raw() == 0 && p1 < lim {
-                    if let Some(b) = n.range_word(j + 1).entry::<E>() {
+                    if let Some(b) = n.range_word(j + 1).entry() {
                         return self.yield_end(n, p1 + 1, self.front.max, b);
                     }
                 }
@@ -521,7 +527,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     #[inline(never)]
     fn yield_bound(
         &mut self,
-        n: NodeRef<'g>,
+        n: NodeRef<'g, Read, E>,
         off: usize,
         lo: u64,
         p: u64,
@@ -565,7 +571,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         }
         let (lo, hi, w) = self.next_slow()?;
         // Read under the guard of 'g that created this iterator.
-        let b = w.entry::<E>()?;
+        let b = w.entry()?;
         Some((lo, hi, b))
     }
 }

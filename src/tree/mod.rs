@@ -6,7 +6,9 @@
 //! - `node/`: raw 256-byte nodes, the root with the writer lock, the publication protocol and
 //!   its typed handles (`RootRef`, `WriterRoot<M>` with the write modes `Rcu`/`Exclusive`,
 //!   `NodeRef` for readers, `Live` for the writer, `Fresh`, `Unlinked`, `Loaded`, `Slot`,
-//!   `SavedNodes`), one concern per file, with the tree's own node allocator (`node/slab`);
+//!   `SavedNodes`; the readers' handles branded by the tree's entry type, so that a loaded
+//!   word is read as an entry without naming it), one concern per file, with the tree's own
+//!   node allocator (`node/slab`);
 //! - `pending`, `seal`: counters of retired memory; the seals that force copy-on-write;
 //! - `walk`: lock-free reader walks (load, the path-keeping `Walker` used by iterators,
 //!   cursors and the writer); `iter`: iteration;
@@ -72,7 +74,7 @@ use core::sync::atomic::AtomicUsize as StdAtomicUsize;
 use crossbeam_epoch::{Collector, Guard, LocalHandle};
 
 use crate::entry::Entry;
-use node::{Kind, RootRef};
+use node::{Kind, Read, RootRef};
 use state::{StateRef, WriterState};
 
 pub use crate::error::ValidateError;
@@ -198,7 +200,7 @@ impl Options {
 /// ```
 pub struct MapleTree<E> {
     /// Root node word (0: empty) and the collector protecting the nodes.
-    pub(crate) root: node::Root<WriterState<E>>,
+    pub(crate) root: node::Root<WriterState<E>, E>,
     /// Internal node kind: `ARange` for allocation trees, else `Range`.
     pub(crate) internal: Kind,
     /// Ranges holding an entry or the zero entry, kept by the writer; read lock-free.
@@ -218,7 +220,7 @@ pub struct MapleTree<E> {
 }
 
 /// See [`MapleTree::free_all`].
-type FreeAll<E> = fn(&mut node::Root<WriterState<E>>);
+type FreeAll<E> = fn(&mut node::Root<WriterState<E>, E>);
 
 impl<E: Entry> Default for MapleTree<E> {
     fn default() -> Self {
@@ -397,7 +399,7 @@ impl<E: Entry> MapleTree<E> {
     ///
     /// On a guard that is not from [`MapleTree::pin`] (or this tree's collector).
     #[inline]
-    pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g> {
+    pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g, Read, E> {
         self.root.reader(guard)
     }
 
@@ -547,7 +549,7 @@ impl<E> Drop for MapleTree<E> {
 }
 
 /// Frees a whole tree of `E` (see [`node::Root::free_all`]) with its ledger of shared words.
-fn free_tree<E: Entry>(root: &mut node::Root<WriterState<E>>) {
+fn free_tree<E: Entry>(root: &mut node::Root<WriterState<E>, E>) {
     let mut ledger = core::mem::take(&mut root.state_mut().ledger);
     root.free_all(&mut ledger);
 }

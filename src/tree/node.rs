@@ -30,8 +30,41 @@
 //!   writer's borrow ends, then go to the collector (RCU mode: back into the slab after a grace
 //!   period) or back into the slab at once (exclusive mode).
 //! - [`Slot`]: what the writer stores: internal slots take only node handles, leaves only entry
-//!   words; [`Loaded`]: a leaf word a node load returned, whose entry can be borrowed for `'g`.
+//!   words; [`Loaded`]: a leaf word a node load returned, whose entry can be borrowed for `'g`
+//!   if the load was branded (below).
 //! - [`SavedNodes`]: the writer's saved path, trusted only while no node has been retired.
+//!
+//! ## The brand
+//!
+//! Which type a leaf word is an entry of is a type parameter, the brand: [`RootRef`],
+//! [`NodeRef`], [`Loaded`] (and the iterator's leaf handles, the walkers' `Level`s and
+//! `Walker`s above this layer) carry the tree's entry type `E` as `PhantomData<fn() -> E>`
+//! (nothing at run time), and only a [`Loaded`] branded by an [`Entry`] type has
+//! [`entry`](Loaded::entry), [`cloned`](Loaded::cloned) and [`with_entry`](Loaded::with_entry),
+//! which name no type: the read paths borrow entries without naming `E` anywhere.
+//!
+//! How the brand is established: the tree's [`Root`] is a `Root<S, E>`, made for
+//! `MapleTree<E>` with its own `E` (the tree's only root); every branded handle descends from
+//! it. Its reader view ([`Root::reader`]) and the views of its write guards
+//! ([`WriterLock::view`], [`ExclusiveRoot::view`]) are `RootRef<'g, Read, E>`; its writer
+//! ([`WriterLock::writer`], [`ExclusiveRoot::writer`]) is a `WriterRoot<'w, M, E>`, whose
+//! [`view`](WriterRoot::view) and [`walk_root`](WriterRoot::walk_root) (a writing cursor's
+//! walks) are branded `E` too. A branded root hands out nodes of its brand ([`RootRef::node`]),
+//! a branded node children and leaf words of its brand, and nothing else makes a branded
+//! handle: [`NodeRef::from_word`] (`unsafe`) is the one constructor, called only on words of
+//! the root or node that carries the brand. Dropping a brand ([`RootRef::unbranded`],
+//! [`NodeRef::unbranded`], [`WriterRoot::unbranded`]) is always sound: an [`Unbranded`]
+//! handle's loads cannot be read as entries.
+//!
+//! What stays unbranded, and why: the writer's structural handles ([`Live`] from
+//! [`WriterRoot::node`], [`Fresh`], [`Unlinked`], [`Slot`]), the write paths' walker, the gap
+//! search, `validate`, `dump` and `dup`'s copies. They move words from slot to slot and
+//! never borrow an entry; the writer names the words it owns as `Word<E>` of its own
+//! `Writer<E, M>` (a brand on its node handles would not check those names, which are made
+//! from raw words anyway: see "Entry words" below). The writer's reads of entries go through
+//! branded handles: `WriteGuard::load`/`iter` through the guard's view, `drain`/`retain`
+//! through a read walk of the writer's view, a writing cursor through its branded walker (the
+//! in-place exact fit it shares with the write paths takes any brand).
 //!
 //! ## What is enforced, and what is left
 //!
@@ -41,7 +74,9 @@
 //! at most once (the writer's marking of the dead bit tells a second retirement apart); no
 //! handle of the write that retired a node outlives the node, and the write never touches a
 //! node it handed on;
-//! deferred entry drops need an RCU-mode root, immediate ones an exclusive-mode root.
+//! deferred entry drops need an RCU-mode root, immediate ones an exclusive-mode root; an
+//! entry is borrowed or cloned only from a leaf load branded with the tree's entry type (see
+//! "The brand"), so no read path names that type.
 //!
 //! Left to the writer's invariants (checked at run time, or not at all):
 //!
@@ -65,9 +100,10 @@
 //!   [`WriterRoot::drop_entry_now`] or [`WriterRoot::take_entries`] (exclusive mode) or by
 //!   [`Root::free_all`]. Left to the writer: telling the ledger once per slot that starts
 //!   sharing a word or stops holding one (the ledger's contract; `validate` checks the shared
-//!   counts against the leaves), and that the words of node handles are those of the tree's
-//!   `E` — nodes are not typed by `E`, only the [`Root`] that reaches them is, through its
-//!   writer state: [`Loaded::entry`] relies on the tree's `E` being named.
+//!   counts against the leaves), and that the words it names `Word<E>` and stores are those of
+//!   its tree's `E` (its `Writer<E, M>` holds a `WriterRoot<'w, M, E>` of a `Root<_, E>`, so
+//!   the two `E`s are one; the words themselves are named from raw loads). Given that, the
+//!   readers' side is typed: [`Loaded::entry`] takes no type, the brand names it (above).
 //! - **The public write guard** keeps one type for both modes (`MapleTree::lock` and
 //!   `MapleTree::exclusive` both return a `WriteGuard<'_, E>`); it picks the typed writer once
 //!   per call.
@@ -277,7 +313,13 @@ mod tests {
     /// back on the reader's next load.
     #[test]
     fn root_word_lines_are_the_readers_own() {
-        let root = Root::new(Kind::ARange, Collector::new(), false, false, [0u64; 16]);
+        let root = Root::<_, super::Unbranded>::new(
+            Kind::ARange,
+            Collector::new(),
+            false,
+            false,
+            [0u64; 16],
+        );
         let word = blocks(core::ptr::from_ref(&root.shared.word).addr(), 8);
         let writer = blocks(
             core::ptr::from_ref(&root.writer).addr(),

@@ -7,7 +7,7 @@ use core::ops::{RangeBounds, RangeInclusive};
 use crate::entry::Entry;
 
 use super::erased::Erased;
-use super::node::{Exclusive, Fresh, Kind, NodeMem, NodeRef, WriterRoot};
+use super::node::{Exclusive, Fresh, Kind, NodeMem, NodeRef, Read, WriterRoot};
 use super::write::WriteGuard;
 use super::{MapleTree, Options, ValidateError};
 
@@ -361,7 +361,7 @@ impl<E: Entry> WriteGuard<'_, E> {
         copy: impl for<'t> FnOnce(
             WriterRoot<'t, Exclusive>,
             &mut NodeMem,
-            NodeRef<'_>,
+            NodeRef<'_, Read, E>,
             &mut u64,
         ) -> Fresh<'t>,
     ) -> MapleTree<F> {
@@ -385,7 +385,7 @@ impl<E: Entry> WriteGuard<'_, E> {
             let st = &self.state().stats;
             let nodes = st.nodes_allocated.saturating_sub(st.nodes_freed);
             mem.reserve(usize::try_from(nodes).unwrap_or(usize::MAX));
-            let root = copy(dst, mem, src, &mut count);
+            let root = copy(dst.unbranded(), mem, src, &mut count);
             let old = dst.publish(root);
             debug_assert!(old.is_none(), "a new tree has no root to unlink");
         }

@@ -37,7 +37,7 @@ impl<E: Entry> MapleTree<E> {
     pub fn load<'g>(&'g self, index: u64, guard: &'g Guard) -> Option<E::Borrowed<'g>> {
         // Read under `guard`, which keeps the entry alive for 'g (entries are released through
         // the same collector).
-        super::walk::load_word(self.reader(guard), index).entry::<E>()
+        super::walk::load_word(self.reader(guard), index).entry()
     }
 
     /// The range containing `index` and its entry, if any (`mas_walk`, restricted to entries).
@@ -64,7 +64,7 @@ impl<E: Entry> MapleTree<E> {
         guard: &'g Guard,
     ) -> Option<(RangeInclusive<u64>, E::Borrowed<'g>)> {
         let (lo, hi, w) = super::walk::walk_range(self.reader(guard), index)?;
-        w.entry::<E>().map(|b| (lo..=hi, b))
+        w.entry().map(|b| (lo..=hi, b))
     }
 
     /// `mt_find`: the first entry whose range contains `*index` or starts in `(*index, max]`;
@@ -109,7 +109,7 @@ impl<E: Entry> MapleTree<E> {
             if w.lo > max {
                 return None;
             }
-            if let Some(b) = w.word.entry::<E>() {
+            if let Some(b) = w.word.entry() {
                 *index = w.hi.wrapping_add(1);
                 return Some(b);
             }
@@ -188,7 +188,7 @@ impl<E: Entry> MapleTree<E> {
             if w.lo <= index && super::walk::check_rewalk() {
                 continue;
             }
-            if let Some(b) = w.word.entry::<E>() {
+            if let Some(b) = w.word.entry() {
                 return Some((w.lo..=w.hi, b));
             }
         }
@@ -231,7 +231,7 @@ impl<E: Entry> MapleTree<E> {
             if w.hi >= index && super::walk::check_rewalk() {
                 continue;
             }
-            if let Some(b) = w.word.entry::<E>() {
+            if let Some(b) = w.word.entry() {
                 return Some((w.lo..=w.hi, b));
             }
         }
@@ -348,7 +348,7 @@ impl<E: Entry> MapleTree<E> {
         E: Clone,
     {
         let guard = self.pin();
-        super::walk::load_word(self.reader(&guard), index).cloned::<E>()
+        super::walk::load_word(self.reader(&guard), index).cloned()
     }
 
     /// Calls `f` with the entry at `index` (pins internally).

@@ -3,7 +3,7 @@
 
 use crate::entry::{Entry, Ledger};
 
-use super::node::{ExclusiveRoot, RootRef, WriterLock};
+use super::node::{ExclusiveRoot, Read, RootRef, WriterLock};
 use super::seal::Seals;
 use super::walk::SavedPath;
 
@@ -119,14 +119,14 @@ impl<E: Entry> WriterState<E> {
 /// The writer state as a write guard holds it: behind the tree's writer lock (RCU mode), or
 /// through `&mut` of the tree with the writer's view of the root it gave (exclusive mode).
 pub(crate) enum StateRef<'t, E> {
-    Locked(WriterLock<'t, WriterState<E>>),
-    Exclusive(ExclusiveRoot<'t, WriterState<E>>),
+    Locked(WriterLock<'t, WriterState<E>, E>),
+    Exclusive(ExclusiveRoot<'t, WriterState<E>, E>),
 }
 
 impl<E> StateRef<'_, E> {
     /// A reader view of the root, for reads borrowed from `&self`.
     #[inline]
-    pub(crate) fn view(&self) -> RootRef<'_> {
+    pub(crate) fn view(&self) -> RootRef<'_, Read, E> {
         match self {
             StateRef::Locked(l) => l.view(),
             StateRef::Exclusive(x) => x.view(),

@@ -689,11 +689,7 @@ fn a_lift_scheduled_before_a_seal_does_not_lift_it() {
     states.push(tree_ranges(&t));
 
     // What the reader reads now: the slot word under the bound it loaded before the append.
-    let v = leaf
-        .node
-        .leaf_word(leaf.offset)
-        .entry::<Value>()
-        .map(|v| v.get());
+    let v = leaf.node.leaf_word(leaf.offset).entry().map(|v| v.get());
     let seen = (lo, hi, v.unwrap_or(0));
     assert!(
         states.iter().any(|s| s.contains(&seen)),

@@ -15,7 +15,7 @@ use core::fmt;
 use std::collections::HashMap;
 
 use super::gap::leaf_max_gap;
-use super::node::{Kind, NodeRef, RootRef};
+use super::node::{Kind, NodeRef, Read, RootRef};
 use super::state::WriterState;
 use super::write::WriteGuard;
 
@@ -266,11 +266,13 @@ impl<E: Entry> WriteGuard<'_, E> {
 /// [`WriteGuard::validate`] on the parts it reads: the root, the internal node kind, the
 /// writer state and the tree's count of ranges holding an entry.
 fn check<E: Entry>(
-    root: RootRef<'_>,
+    root: RootRef<'_, Read, E>,
     internal: Kind,
     st: &WriterState<E>,
     len: usize,
 ) -> Result<(), ValidateError> {
+    // (The checks read words, never entries: the brand goes.)
+    let root = root.unbranded();
     let Some(r) = root.node() else {
         if st.height != 0 {
             bad!("empty tree with height {}", st.height);

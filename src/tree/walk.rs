@@ -4,8 +4,8 @@
 //! walk report a range that does not contain the index it was looking for.
 
 use super::node::{
-    Access, Loaded, Mode, NodeRef, Read, RootRef, SavedNodes, WalkStack, Write, WriterRoot,
-    RANGE_PIVOTS,
+    Access, Loaded, Mode, NodeRef, Read, RootRef, SavedNodes, Unbranded, WalkStack, Write,
+    WriterRoot, RANGE_PIVOTS,
 };
 
 /// Whether a read path checks the range a walk lands on against what it already returned
@@ -23,7 +23,7 @@ pub(crate) const MAX_DEPTH: usize = 24;
 
 /// `mtree_load`'s walk: the slot word at `index` (nothing if the tree is empty).
 #[inline]
-pub(crate) fn load_word(root: RootRef<'_>, index: u64) -> Loaded<'_> {
+pub(crate) fn load_word<E>(root: RootRef<'_, Read, E>, index: u64) -> Loaded<'_, E> {
     let internal = root.internal();
     'restart: loop {
         let Some(mut n) = root.node() else {
@@ -49,20 +49,41 @@ pub(crate) fn load_word(root: RootRef<'_>, index: u64) -> Loaded<'_> {
 }
 
 /// The whole slot containing `index`: `(first, last, word)`, or `None` for an empty tree.
-pub(crate) fn walk_range(root: RootRef<'_>, index: u64) -> Option<(u64, u64, Loaded<'_>)> {
+pub(crate) fn walk_range<E>(
+    root: RootRef<'_, Read, E>,
+    index: u64,
+) -> Option<(u64, u64, Loaded<'_, E>)> {
     let mut w = Walker::new(root);
     w.walk(index)?;
     Some((w.lo, w.hi, w.word))
 }
 
 /// One level of a walk: a node, its implied limits, and the slot taken (`A`: the access of the
-/// walk's node handles, `Write` for the writer's walks).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Level<'g, A: Access = Read> {
-    pub(crate) node: NodeRef<'g, A>,
+/// walk's node handles, `Write` for the writer's walks; `E`: their brand, see `node`).
+pub(crate) struct Level<'g, A: Access = Read, E = Unbranded> {
+    pub(crate) node: NodeRef<'g, A, E>,
     pub(crate) min: u64,
     pub(crate) max: u64,
     pub(crate) offset: usize,
+}
+
+// (By hand: a derive would ask `E: Copy`; the brand is only a name.)
+impl<A: Access, E> Clone for Level<'_, A, E> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A: Access, E> Copy for Level<'_, A, E> {}
+impl<A: Access, E> core::fmt::Debug for Level<'_, A, E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Level")
+            .field("node", &self.node)
+            .field("min", &self.min)
+            .field("max", &self.max)
+            .field("offset", &self.offset)
+            .finish()
+    }
 }
 
 /// Deepest path a writer saves between writes (see [`SavedPath`]); deeper trees just walk.
@@ -105,9 +126,9 @@ impl SavedPath {
     /// node's place or limits): the path is usable again as it was, with the leaf's slot offset
     /// moved to `leaf_offset`. `false` when the write was not restored from it or a node has
     /// been retired since it was saved: then the caller saves afresh.
-    pub(crate) fn resume<M: Mode>(
+    pub(crate) fn resume<M: Mode, B>(
         &mut self,
-        writer: WriterRoot<'_, M>,
+        writer: WriterRoot<'_, M, B>,
         leaf_offset: usize,
     ) -> bool {
         if !core::mem::take(&mut self.resumable) || !writer.resume_nodes(&mut self.nodes) {
@@ -121,27 +142,27 @@ impl SavedPath {
 /// A reader position that keeps its path, so moving to a neighbouring slot is `O(1)` amortised.
 /// The writer's walkers (`A = Write`, from [`WriterRoot::walk_root`]) hold [`Live`](super::node::Live) nodes.
 #[repr(C)]
-pub(crate) struct Walker<'g, A: Access = Read> {
+pub(crate) struct Walker<'g, A: Access = Read, E = Unbranded> {
     /// Root-to-leaf levels (left uninitialised beyond those written, so creating a walker costs
     /// nothing); the current path is the first `depth` of them. (The layout is fixed: the
     /// levels first, their count after them, then `hi`, not zero in a new walker. A new
     /// walker's zeroed fields then do not border the uninitialised levels, and moving a new
     /// walker copies those fields alone; otherwise LLVM copies the levels too.)
-    levels: WalkStack<Level<'g, A>, MAX_DEPTH>,
+    levels: WalkStack<Level<'g, A, E>, MAX_DEPTH>,
     /// The current slot's range, `lo..=hi`, and its word.
     pub(crate) hi: u64,
     /// Levels of the current path (0: not positioned); always `<= levels.init()`.
     pub(crate) depth: usize,
-    root: RootRef<'g, A>,
+    root: RootRef<'g, A, E>,
     /// (See `hi`.)
     pub(crate) lo: u64,
     /// (See `hi`.)
-    pub(crate) word: Loaded<'g>,
+    pub(crate) word: Loaded<'g, E>,
 }
 
-impl<'g, A: Access> Walker<'g, A> {
+impl<'g, A: Access, E> Walker<'g, A, E> {
     /// Unpositioned.
-    pub(crate) fn new(root: RootRef<'g, A>) -> Self {
+    pub(crate) fn new(root: RootRef<'g, A, E>) -> Self {
         Walker {
             root,
             levels: WalkStack::new(),
@@ -153,7 +174,7 @@ impl<'g, A: Access> Walker<'g, A> {
     }
 
     #[inline]
-    fn root(&self) -> Option<NodeRef<'g, A>> {
+    fn root(&self) -> Option<NodeRef<'g, A, E>> {
         self.root.node()
     }
 
@@ -163,40 +184,40 @@ impl<'g, A: Access> Walker<'g, A> {
     }
 
     #[inline]
-    fn set(&mut self, d: usize, l: Level<'g, A>) {
+    fn set(&mut self, d: usize, l: Level<'g, A, E>) {
         self.levels.set(d, l);
     }
 
     #[inline]
-    fn at(&self, d: usize) -> &Level<'g, A> {
+    fn at(&self, d: usize) -> &Level<'g, A, E> {
         self.levels.get(d)
     }
 
     #[inline]
-    fn at_mut(&mut self, d: usize) -> &mut Level<'g, A> {
+    fn at_mut(&mut self, d: usize) -> &mut Level<'g, A, E> {
         self.levels.get_mut(d)
     }
 
     /// Level `d` of the path (written since the walker was made).
     #[inline]
-    pub(crate) fn level(&self, d: usize) -> &Level<'g, A> {
+    pub(crate) fn level(&self, d: usize) -> &Level<'g, A, E> {
         self.at(d)
     }
 
     /// Level `d` of the path (written since the walker was made), mutably.
     #[inline]
-    pub(crate) fn level_mut(&mut self, d: usize) -> &mut Level<'g, A> {
+    pub(crate) fn level_mut(&mut self, d: usize) -> &mut Level<'g, A, E> {
         self.at_mut(d)
     }
 
     /// The leaf level of the current position.
     #[inline]
-    pub(crate) fn leaf(&self) -> &Level<'g, A> {
+    pub(crate) fn leaf(&self) -> &Level<'g, A, E> {
         self.at(self.depth - 1)
     }
 
     /// The path from the root (index 0) to the leaf.
-    pub(crate) fn path(&self) -> &[Level<'g, A>] {
+    pub(crate) fn path(&self) -> &[Level<'g, A, E>] {
         self.levels.prefix(self.depth)
     }
 
@@ -283,7 +304,7 @@ impl<'g, A: Access> Walker<'g, A> {
     /// covering `[lo, hi]`, holding `word`), as [`next_entry`](Self::next_entry) would have left
     /// it; the walker must be positioned, and `offset` within that leaf's end.
     #[inline]
-    pub(crate) fn set_leaf_slot(&mut self, offset: usize, lo: u64, hi: u64, word: Loaded<'g>) {
+    pub(crate) fn set_leaf_slot(&mut self, offset: usize, lo: u64, hi: u64, word: Loaded<'g, E>) {
         let d = self.depth - 1;
         self.at_mut(d).offset = offset;
         self.lo = lo;
@@ -299,7 +320,7 @@ impl<'g, A: Access> Walker<'g, A> {
     pub(crate) fn set_parent_leaf(
         &mut self,
         parent_offset: usize,
-        leaf: NodeRef<'g, A>,
+        leaf: NodeRef<'g, A, E>,
         min: u64,
         max: u64,
     ) {
@@ -393,7 +414,7 @@ impl<'g, A: Access> Walker<'g, A> {
     /// (counted as a restart), past the root's last child, or at a child ending below
     /// `leaf_max + 1` (states only a race produces).
     #[inline]
-    pub(crate) fn cross_next(&mut self, leaf: NodeRef<'g, A>, leaf_max: u64) -> Option<()> {
+    pub(crate) fn cross_next(&mut self, leaf: NodeRef<'g, A, E>, leaf_max: u64) -> Option<()> {
         let target = leaf_max + 1;
         if leaf.is_dead() {
             self.root.restarted();
@@ -463,7 +484,7 @@ impl<'g, A: Access> Walker<'g, A> {
 
     /// [`prev_slot`](Self::prev_slot) inside the leaf: the slot before the current one.
     #[inline]
-    fn prev_in_leaf(&mut self, leaf: Level<'g, A>) {
+    fn prev_in_leaf(&mut self, leaf: Level<'g, A, E>) {
         let i = leaf.offset - 1;
         let lo = if i == 0 {
             leaf.min
@@ -479,7 +500,7 @@ impl<'g, A: Access> Walker<'g, A> {
 
     /// [`prev_slot`](Self::prev_slot) across a leaf boundary: [`cross_prev`](Self::cross_prev),
     /// or a walk from the root when it fails.
-    fn prev_leaf(&mut self, leaf: Level<'g, A>) -> Option<()> {
+    fn prev_leaf(&mut self, leaf: Level<'g, A, E>) -> Option<()> {
         let target = self.lo - 1;
         let Some((lo, word)) = self.cross_prev(leaf.node, leaf.min) else {
             return self.walk(target);
@@ -502,9 +523,9 @@ impl<'g, A: Access> Walker<'g, A> {
     /// child (a state only a race produces).
     pub(crate) fn cross_prev(
         &mut self,
-        leaf: NodeRef<'g, A>,
+        leaf: NodeRef<'g, A, E>,
         leaf_min: u64,
-    ) -> Option<(u64, Loaded<'g>)> {
+    ) -> Option<(u64, Loaded<'g, E>)> {
         let max = leaf_min - 1;
         if leaf.is_dead() {
             self.root.restarted();
@@ -543,10 +564,10 @@ impl<'g, A: Access> Walker<'g, A> {
     fn descend_rightmost(
         &mut self,
         mut d: usize,
-        mut n: NodeRef<'g, A>,
+        mut n: NodeRef<'g, A, E>,
         mut min: u64,
         max: u64,
-    ) -> Option<(u64, Loaded<'g>)> {
+    ) -> Option<(u64, Loaded<'g, E>)> {
         loop {
             let end = if n.is_leaf() {
                 leaf_end(n, max)
@@ -581,7 +602,7 @@ impl<'g, A: Access> Walker<'g, A> {
 /// of them is: the first of them then ends the leaf). The pivot after the end is loaded with
 /// it at times: a word beyond the end, read and then ignored.
 #[inline(always)]
-pub(crate) fn leaf_end<A: Access>(n: NodeRef<'_, A>, max: u64) -> usize {
+pub(crate) fn leaf_end<A: Access, E>(n: NodeRef<'_, A, E>, max: u64) -> usize {
     debug_assert!(n.is_leaf());
     let mut i = 0;
     while i + 1 < RANGE_PIVOTS {
@@ -602,7 +623,7 @@ pub(crate) fn leaf_end<A: Access>(n: NodeRef<'_, A>, max: u64) -> usize {
 impl<'g> Walker<'g, Write> {
     /// Saves the current path into `to`, for [`restore`](Self::restore) by a later write; an
     /// empty path when not positioned or deeper than a saved path holds.
-    pub(crate) fn save<M: Mode>(&self, writer: WriterRoot<'g, M>, to: &mut SavedPath) {
+    pub(crate) fn save<M: Mode, B>(&self, writer: WriterRoot<'g, M, B>, to: &mut SavedPath) {
         if self.depth == 0 || self.depth > SAVED_DEPTH {
             to.nodes.clear();
             return;
@@ -622,9 +643,9 @@ impl<'g> Walker<'g, Write> {
     /// unchanged since (the writer drops its saved path at the start of every write that can
     /// change it). Soundness does not rest on that: the node layer hands the saved nodes back
     /// only if no node of the tree has been retired since they were saved ([`SavedNodes`]).
-    pub(crate) fn restore<M: Mode>(
+    pub(crate) fn restore<M: Mode, B>(
         &mut self,
-        writer: WriterRoot<'g, M>,
+        writer: WriterRoot<'g, M, B>,
         p: &mut SavedPath,
         index: u64,
     ) -> bool {

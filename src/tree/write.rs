@@ -37,7 +37,7 @@ use crate::entry::{Entry, Ledger, Word};
 use ::alloc::sync::Arc;
 use core::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 
-use super::node::Write;
+use super::node::{Read, Write};
 use super::pending::Pending;
 
 use self::big_node::Item;
@@ -90,7 +90,7 @@ pub struct WriteGuard<'t, E> {
 /// [`WriteGuard`]: every write path is a method of it. Its [`WriterRoot`] and every node handle
 /// made from it live for `'w`, the borrow of the write guard: none outlives that borrow.
 pub(crate) struct Writer<'w, E, M: Mode> {
-    pub(crate) root: WriterRoot<'w, M>,
+    pub(crate) root: WriterRoot<'w, M, E>,
     pub(crate) internal: Kind,
     pub(crate) st: &'w mut WriterState<E>,
     /// Exclusive mode: where retired nodes wait for the end of the guard's borrow.
@@ -152,7 +152,7 @@ impl<E> Drop for WriteGuard<'_, E> {
 /// ([`WriterLock::retired_batch_full`]); nothing before.
 #[inline]
 fn flush_full_batch<E>(
-    l: &mut WriterLock<'_, WriterState<E>>,
+    l: &mut WriterLock<'_, WriterState<E>, E>,
     cell: &OnceCell<Guard>,
     pending: &Arc<Pending>,
 ) {
@@ -164,7 +164,7 @@ fn flush_full_batch<E>(
 /// RCU mode: hands the nodes the writes before retired to the collector, on `cell`'s guard
 /// (pinned now if this is its first need), as one batch; nothing if there are none.
 pub(crate) fn flush_retired<E>(
-    l: &mut WriterLock<'_, WriterState<E>>,
+    l: &mut WriterLock<'_, WriterState<E>, E>,
     cell: &OnceCell<Guard>,
     pending: &Arc<Pending>,
 ) {
@@ -368,7 +368,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
     pub fn load(&self, index: u64) -> Option<E::Borrowed<'_>> {
         // The writer is the only mutator and `&self` keeps it from writing while the borrow
         // lives; what it released waits for its guard, pinned when it deferred the drop.
-        super::walk::load_word(self.view(), index).entry::<E>()
+        super::walk::load_word(self.view(), index).entry()
     }
 
     /// Iterates under the writer (see [`MapleTree::iter`](crate::MapleTree::iter)).
@@ -392,7 +392,7 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
 
     /// The reader view of the root, for reads under the writer borrowed from `&self` (the
     /// writer cannot write while they live).
-    pub(crate) fn view(&self) -> RootRef<'_> {
+    pub(crate) fn view(&self) -> RootRef<'_, Read, E> {
         self.lock.view()
     }
 
@@ -412,12 +412,13 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     }
 
     /// The reader view of the root, for the shared read code.
-    pub(crate) fn view(&self) -> RootRef<'t> {
+    pub(crate) fn view(&self) -> RootRef<'t, Read, E> {
         self.root.view()
     }
 
+    /// A walker for the write paths (unbranded: they read words, never entries).
     pub(crate) fn walker(&self) -> Walker<'t, Write> {
-        Walker::new(self.root.walk_root())
+        Walker::new(self.root.walk_root().unbranded())
     }
 
     /// Whether the tree is an allocation tree.
@@ -676,7 +677,7 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     fn drop_released_slow(&mut self) {
         // Each word was queued once by `release_entry`, when the last slot referencing it went,
         // and is dequeued once; no reader exists (`&mut` tree).
-        struct DropRest<'a, 't, E: Entry>(&'a mut Ledger<E>, WriterRoot<'t, Exclusive>);
+        struct DropRest<'a, 't, E: Entry>(&'a mut Ledger<E>, WriterRoot<'t, Exclusive, E>);
         impl<E: Entry> Drop for DropRest<'_, '_, E> {
             fn drop(&mut self) {
                 while let Some(r) = self.0.dequeue() {

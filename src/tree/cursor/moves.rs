@@ -6,8 +6,8 @@ use super::*;
 /// Position logic shared by both cursors: the kernel's `ma_state` moves (`mas_walk`,
 /// `mas_find`, `mas_next`, ... with their `mas_*_setup` status handling and `mas_next_slot` /
 /// `mas_prev_slot` stepping), on a [`Walker`] path.
-pub(super) struct Core<'g, A: Access = Read> {
-    pub(super) w: Walker<'g, A>,
+pub(super) struct Core<'g, A: Access = Read, E = Unbranded> {
+    pub(super) w: Walker<'g, A, E>,
     /// The walker's position is current (the kernel's `mas->node` is set and matches
     /// `index`/`last`).
     pub(super) valid: bool,
@@ -20,8 +20,8 @@ pub(super) struct Core<'g, A: Access = Read> {
     pub(super) root: bool,
 }
 
-impl<'g, A: Access> Core<'g, A> {
-    pub(super) fn new(root: RootRef<'g, A>, index: u64) -> Self {
+impl<'g, A: Access, E> Core<'g, A, E> {
+    pub(super) fn new(root: RootRef<'g, A, E>, index: u64) -> Self {
         Core {
             w: Walker::new(root),
             valid: false,
@@ -33,7 +33,7 @@ impl<'g, A: Access> Core<'g, A> {
     }
 
     /// An entry an entry-seeking move stops at (not empty, not the zero entry).
-    pub(super) fn is_entry(word: Loaded<'_>) -> bool {
+    pub(super) fn is_entry(word: Loaded<'_, E>) -> bool {
         word.is_entry()
     }
 
@@ -70,7 +70,7 @@ impl<'g, A: Access> Core<'g, A> {
     }
 
     /// `mas_walk`: re-walks to `index` whatever the status; the returned word may be empty.
-    pub(super) fn walk(&mut self) -> Loaded<'g> {
+    pub(super) fn walk(&mut self) -> Loaded<'g, E> {
         self.root = false;
         let i = self.index;
         if self.walk_to(i) {
@@ -107,7 +107,7 @@ impl<'g, A: Access> Core<'g, A> {
     /// entry (`!empty`) starting at or below `max`. A slot already ending at or past `max`
     /// overflows with the range unchanged; a scan that runs out of room overflows on the last
     /// empty slot it inspected.
-    pub(super) fn next_slot(&mut self, max: u64, empty: bool) -> Loaded<'g> {
+    pub(super) fn next_slot(&mut self, max: u64, empty: bool) -> Loaded<'g, E> {
         let at = self.last;
         if !self.position(at) {
             return Loaded::NONE;
@@ -164,7 +164,7 @@ impl<'g, A: Access> Core<'g, A> {
 
     /// `mas_prev_slot`: the mirror of [`next_slot`](Self::next_slot), towards `min`, with
     /// underflow.
-    pub(super) fn prev_slot(&mut self, min: u64, empty: bool) -> Loaded<'g> {
+    pub(super) fn prev_slot(&mut self, min: u64, empty: bool) -> Loaded<'g, E> {
         let at = self.index;
         if !self.position(at) {
             return Loaded::NONE;
@@ -193,7 +193,7 @@ impl<'g, A: Access> Core<'g, A> {
     }
 
     /// `mas_next_setup`: `Some(answer)` if the move is decided here, `None` to step on.
-    pub(super) fn next_setup(&mut self, max: u64) -> Option<Loaded<'g>> {
+    pub(super) fn next_setup(&mut self, max: u64) -> Option<Loaded<'g, E>> {
         let root = core::mem::take(&mut self.root);
         if self.last >= max {
             self.status = Status::Overflow;
@@ -231,7 +231,7 @@ impl<'g, A: Access> Core<'g, A> {
     }
 
     /// `mas_prev_setup`: `Some(answer)` if the move is decided here, `None` to step on.
-    pub(super) fn prev_setup(&mut self, min: u64) -> Option<Loaded<'g>> {
+    pub(super) fn prev_setup(&mut self, min: u64) -> Option<Loaded<'g, E>> {
         // From `ma_root` (index 0) the limit check below always underflows.
         self.root = false;
         if self.index <= min {
@@ -263,7 +263,7 @@ impl<'g, A: Access> Core<'g, A> {
     }
 
     /// `mas_find_setup`: `Some(answer)` if the move is decided here, `None` to step on.
-    pub(super) fn find_setup(&mut self, max: u64) -> Option<Loaded<'g>> {
+    pub(super) fn find_setup(&mut self, max: u64) -> Option<Loaded<'g, E>> {
         if core::mem::take(&mut self.root) {
             // `ma_root` of an empty tree: out of range of the (absent) root entry.
             self.index = 1;
@@ -312,7 +312,7 @@ impl<'g, A: Access> Core<'g, A> {
     /// [`find_setup`](Self::find_setup) after a limit was hit: an underflowed cursor points at
     /// the range before the one it could not go below, an overflowed one at the last range it
     /// reached. Either walks to `index` (unless already at `max`); the entry there is the answer.
-    pub(super) fn find_setup_rewalk(&mut self, max: u64) -> Option<Loaded<'g>> {
+    pub(super) fn find_setup_rewalk(&mut self, max: u64) -> Option<Loaded<'g, E>> {
         if self.status == Status::Underflow {
             if self.index >= max {
                 self.status = Status::Overflow;
@@ -327,7 +327,7 @@ impl<'g, A: Access> Core<'g, A> {
 
     /// The end of [`find_setup`](Self::find_setup): a cursor at its start walks to `index`
     /// (the first run, or a continuation); the entry there is the answer.
-    pub(super) fn find_setup_walk(&mut self, max: u64) -> Option<Loaded<'g>> {
+    pub(super) fn find_setup_walk(&mut self, max: u64) -> Option<Loaded<'g, E>> {
         if self.status == Status::Start {
             if self.index > max {
                 return Some(Loaded::NONE);
@@ -344,7 +344,7 @@ impl<'g, A: Access> Core<'g, A> {
     }
 
     /// `mas_find_rev_setup`: `Some(answer)` if the move is decided here, `None` to step on.
-    pub(super) fn find_rev_setup(&mut self, min: u64) -> Option<Loaded<'g>> {
+    pub(super) fn find_rev_setup(&mut self, min: u64) -> Option<Loaded<'g, E>> {
         if core::mem::take(&mut self.root) {
             // `ma_root` of an empty tree: nothing, and the kernel's status becomes none.
             return Some(Loaded::NONE);
@@ -390,7 +390,7 @@ impl<'g, A: Access> Core<'g, A> {
 
     /// The end of [`find_rev_setup`](Self::find_rev_setup): a cursor at its start walks to
     /// `index` (the first run, or a continuation); the entry there is the answer.
-    pub(super) fn find_rev_setup_walk(&mut self, min: u64) -> Option<Loaded<'g>> {
+    pub(super) fn find_rev_setup_walk(&mut self, min: u64) -> Option<Loaded<'g, E>> {
         if self.status == Status::Start {
             if self.index < min {
                 return Some(Loaded::NONE);
@@ -423,7 +423,7 @@ impl<'g, A: Access> Core<'g, A> {
     /// position recorded (the cursor's, or slot 0 of a leaf crossed into, as the walker would
     /// have left it).
     #[inline]
-    pub(super) fn step_in_leaf(&mut self, max: u64) -> Option<Loaded<'g>> {
+    pub(super) fn step_in_leaf(&mut self, max: u64) -> Option<Loaded<'g, E>> {
         if self.status != Status::Active || !self.valid || self.root || self.last >= max {
             return None;
         }
@@ -467,7 +467,7 @@ impl<'g, A: Access> Core<'g, A> {
     /// `Walker::next_leaf` moves there: the leaf alive, not the parent's last child, the parent
     /// alive, the child slot non-empty, a leaf, and ending above `hi`. The walker and the range
     /// then stand on that slot; returns its word. `None`, nothing changed, otherwise.
-    pub(super) fn cross(&mut self, n: NodeRef<'g, A>, hi: u64) -> Option<Loaded<'g>> {
+    pub(super) fn cross(&mut self, n: NodeRef<'g, A, E>, hi: u64) -> Option<Loaded<'g, E>> {
         let path = self.w.path();
         let p = *path.get(path.len().checked_sub(2)?)?;
         if n.is_dead() || hi >= p.max || p.node.is_dead() {
@@ -488,7 +488,7 @@ impl<'g, A: Access> Core<'g, A> {
         Some(word)
     }
 
-    pub(super) fn find(&mut self, max: u64) -> Loaded<'g> {
+    pub(super) fn find(&mut self, max: u64) -> Loaded<'g, E> {
         if let Some(word) = self.step_in_leaf(max) {
             return word;
         }
@@ -507,14 +507,14 @@ impl<'g, A: Access> Core<'g, A> {
         word
     }
 
-    pub(super) fn find_range(&mut self, max: u64) -> Loaded<'g> {
+    pub(super) fn find_range(&mut self, max: u64) -> Loaded<'g, E> {
         if let Some(word) = self.find_setup(max) {
             return word;
         }
         self.next_slot(max, true)
     }
 
-    pub(super) fn find_rev(&mut self, min: u64) -> Loaded<'g> {
+    pub(super) fn find_rev(&mut self, min: u64) -> Loaded<'g, E> {
         if let Some(word) = self.find_rev_setup(min) {
             // As in `find`: a zero entry at `index` is stepped over.
             if word.is_entry() || word == Loaded::NONE || self.status != Status::Active {
@@ -524,14 +524,14 @@ impl<'g, A: Access> Core<'g, A> {
         self.prev_slot(min, false)
     }
 
-    pub(super) fn find_range_rev(&mut self, min: u64) -> Loaded<'g> {
+    pub(super) fn find_range_rev(&mut self, min: u64) -> Loaded<'g, E> {
         if let Some(word) = self.find_rev_setup(min) {
             return word;
         }
         self.prev_slot(min, true)
     }
 
-    pub(super) fn next(&mut self, max: u64) -> Loaded<'g> {
+    pub(super) fn next(&mut self, max: u64) -> Loaded<'g, E> {
         if let Some(word) = self.step_in_leaf(max) {
             return word;
         }
@@ -541,21 +541,21 @@ impl<'g, A: Access> Core<'g, A> {
         self.next_slot(max, false)
     }
 
-    pub(super) fn next_range(&mut self, max: u64) -> Loaded<'g> {
+    pub(super) fn next_range(&mut self, max: u64) -> Loaded<'g, E> {
         if let Some(word) = self.next_setup(max) {
             return word;
         }
         self.next_slot(max, true)
     }
 
-    pub(super) fn prev(&mut self, min: u64) -> Loaded<'g> {
+    pub(super) fn prev(&mut self, min: u64) -> Loaded<'g, E> {
         if let Some(word) = self.prev_setup(min) {
             return word;
         }
         self.prev_slot(min, false)
     }
 
-    pub(super) fn prev_range(&mut self, min: u64) -> Loaded<'g> {
+    pub(super) fn prev_range(&mut self, min: u64) -> Loaded<'g, E> {
         if let Some(word) = self.prev_setup(min) {
             return word;
         }

@@ -226,9 +226,9 @@ macro_rules! cursor_reads {
         /// # }
         /// ```
         pub fn walk(&mut self) -> Option<E::Borrowed<$lt>> {
-            let w: Loaded<'_> = self.core.walk();
+            let w: Loaded<'_, E> = self.core.walk();
             // Read under the guard (or writer) of this cursor's lifetime.
-            w.entry::<E>()
+            w.entry()
         }
 
         /// `mas_find`: on the first call (or after a pause, from `last + 1`) the entry at
@@ -255,8 +255,8 @@ macro_rules! cursor_reads {
         /// # }
         /// ```
         pub fn find(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
-            let w: Loaded<'_> = self.core.find(max);
-            w.entry::<E>()
+            let w: Loaded<'_, E> = self.core.find(max);
+            w.entry()
         }
 
         /// `mas_find_rev`: on the first call (or after a pause, from `index - 1`) the entry at
@@ -283,8 +283,8 @@ macro_rules! cursor_reads {
         /// # }
         /// ```
         pub fn find_rev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
-            let w: Loaded<'_> = self.core.find_rev(min);
-            w.entry::<E>()
+            let w: Loaded<'_, E> = self.core.find_rev(min);
+            w.entry()
         }
 
         /// `mas_find_range`: like `find` on the first call, then one range at a time, empty ones
@@ -308,8 +308,8 @@ macro_rules! cursor_reads {
         /// # }
         /// ```
         pub fn find_range(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
-            let w: Loaded<'_> = self.core.find_range(max);
-            w.entry::<E>()
+            let w: Loaded<'_, E> = self.core.find_range(max);
+            w.entry()
         }
 
         /// `mas_find_range_rev`: like `find_rev` on the first call, then one range at a time
@@ -332,8 +332,8 @@ macro_rules! cursor_reads {
         /// # }
         /// ```
         pub fn find_range_rev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
-            let w: Loaded<'_> = self.core.find_range_rev(min);
-            w.entry::<E>()
+            let w: Loaded<'_, E> = self.core.find_range_rev(min);
+            w.entry()
         }
 
         /// `mas_next`: the next entry after the current range that starts at or below `max`;
@@ -358,8 +358,8 @@ macro_rules! cursor_reads {
         /// # }
         /// ```
         pub fn next(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
-            let w: Loaded<'_> = self.core.next(max);
-            w.entry::<E>()
+            let w: Loaded<'_, E> = self.core.next(max);
+            w.entry()
         }
 
         /// `mas_prev`: the previous entry that ends at or above `min`; `None` and
@@ -384,8 +384,8 @@ macro_rules! cursor_reads {
         /// # }
         /// ```
         pub fn prev(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
-            let w: Loaded<'_> = self.core.prev(min);
-            w.entry::<E>()
+            let w: Loaded<'_, E> = self.core.prev(min);
+            w.entry()
         }
 
         /// `mas_next_range`: one range forwards, empty or not, with the status handling of
@@ -407,8 +407,8 @@ macro_rules! cursor_reads {
         /// # }
         /// ```
         pub fn next_range(&mut self, max: u64) -> Option<E::Borrowed<$lt>> {
-            let w: Loaded<'_> = self.core.next_range(max);
-            w.entry::<E>()
+            let w: Loaded<'_, E> = self.core.next_range(max);
+            w.entry()
         }
 
         /// `mas_prev_range`: one range backwards, empty or not, with the status handling of
@@ -430,8 +430,8 @@ macro_rules! cursor_reads {
         /// # }
         /// ```
         pub fn prev_range(&mut self, min: u64) -> Option<E::Borrowed<$lt>> {
-            let w: Loaded<'_> = self.core.prev_range(min);
-            w.entry::<E>()
+            let w: Loaded<'_, E> = self.core.prev_range(min);
+            w.entry()
         }
     };
 }

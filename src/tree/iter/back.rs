@@ -7,13 +7,13 @@ use super::*;
 /// in that leaf. `next_back` crosses leaves itself, with the checks of the walker's crossing
 /// ([`cross`](Self::cross) to the parent's previous child, [`Walker::cross_prev`] above that);
 /// the first step and restarts walk from the root with the walker (`next_back_slow`).
-pub(super) struct Back<'g> {
+pub(super) struct Back<'g, E> {
     /// The walker, whose path is the back's: while `leaf` holds a leaf, that leaf is the
     /// path's last level, but for a crossing to the parent's previous child, which moves the
     /// scalars below alone (the path's last level and the parent's offset are then behind,
     /// and written back before a climb). The walker's slot (`lo`, `hi`, `word`) is its last
     /// walk's.
-    pub(super) walker: Walker<'g>,
+    pub(super) walker: Walker<'g, Read, E>,
     /// The walker has taken its first step.
     pub(super) started: bool,
     /// Something was yielded from the back (later ranges must not overlap it).
@@ -25,20 +25,20 @@ pub(super) struct Back<'g> {
     /// `max`); the leaf covers `[min, max]`. Whenever the fast path may step, the back has
     /// yielded that slot, so it starts at `pos + 1`: the two-slot step keeps only `pos`, and
     /// `next_back_general` sets `lo` from it on entry.
-    pub(super) leaf: FastLeaf<'g, BACK_ROOM>,
+    pub(super) leaf: FastLeaf<'g, E, BACK_ROOM>,
     pub(super) lo: u64,
     pub(super) min: u64,
     pub(super) max: u64,
     /// The leaf's parent (`None`: the leaf is the root), the parent's min and the leaf's
     /// offset in it.
-    pub(super) parent: Option<NodeRef<'g>>,
+    pub(super) parent: Option<NodeRef<'g, Read, E>>,
     pub(super) pmin: u64,
     pub(super) poff: usize,
 }
 
-impl<'g> Back<'g> {
+impl<'g, E> Back<'g, E> {
     #[inline(always)]
-    pub(super) fn new(root: RootRef<'g>, last: u64) -> Self {
+    pub(super) fn new(root: RootRef<'g, Read, E>, last: u64) -> Self {
         Back {
             walker: Walker::new(root),
             started: false,
@@ -81,7 +81,7 @@ impl<'g> Back<'g> {
     /// it; `None` (nothing changed) for everything else, left to
     /// [`prev_leaf`](Self::prev_leaf).
     #[inline(always)]
-    pub(super) fn cross(&mut self, internal: Kind) -> Option<Loaded<'g>> {
+    pub(super) fn cross(&mut self, internal: Kind) -> Option<Loaded<'g, E>> {
         let (Some(n), Some(p)) = (self.leaf.get(), self.parent) else {
             return None;
         };
@@ -113,7 +113,7 @@ impl<'g> Back<'g> {
     /// instead (see `cross_prev`), or at index 0. (Inlined into the iterator's
     /// [`back_prev_leaf`](Iter::back_prev_leaf), which is not.)
     #[inline]
-    pub(super) fn prev_leaf(&mut self, n: NodeRef<'g>) -> Option<Loaded<'g>> {
+    pub(super) fn prev_leaf(&mut self, n: NodeRef<'g, Read, E>) -> Option<Loaded<'g, E>> {
         if self.lo == 0 {
             return None;
         }
@@ -155,11 +155,11 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             // Read under the guard of 'g that created this iterator.
             if w1.raw() == 0 {
                 let q = n.range_pivot(i);
-                if let (true, Some(b)) = (q >= front, n.range_word(i + 1).entry::<E>()) {
+                if let (true, Some(b)) = (q >= front, n.range_word(i + 1).entry()) {
                     at.set_off(i + 1);
                     return Some(self.back_fast_yield(q + 1, p, b));
                 }
-            } else if let (true, Some(b)) = (p >= front, w1.entry::<E>()) {
+            } else if let (true, Some(b)) = (p >= front, w1.entry()) {
                 at.set_off(i + 2);
                 let hi = self.back.pos;
                 return Some(self.back_fast_yield(p + 1, hi, b));
@@ -172,7 +172,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// [`Back::prev_leaf`], out of line (a method of the iterator, so that it is compiled with
     /// it and called directly).
     #[inline(never)]
-    fn back_prev_leaf(&mut self, n: NodeRef<'g>) -> Option<Loaded<'g>> {
+    fn back_prev_leaf(&mut self, n: NodeRef<'g, Read, E>) -> Option<Loaded<'g, E>> {
         self.back.prev_leaf(n)
     }
 
@@ -217,7 +217,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                     return None;
                 }
                 // Read under the guard of 'g that created this iterator.
-                if let Some(b) = w.entry::<E>() {
+                if let Some(b) = w.entry() {
                     if !self.back_yield(self.back.lo) {
                         return None;
                     }
@@ -236,7 +236,10 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
     /// (below the back's slot, so below the leaf's end: pivots that no writer changes in
     /// place). `None` when slot 0 holds no entry: the crossing takes over from there.
     #[inline(always)]
-    fn back_in_leaf(&mut self, n: NodeRef<'g>) -> Option<Option<(u64, u64, E::Borrowed<'g>)>> {
+    fn back_in_leaf(
+        &mut self,
+        n: NodeRef<'g, Read, E>,
+    ) -> Option<Option<(u64, u64, E::Borrowed<'g>)>> {
         let (mut j, mut lo) = (self.back.leaf.off(), self.back.lo);
         if j == 0 {
             return None;
@@ -254,7 +257,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 return Some(None);
             }
             // Read under the guard of 'g that created this iterator.
-            if let Some(b) = n.range_word(j).entry::<E>() {
+            if let Some(b) = n.range_word(j).entry() {
                 self.back.leaf.set_off(j);
                 self.back.lo = lo;
                 if !self.back_yield(lo) {
@@ -334,7 +337,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             }
             // As in `next`: after a restart, skip a range that reaches past what was yielded.
             if lo <= self.back.pos && (!self.back.yielded || hi <= self.back.pos) {
-                if let Some(b) = word.entry::<E>() {
+                if let Some(b) = word.entry() {
                     if !self.back_yield(lo) {
                         return None;
                     }

@@ -7,7 +7,7 @@ use crate::entry::{is_reserved_word, Owned};
 
 use super::*;
 
-impl<'t> WriterRoot<'t, Exclusive> {
+impl<'t, B> WriterRoot<'t, Exclusive, B> {
     /// A fresh, unpublished copy of the leaf `src` (a leaf of a tree of `E` whose writer the
     /// caller is, over `[min, max]`) for this tree of `F`: pivots, empty slots and zero entries
     /// as they are, every entry word within the end replaced by the word of
@@ -24,7 +24,7 @@ impl<'t> WriterRoot<'t, Exclusive> {
     /// faulty [`Entry`] implementation; the entry is dropped first).
     pub(crate) fn alloc_mapped_leaf<E: Entry, F: Entry>(
         self,
-        src: NodeRef<'_>,
+        src: NodeRef<'_, Read, E>,
         min: u64,
         max: u64,
         mem: &mut NodeMem,
@@ -54,7 +54,8 @@ impl<'t> WriterRoot<'t, Exclusive> {
             let w = b.update(RANGE_PIVOTS + i, |w| w) as usize;
             if w != 0 && w != ZERO_WORD {
                 // SAFETY: `w` is a live entry word of a tree of `E` (a leaf slot within the
-                // end, copied from `src`: only `WriteGuard<E>` stores leaf words), kept alive
+                // end, copied from `src`, a node branded `E`: only `WriteGuard<E>` stores leaf
+                // words), kept alive
                 // by that tree's writer lock for the duration of the copy; `view_word` leaves
                 // it in place.
                 let new = unsafe { crate::entry::view_word::<E, F>(w, |e| f(lo..=hi, e)) };

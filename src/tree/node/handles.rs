@@ -55,16 +55,48 @@ impl<const N: usize> SavedNodes<N> {
     }
 }
 
+/// The brand of a handle that reads no entry: the writer's structural handles ([`Live`],
+/// [`Fresh`], [`Unlinked`]), the gap search's and `validate`'s walks. No [`Entry`] is
+/// `Unbranded` (it is not nameable outside the crate), so a [`Loaded`] of such a handle has no
+/// [`entry`](Loaded::entry); forgetting a brand ([`NodeRef::unbranded`],
+/// [`RootRef::unbranded`]) is always sound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unbranded {}
+
+/// How a handle carries its brand `E`: a name only (no `E` is stored, owned or dropped).
+pub(super) type Brand<E> = fn() -> E;
+
 /// A leaf slot word loaded under the protection of `'g` (a guard of the tree's collector, or
-/// the writer): 0 (nothing), the zero entry, or an entry word of the tree. Only the node
-/// layer's leaf loads make one, so borrowing its entry for `'g` needs no `unsafe` above.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Loaded<'g> {
+/// the writer), from a node of a tree of `E` (the brand, see the module docs): 0 (nothing), the
+/// zero entry, or an entry word of the tree. Only the node layer's leaf loads make one, so
+/// borrowing its entry for `'g` needs no `unsafe` above, nor the entry type named.
+pub(crate) struct Loaded<'g, E = Unbranded> {
     pub(super) w: usize,
-    pub(super) _g: PhantomData<&'g Node>,
+    pub(super) _g: PhantomData<(&'g Node, Brand<E>)>,
 }
 
-impl<'g> Loaded<'g> {
+// (By hand: a derive would ask `E: Copy`; the brand is only a name.)
+impl<E> Clone for Loaded<'_, E> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for Loaded<'_, E> {}
+impl<E> PartialEq for Loaded<'_, E> {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        self.w == other.w
+    }
+}
+impl<E> Eq for Loaded<'_, E> {}
+impl<E> core::fmt::Debug for Loaded<'_, E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Loaded({:#x})", self.w)
+    }
+}
+
+impl<'g, E> Loaded<'g, E> {
     /// Nothing (an empty slot).
     pub(crate) const NONE: Self = Loaded {
         w: 0,
@@ -93,15 +125,19 @@ impl<'g> Loaded<'g> {
         debug_assert_eq!(entry, self.w != 0 && self.w != ZERO_WORD, "{:#x}", self.w);
         entry
     }
+}
 
-    /// Borrows the entry for `'g` (`None` for nothing and the zero entry). `E` must be the
-    /// tree's entry type (see the module docs, "What is left").
+impl<'g, E: Entry + 'g> Loaded<'g, E> {
+    /// Borrows the entry for `'g` (`None` for nothing and the zero entry).
     #[inline]
-    pub(crate) fn entry<E: Entry + 'g>(self) -> Option<E::Borrowed<'g>> {
+    pub(crate) fn entry(self) -> Option<E::Borrowed<'g>> {
         if self.is_entry() {
-            // SAFETY: a leaf word that is an entry is a word of `E::into_word` of the tree
-            // (only `WriteGuard<E>` stores leaf words), loaded under a protection of 'g, which
-            // keeps the entry alive for 'g (entries are released through the same collector).
+            // SAFETY: a `Loaded<'g, E>` is made only by a leaf load of a node handle branded
+            // `E`, which only a root of a tree of `E` hands out (module docs, "The brand"); a
+            // leaf word of that tree that is an entry is a word of `E::into_word` (only the
+            // writer of the tree, a `Writer<E>`, stores leaf words), loaded under a protection
+            // of 'g, which keeps the entry alive for 'g (entries are released through the same
+            // collector).
             Some(unsafe { E::borrow::<'g>(self.w) })
         } else {
             None
@@ -110,9 +146,12 @@ impl<'g> Loaded<'g> {
 
     /// A clone of the entry (`None` for nothing and the zero entry).
     #[inline]
-    pub(crate) fn cloned<E: Entry + Clone + 'g>(self) -> Option<E> {
+    pub(crate) fn cloned(self) -> Option<E>
+    where
+        E: Clone,
+    {
         if self.is_entry() {
-            // SAFETY: as in `entry`: a live entry word of the tree for 'g.
+            // SAFETY: as in `entry`: a live entry word of the tree of `E` for 'g.
             Some(unsafe { crate::entry::clone_word::<E>(self.w) })
         } else {
             None
@@ -122,9 +161,9 @@ impl<'g> Loaded<'g> {
     /// Calls `f` with a reference to the entry (`None` for nothing and the zero entry, without
     /// calling `f`).
     #[inline]
-    pub(crate) fn with_entry<E: Entry + 'g, R>(self, f: impl FnOnce(&E) -> R) -> Option<R> {
+    pub(crate) fn with_entry<R>(self, f: impl FnOnce(&E) -> R) -> Option<R> {
         if self.is_entry() {
-            // SAFETY: as in `entry`: a live entry word of the tree for 'g, and `f` runs
+            // SAFETY: as in `entry`: a live entry word of the tree of `E` for 'g, and `f` runs
             // within 'g.
             Some(unsafe { crate::entry::view_word::<E, R>(self.w, f) })
         } else {
@@ -136,15 +175,24 @@ impl<'g> Loaded<'g> {
 /// What a slot of a node holds, as the writer builds nodes: an entry word (leaves: 0 is
 /// nothing) or a child node (internal nodes). Internal slots are written only from handles
 /// (`Slot::Child`), which is what makes decoding them sound.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Slot<'g, A: Access = Read> {
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Slot<'g, A: Access = Read, E = Unbranded> {
     /// An entry word of a leaf (0: nothing).
     Entry(usize),
     /// A child of an internal node.
-    Child(NodeRef<'g, A>),
+    Child(NodeRef<'g, A, E>),
 }
 
-impl<'g, A: Access> Slot<'g, A> {
+// (By hand: a derive would ask `E: Copy`; the brand is only a name.)
+impl<A: Access, E> Clone for Slot<'_, A, E> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A: Access, E> Copy for Slot<'_, A, E> {}
+
+impl<'g, A: Access, E> Slot<'g, A, E> {
     /// The entry word (0 for a child, which is never NULL).
     #[inline]
     pub(crate) fn entry(self) -> usize {
@@ -157,7 +205,7 @@ impl<'g, A: Access> Slot<'g, A> {
     /// Whether this is an empty leaf slot.
     #[inline]
     pub(crate) fn is_null(self) -> bool {
-        self == Slot::Entry(0)
+        matches!(self, Slot::Entry(0))
     }
 
     /// The child.
@@ -166,7 +214,7 @@ impl<'g, A: Access> Slot<'g, A> {
     ///
     /// On an entry (a leaf slot where a child was expected: a bug of the writer).
     #[inline]
-    pub(crate) fn child(self) -> NodeRef<'g, A> {
+    pub(crate) fn child(self) -> NodeRef<'g, A, E> {
         match self {
             Slot::Child(n) => n,
             Slot::Entry(_) => panic!("maple tree: an entry where a child was expected"),
@@ -229,12 +277,20 @@ impl Mode for Exclusive {
 /// A handle to a node: its address, its kind, the lifetime of the guard (or writer lock) that
 /// keeps it allocated, and what it may do ([`Access`]). `NodeRef<'g>` is the reader handle
 /// (loads only); the writer's is [`Live`].
-#[derive(Clone, Copy)]
-pub(crate) struct NodeRef<'g, A: Access = Read> {
+pub(crate) struct NodeRef<'g, A: Access = Read, E = Unbranded> {
     pub(super) ptr: NonNull<Node>,
     pub(super) kind: Kind,
-    pub(super) _guard: PhantomData<(&'g Node, A)>,
+    pub(super) _guard: PhantomData<(&'g Node, A, Brand<E>)>,
 }
+
+// (By hand: a derive would ask `E: Copy`; the brand is only a name.)
+impl<A: Access, E> Clone for NodeRef<'_, A, E> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A: Access, E> Copy for NodeRef<'_, A, E> {}
 
 /// A node of the tree the writer reached through its [`WriterRoot`] (or a fresh node it
 /// filled): the loads of a [`NodeRef`], the in-place Release stores (rows P3/P5/P9/P14) and the
@@ -242,14 +298,14 @@ pub(crate) struct NodeRef<'g, A: Access = Read> {
 /// [`view`](NodeRef::view) gives the reader handle for the shared read code.
 pub(crate) type Live<'w> = NodeRef<'w, Write>;
 
-impl<A: Access> PartialEq for NodeRef<'_, A> {
+impl<A: Access, E> PartialEq for NodeRef<'_, A, E> {
     fn eq(&self, other: &Self) -> bool {
         self.ptr == other.ptr
     }
 }
-impl<A: Access> Eq for NodeRef<'_, A> {}
+impl<A: Access, E> Eq for NodeRef<'_, A, E> {}
 
-impl<A: Access> core::fmt::Debug for NodeRef<'_, A> {
+impl<A: Access, E> core::fmt::Debug for NodeRef<'_, A, E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{}@{:p}", self.kind.name(), self.ptr)
     }
@@ -257,7 +313,7 @@ impl<A: Access> core::fmt::Debug for NodeRef<'_, A> {
 
 /// Encodes a node as a child (or root) word.
 #[inline]
-pub(crate) fn node_word<A: Access>(n: NodeRef<'_, A>) -> usize {
+pub(crate) fn node_word<A: Access, E>(n: NodeRef<'_, A, E>) -> usize {
     let addr = n.ptr.as_ptr().expose_provenance();
     if n.kind == Kind::Leaf {
         addr | LEAF_TAG
@@ -266,14 +322,15 @@ pub(crate) fn node_word<A: Access>(n: NodeRef<'_, A>) -> usize {
     }
 }
 
-impl<'g, A: Access> NodeRef<'g, A> {
+impl<'g, A: Access, B> NodeRef<'g, A, B> {
     /// Decodes a child (or root) word.
     ///
     /// # Safety
     ///
     /// `word` must be a non-zero node word read from the tree (root word or an internal slot) while
     /// the guard of lifetime `'g` was pinned (or the writer lock held), so that the node stays
-    /// allocated for `'g`; `internal` must be the internal kind of that tree.
+    /// allocated for `'g`; `internal` must be the internal kind of that tree; its brand `B`
+    /// must be [`Unbranded`] or the entry type of that tree (module docs, "The brand").
     #[inline]
     pub(super) unsafe fn from_word(word: usize, internal: Kind) -> Self {
         let kind = if word & LEAF_TAG != 0 {
@@ -584,14 +641,26 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// Reader load of leaf slot `i` (Acquire, as [`slot`](Self::slot)), typed so that its entry
     /// can be borrowed for `'g`.
     #[inline]
-    pub(crate) fn leaf_word(&self, i: usize) -> Loaded<'g> {
+    pub(crate) fn leaf_word(&self, i: usize) -> Loaded<'g, B> {
         debug_assert!(self.is_leaf());
         Loaded::new(self.slot(i))
     }
 
-    /// The reader handle of this node (the shared read code takes only those): a copy.
+    /// The reader handle of this node (the shared read code takes only those): a copy, of the
+    /// same brand.
     #[inline]
-    pub(crate) fn view(self) -> NodeRef<'g> {
+    pub(crate) fn view(self) -> NodeRef<'g, Read, B> {
+        NodeRef {
+            ptr: self.ptr,
+            kind: self.kind,
+            _guard: PhantomData,
+        }
+    }
+
+    /// This handle without its brand (for code that reads no entry): always sound, since an
+    /// [`Unbranded`] handle's leaf loads cannot be read as entries.
+    #[inline]
+    pub(crate) fn unbranded(self) -> NodeRef<'g, A> {
         NodeRef {
             ptr: self.ptr,
             kind: self.kind,
@@ -601,7 +670,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
 
     /// [`leaf_word`](Self::leaf_word) without the kind dispatch (as [`range_slot`](Self::range_slot)).
     #[inline]
-    pub(crate) fn range_word(&self, i: usize) -> Loaded<'g> {
+    pub(crate) fn range_word(&self, i: usize) -> Loaded<'g, B> {
         debug_assert!(self.is_leaf());
         Loaded::new(self.range_slot(i))
     }
@@ -685,7 +754,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
         min: u64,
         max: u64,
         internal: Kind,
-    ) -> impl Iterator<Item = (u64, u64, Slot<'g, A>)> {
+    ) -> impl Iterator<Item = (u64, u64, Slot<'g, A, B>)> {
         let end = self.end(max);
         let mut lo = min;
         (0..=end).map(move |i| {
@@ -705,14 +774,15 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// under the publication protocol; readers treat it as a race and restart rather than trust
     /// it (only `validate` reports corruption).
     #[inline]
-    pub(crate) fn try_child(&self, i: usize, internal: Kind) -> Option<NodeRef<'g, A>> {
+    pub(crate) fn try_child(&self, i: usize, internal: Kind) -> Option<NodeRef<'g, A, B>> {
         debug_assert!(!self.is_leaf());
         let w = self.slot(i);
         if w == 0 {
             return None;
         }
-        // SAFETY: the word is non-zero and is a node word (internal slots hold nothing else);
-        // the child stays allocated for 'g (see `child`).
+        // SAFETY: the word is non-zero and is a node word (internal slots hold nothing else)
+        // of this node's tree, so of its brand `B`; the child stays allocated for 'g (see
+        // `child`).
         let c = unsafe { NodeRef::from_word(w, internal) };
         c.prefetch();
         Some(c)
@@ -735,7 +805,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// it: whatever the word is (a child, nothing, a stale word past the node's end), a
     /// prefetch of it is only a hint.
     #[inline(always)]
-    pub(crate) fn prefetch_child(&self, i: usize, near: NodeRef<'g, A>) {
+    pub(crate) fn prefetch_child(&self, i: usize, near: NodeRef<'g, A, B>) {
         // Loom's nodes are not plain memory: no prefetch, and no load (a scheduling point).
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         if crate::sync::PLAIN_NODES && i < self.kind.slots() {
@@ -756,7 +826,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// children of an internal node are leaves or of its own kind). `None` where `try_child`
     /// gives `None`, or past the node's slots.
     #[inline(always)]
-    pub(crate) fn child_and_max(&self, i: usize, max: u64) -> Option<(NodeRef<'g, A>, u64)> {
+    pub(crate) fn child_and_max(&self, i: usize, max: u64) -> Option<(NodeRef<'g, A, B>, u64)> {
         debug_assert!(!self.is_leaf());
         if self.kind == Kind::ARange {
             self.child_and_max_in::<ARANGE_PIVOTS>(i, max, Kind::ARange)
@@ -772,7 +842,7 @@ impl<'g, A: Access> NodeRef<'g, A> {
         i: usize,
         max: u64,
         kind: Kind,
-    ) -> Option<(NodeRef<'g, A>, u64)> {
+    ) -> Option<(NodeRef<'g, A, B>, u64)> {
         debug_assert!(kind == self.kind && P == kind.pivots());
         if i > P {
             return None;
@@ -785,7 +855,8 @@ impl<'g, A: Access> NodeRef<'g, A> {
             return None;
         }
         // SAFETY: as in `try_child`: a non-zero internal slot word is a node word of this tree,
-        // whose internal kind is this node's own, `kind`; the child stays allocated for 'g.
+        // whose internal kind is this node's own, `kind`, and whose entry type is this node's
+        // brand `B`; the child stays allocated for 'g.
         Some((unsafe { NodeRef::from_word(w, kind) }, hi))
     }
 
@@ -794,12 +865,13 @@ impl<'g, A: Access> NodeRef<'g, A> {
     /// Sound because children of a node reachable under the guard are reachable too: a child is
     /// retired only after it has been unlinked, and unlinking happens-before the retire.
     #[inline]
-    pub(crate) fn child(&self, i: usize, internal: Kind) -> NodeRef<'g, A> {
+    pub(crate) fn child(&self, i: usize, internal: Kind) -> NodeRef<'g, A, B> {
         debug_assert!(!self.is_leaf());
         let w = self.slot(i);
         assert!(w != 0, "maple tree corrupted: internal slot {i} is empty");
         // SAFETY: the word is non-zero (checked) and is a node word (internal slots hold nothing
-        // else); the child stays allocated for 'g (see above).
+        // else) of this node's tree, of its brand `B`; the child stays allocated for 'g (see
+        // above).
         unsafe { NodeRef::from_word(w, internal) }
     }
 

@@ -78,16 +78,15 @@ impl<T: Copy, const N: usize> WalkStack<T, N> {
 /// the step's loads need not check". The back's step from slot `k` reads pivots `k - 3` and
 /// `k - 2` and the slots between (see [`at`](Self::at)): `ROOM` is `RANGE_SLOTS - 3`. Without
 /// a leaf the offset carries [`NO_LEAF`], which no offset reaches.
-#[derive(Clone, Copy)]
-pub(crate) struct FastLeaf<'g, const ROOM: usize> {
+pub(crate) struct FastLeaf<'g, E, const ROOM: usize> {
     /// The leaf (dangling while `off` carries `NO_LEAF`).
     pub(super) ptr: NonNull<Node>,
     /// The offset, with `NO_LEAF` set without a leaf.
     pub(super) off: usize,
-    pub(super) _guard: PhantomData<&'g Node>,
+    pub(super) _guard: PhantomData<(&'g Node, Brand<E>)>,
 }
 
-impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
+impl<'g, E, const ROOM: usize> FastLeaf<'g, E, ROOM> {
     /// No leaf.
     pub(crate) const NONE: Self = FastLeaf {
         ptr: NonNull::dangling(),
@@ -97,7 +96,7 @@ impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
 
     /// Leaf `n`, at offset `off` (`off <= RANGE_SLOTS`).
     #[inline]
-    pub(crate) fn new(n: NodeRef<'g>, off: usize) -> Self {
+    pub(crate) fn new(n: NodeRef<'g, Read, E>, off: usize) -> Self {
         debug_assert!(n.is_leaf() && off <= RANGE_SLOTS && ROOM + 3 <= RANGE_SLOTS);
         FastLeaf {
             ptr: n.ptr,
@@ -108,7 +107,7 @@ impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
 
     /// The leaf, if any.
     #[inline]
-    pub(crate) fn get(self) -> Option<NodeRef<'g>> {
+    pub(crate) fn get(self) -> Option<NodeRef<'g, Read, E>> {
         (self.off & NO_LEAF == 0).then_some(NodeRef {
             ptr: self.ptr,
             kind: Kind::Leaf,
@@ -132,7 +131,7 @@ impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
     /// The leaf, if there is one and its offset `k` has `i = k - 3` below `ROOM` (which the
     /// loads that follow then need not check), as a handle that may move the offset.
     #[inline(always)]
-    pub(crate) fn at(&mut self) -> Option<FastAt<'_, 'g, ROOM>> {
+    pub(crate) fn at(&mut self) -> Option<FastAt<'_, 'g, E, ROOM>> {
         // Without a leaf `off` carries `NO_LEAF`, so `off - 3` is above any `ROOM`; below 3 it
         // wraps.
         let i = self.off.wrapping_sub(3);
@@ -142,15 +141,15 @@ impl<'g, const ROOM: usize> FastLeaf<'g, ROOM> {
 
 /// A [`FastLeaf`] that holds a leaf, borrowed, its offset 3 above `i` (`i < ROOM`): while it
 /// lives nothing else can empty the handle, so its offset may be written as it is.
-pub(crate) struct FastAt<'a, 'g, const ROOM: usize> {
-    pub(super) leaf: &'a mut FastLeaf<'g, ROOM>,
+pub(crate) struct FastAt<'a, 'g, E, const ROOM: usize> {
+    pub(super) leaf: &'a mut FastLeaf<'g, E, ROOM>,
     pub(super) i: usize,
 }
 
-impl<'g, const ROOM: usize> FastAt<'_, 'g, ROOM> {
+impl<'g, E, const ROOM: usize> FastAt<'_, 'g, E, ROOM> {
     /// The leaf.
     #[inline(always)]
-    pub(crate) fn node(&self) -> NodeRef<'g> {
+    pub(crate) fn node(&self) -> NodeRef<'g, Read, E> {
         NodeRef {
             ptr: self.leaf.ptr,
             kind: Kind::Leaf,
@@ -181,13 +180,12 @@ impl<'g, const ROOM: usize> FastAt<'_, 'g, ROOM> {
 /// beside an offset the iterator keeps). Without a leaf the offset carries [`NO_LEAF`], which
 /// no offset reaches: [`set_off`](Self::set_off) keeps it, so only [`new`](Self::new) makes a
 /// leaf.
-#[derive(Clone, Copy)]
-pub(crate) struct FrontLeaf<'g> {
+pub(crate) struct FrontLeaf<'g, E> {
     /// The leaf (dangling while `off` carries `NO_LEAF`).
     pub(super) ptr: NonNull<Node>,
     /// The offset, with `NO_LEAF` set without a leaf.
     pub(super) off: usize,
-    pub(super) _guard: PhantomData<&'g Node>,
+    pub(super) _guard: PhantomData<(&'g Node, Brand<E>)>,
 }
 
 /// The bit of [`FrontLeaf`]'s offset that says there is no leaf (above any offset: offsets
@@ -195,7 +193,7 @@ pub(crate) struct FrontLeaf<'g> {
 pub(super) const NO_LEAF: usize = 32;
 const _: () = assert!(RANGE_SLOTS < NO_LEAF);
 
-impl<'g> FrontLeaf<'g> {
+impl<'g, E> FrontLeaf<'g, E> {
     /// No leaf.
     pub(crate) const NONE: Self = FrontLeaf {
         ptr: NonNull::dangling(),
@@ -205,7 +203,7 @@ impl<'g> FrontLeaf<'g> {
 
     /// Leaf `n`, at offset `off` (`off <= RANGE_SLOTS`).
     #[inline]
-    pub(crate) fn new(n: NodeRef<'g>, off: usize) -> Self {
+    pub(crate) fn new(n: NodeRef<'g, Read, E>, off: usize) -> Self {
         debug_assert!(n.is_leaf() && off <= RANGE_SLOTS);
         FrontLeaf {
             ptr: n.ptr,
@@ -216,7 +214,7 @@ impl<'g> FrontLeaf<'g> {
 
     /// Moves on to leaf `n` at offset 0 if there is a leaf (the handle stays empty otherwise).
     #[inline]
-    pub(crate) fn move_to(&mut self, n: NodeRef<'g>) {
+    pub(crate) fn move_to(&mut self, n: NodeRef<'g, Read, E>) {
         debug_assert!(n.is_leaf() && self.off & NO_LEAF == 0);
         self.ptr = n.ptr;
         self.set_off(0);
@@ -224,7 +222,7 @@ impl<'g> FrontLeaf<'g> {
 
     /// The leaf, if any.
     #[inline]
-    pub(crate) fn get(self) -> Option<NodeRef<'g>> {
+    pub(crate) fn get(self) -> Option<NodeRef<'g, Read, E>> {
         (self.off & NO_LEAF == 0).then_some(NodeRef {
             ptr: self.ptr,
             kind: Kind::Leaf,
@@ -247,7 +245,7 @@ impl<'g> FrontLeaf<'g> {
 
     /// The leaf, if there is one and the offset is `off` exactly.
     #[inline(always)]
-    pub(crate) fn at_exactly(self, off: usize) -> Option<NodeRef<'g>> {
+    pub(crate) fn at_exactly(self, off: usize) -> Option<NodeRef<'g, Read, E>> {
         // Without a leaf `off` carries `NO_LEAF`, which no offset does.
         (self.off == off & !NO_LEAF).then_some(NodeRef {
             ptr: self.ptr,
@@ -259,7 +257,7 @@ impl<'g> FrontLeaf<'g> {
     /// The leaf at its offset, if there is a leaf and the offset is below `ROOM` (which the
     /// loads that follow then need not check), as a handle that may move the offset.
     #[inline(always)]
-    pub(crate) fn at<const ROOM: usize>(&mut self) -> Option<FrontAt<'_, 'g>> {
+    pub(crate) fn at<const ROOM: usize>(&mut self) -> Option<FrontAt<'_, 'g, E>> {
         const { assert!(ROOM <= RANGE_SLOTS) };
         // Without a leaf `off` carries `NO_LEAF`, above any `ROOM`: only `new` clears it.
         (self.off < ROOM).then_some(FrontAt { leaf: self })
@@ -268,14 +266,14 @@ impl<'g> FrontLeaf<'g> {
 
 /// A [`FrontLeaf`] that holds a leaf, borrowed: while it lives nothing else can empty the
 /// handle, so its offset may be written as it is.
-pub(crate) struct FrontAt<'a, 'g> {
-    pub(super) leaf: &'a mut FrontLeaf<'g>,
+pub(crate) struct FrontAt<'a, 'g, E> {
+    pub(super) leaf: &'a mut FrontLeaf<'g, E>,
 }
 
-impl<'g> FrontAt<'_, 'g> {
+impl<'g, E> FrontAt<'_, 'g, E> {
     /// The leaf.
     #[inline(always)]
-    pub(crate) fn node(&self) -> NodeRef<'g> {
+    pub(crate) fn node(&self) -> NodeRef<'g, Read, E> {
         NodeRef {
             ptr: self.leaf.ptr,
             kind: Kind::Leaf,
@@ -302,17 +300,16 @@ impl<'g> FrontAt<'_, 'g> {
 /// The parent of the forward iterator's leaf, or none, with the parent's max: the parent is
 /// given out only for a leaf that ends below that max (one that has a sibling after it), so
 /// one comparison stands for both "a parent" and "a child after the leaf".
-#[derive(Clone, Copy)]
-pub(crate) struct FrontParent<'g> {
+pub(crate) struct FrontParent<'g, E> {
     /// The parent (dangling while `max` is 0 for want of one).
     pub(super) ptr: NonNull<Node>,
     pub(super) kind: Kind,
     /// The parent's max; 0 without a parent (no leaf ends below it).
     pub(super) max: u64,
-    pub(super) _guard: PhantomData<&'g Node>,
+    pub(super) _guard: PhantomData<(&'g Node, Brand<E>)>,
 }
 
-impl<'g> FrontParent<'g> {
+impl<'g, E> FrontParent<'g, E> {
     /// No parent (the leaf is the root).
     pub(crate) const NONE: Self = FrontParent {
         ptr: NonNull::dangling(),
@@ -323,7 +320,7 @@ impl<'g> FrontParent<'g> {
 
     /// Parent `n`, covering up to `max`.
     #[inline]
-    pub(crate) fn new(n: NodeRef<'g>, max: u64) -> Self {
+    pub(crate) fn new(n: NodeRef<'g, Read, E>, max: u64) -> Self {
         FrontParent {
             ptr: n.ptr,
             kind: n.kind,
@@ -340,7 +337,7 @@ impl<'g> FrontParent<'g> {
 
     /// The parent, if there is one and a child ending at `leaf_max` is not its last.
     #[inline(always)]
-    pub(crate) fn below(self, leaf_max: u64) -> Option<NodeRef<'g>> {
+    pub(crate) fn below(self, leaf_max: u64) -> Option<NodeRef<'g, Read, E>> {
         // `max` is 0 only for `NONE` or a parent of nothing but index 0: no child ends below.
         (leaf_max < self.max).then_some(NodeRef {
             ptr: self.ptr,
@@ -349,3 +346,27 @@ impl<'g> FrontParent<'g> {
         })
     }
 }
+
+// (By hand, these three: a derive would ask `E: Copy`; the brand `E` is only a name, as the
+// node handles' own, see `NodeRef`.)
+impl<E, const ROOM: usize> Clone for FastLeaf<'_, E, ROOM> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E, const ROOM: usize> Copy for FastLeaf<'_, E, ROOM> {}
+impl<E> Clone for FrontLeaf<'_, E> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for FrontLeaf<'_, E> {}
+impl<E> Clone for FrontParent<'_, E> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for FrontParent<'_, E> {}

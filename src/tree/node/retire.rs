@@ -42,7 +42,7 @@ impl<E: Entry> Drop for Clones<E> {
 }
 
 /// RCU mode only: entries are dropped after a grace period.
-impl WriterRoot<'_, Rcu> {
+impl<B> WriterRoot<'_, Rcu, B> {
     /// Drops the values of `r` after a grace period of `guard` (a pinned guard of this tree's
     /// collector, checked); `dropped` runs first. A panic in an entry's `Drop` is contained
     /// there (the drop runs on whichever thread collects).
@@ -134,7 +134,7 @@ pub(crate) struct TakenEntry<'t, E: Entry> {
 
 impl<'t, E: Entry> TakenEntry<'t, E> {
     /// Exclusive mode: `r`, taken by the write of `_x`'s writer.
-    pub(crate) fn exclusive(r: Released<E>, _x: WriterRoot<'_, Exclusive>) -> Self {
+    pub(crate) fn exclusive<B>(r: Released<E>, _x: WriterRoot<'_, Exclusive, B>) -> Self {
         TakenEntry {
             released: core::mem::ManuallyDrop::new(r),
             rcu: None,
@@ -422,7 +422,7 @@ impl Drop for WriterHeld<'_> {
 }
 
 /// Exclusive mode only: no reader exists, entries are dropped (or handed back) at once.
-impl WriterRoot<'_, Exclusive> {
+impl<B> WriterRoot<'_, Exclusive, B> {
     /// Drops the values of `r` now.
     pub(crate) fn drop_entry_now<E: Entry>(self, r: Released<E>) {
         // SAFETY: exclusive mode: no reader exists (`&mut` tree).

@@ -11,12 +11,14 @@ use alloc::vec::Vec;
 /// this collector ([`Root::reader`]), the writer through a [`WriterRoot`], which only this
 /// tree's own lock guard ([`WriterLock::writer`], from [`Root::lock`]) or `&mut` of the tree
 /// ([`Root::exclusive`]) makes.
-pub(crate) struct Root<S> {
+pub(crate) struct Root<S, E> {
     /// On cache lines of its own: every reader loads the root word on every walk, and the
     /// writer's stores beside it (the lock word, the writer state) would take the line from the
     /// reader's cache on every write.
     pub(super) shared: CachePadded<RootWord>,
     pub(super) writer: Mutex<Side<S>>,
+    /// The brand: the tree's entry type (the module docs, "The brand").
+    pub(super) _e: PhantomData<fn() -> E>,
 }
 
 /// What the writer lock guards: the writer state and the exclusive mode's retire queue.
@@ -46,7 +48,7 @@ pub(super) struct RootWord {
     pub(super) postponed: alloc::sync::Arc<Postponed>,
 }
 
-impl<S> Root<S> {
+impl<S, E> Root<S, E> {
     /// An empty root of a tree whose internal nodes are `internal`, protected by `collector`
     /// (`default_collector`: crossbeam's default one, pinned through its thread-local handle),
     /// with the writer state `state` behind the writer lock; its nodes come from a slab of
@@ -79,6 +81,7 @@ impl<S> Root<S> {
                     slab: Slab::new(huge_pages),
                 },
             }),
+            _e: PhantomData,
         }
     }
 
@@ -112,7 +115,7 @@ impl<S> Root<S> {
     ///
     /// As [`check_guard`](Self::check_guard).
     #[inline]
-    pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g> {
+    pub(crate) fn reader<'g>(&'g self, guard: &'g Guard) -> RootRef<'g, Read, E> {
         self.check_guard(guard);
         RootRef {
             root: &self.shared,
@@ -123,21 +126,23 @@ impl<S> Root<S> {
 
     /// Takes the tree's writer lock (RCU mode: readers may run meanwhile). The guard derefs to
     /// the writer state; [`WriterLock::writer`] makes the writer's view of the root from it.
-    pub(crate) fn lock(&self) -> WriterLock<'_, S> {
+    pub(crate) fn lock(&self) -> WriterLock<'_, S, E> {
         let side = self.writer.lock();
         WriterLock {
             root: &self.shared,
             side,
             _held: WriterHeld::new(&self.shared),
+            _e: PhantomData,
         }
     }
 
     /// [`lock`](Self::lock), if no writer holds it now.
-    pub(crate) fn try_lock(&self) -> Option<WriterLock<'_, S>> {
+    pub(crate) fn try_lock(&self) -> Option<WriterLock<'_, S, E>> {
         Some(WriterLock {
             root: &self.shared,
             side: self.writer.try_lock()?,
             _held: WriterHeld::new(&self.shared),
+            _e: PhantomData,
         })
     }
 
@@ -149,10 +154,11 @@ impl<S> Root<S> {
 
     /// Exclusive mode: `&mut` means no reader exists, so replaced nodes are freed without a
     /// grace period ([`ExclusiveRoot::writer`] makes the writer's view of the root).
-    pub(crate) fn exclusive(&mut self) -> ExclusiveRoot<'_, S> {
+    pub(crate) fn exclusive(&mut self) -> ExclusiveRoot<'_, S, E> {
         ExclusiveRoot {
             root: &self.shared,
             side: self.writer.get_mut(),
+            _e: PhantomData,
         }
     }
 
@@ -163,7 +169,10 @@ impl<S> Root<S> {
 
     /// Frees the whole tree, dropping every entry exactly once (words held by several slots
     /// are counted in `ledger`); the root becomes empty. `&mut`: nothing else can reach a node.
-    pub(crate) fn free_all<E: Entry>(&mut self, ledger: &mut Ledger<E>) {
+    pub(crate) fn free_all(&mut self, ledger: &mut Ledger<E>)
+    where
+        E: Entry,
+    {
         let mem = &mut self.writer.get_mut().mem;
         // SAFETY: `&mut self`: no writer borrow and no reader exists.
         unsafe { mem.free() };
@@ -179,7 +188,7 @@ impl<S> Root<S> {
         if w != 0 && (core::mem::needs_drop::<E>() || !chunked) {
             // SAFETY: a non-zero root word is a node word of this tree, and under `&mut self` no
             // reader or writer can reach the tree: every node stays allocated until freed here.
-            let n = unsafe { NodeRef::from_word(w, internal) };
+            let n: NodeRef<'_> = unsafe { NodeRef::from_word(w, internal) };
             let slab = (!chunked).then_some(&mut mem.slab);
             free_node::<E>(n, 0, u64::MAX, internal, ledger, slab, &mut panic);
         }
@@ -228,19 +237,21 @@ impl RootWord {
 
 /// The tree's writer lock, held: made only by [`Root::lock`], so it proves that its holder is
 /// the one writer of that tree. Derefs to the writer state.
-pub(crate) struct WriterLock<'t, S> {
+pub(crate) struct WriterLock<'t, S, E> {
     pub(super) root: &'t RootWord,
     pub(super) side: MutexGuard<'t, Side<S>>,
     /// Marks the thread as holding a writer lock; declared after `side`, so that it is dropped
     /// after the mutex is released, and the entry drops postponed meanwhile run unlocked.
     pub(super) _held: WriterHeld<'t>,
+    /// The brand of the tree (see [`Root`]).
+    pub(super) _e: PhantomData<fn() -> E>,
 }
 
 /// The parts of the writer: its view of the root, the writer state, the retire queue, all for
 /// the borrow of the lock guard or of the exclusive root that made them.
-pub(crate) type WriterParts<'w, S, M> = (WriterRoot<'w, M>, &'w mut S, &'w mut NodeMem);
+pub(crate) type WriterParts<'w, S, M, E> = (WriterRoot<'w, M, E>, &'w mut S, &'w mut NodeMem);
 
-impl<'t, S> WriterLock<'t, S> {
+impl<'t, S, E> WriterLock<'t, S, E> {
     /// The capability to defer entry drops on this tree's collector after the lock is gone
     /// (see [`TakenEntry`]).
     pub(crate) fn reclaim(&self) -> RcuReclaim<'t> {
@@ -312,7 +323,7 @@ impl<'t, S> WriterLock<'t, S> {
     /// as long as this borrow of the lock guard lasts (see [`WriterRoot`] for what the writer
     /// must still guarantee).
     #[inline]
-    pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Rcu> {
+    pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Rcu, E> {
         let side = &mut *self.side;
         side.mem.owner = core::ptr::from_ref(self.root).addr();
         let root = WriterRoot {
@@ -329,7 +340,7 @@ impl<'t, S> WriterLock<'t, S> {
 
     /// A reader view of the root, for reads under the lock borrowed from `&self` (no writer
     /// view exists while it lives).
-    pub(crate) fn view(&self) -> RootRef<'_> {
+    pub(crate) fn view(&self) -> RootRef<'_, Read, E> {
         RootRef {
             root: self.root,
             internal: self.root.internal,
@@ -338,14 +349,14 @@ impl<'t, S> WriterLock<'t, S> {
     }
 }
 
-impl<S> core::ops::Deref for WriterLock<'_, S> {
+impl<S, E> core::ops::Deref for WriterLock<'_, S, E> {
     type Target = S;
     fn deref(&self) -> &S {
         &self.side.state
     }
 }
 
-impl<S> core::ops::DerefMut for WriterLock<'_, S> {
+impl<S, E> core::ops::DerefMut for WriterLock<'_, S, E> {
     fn deref_mut(&mut self) -> &mut S {
         &mut self.side.state
     }
@@ -354,16 +365,18 @@ impl<S> core::ops::DerefMut for WriterLock<'_, S> {
 /// The tree borrowed `&mut` for exclusive-mode writes: made only by [`Root::exclusive`].
 /// Derefs to the writer state. Frees the nodes its writers retired when the next writer is
 /// made and when it is dropped.
-pub(crate) struct ExclusiveRoot<'t, S> {
+pub(crate) struct ExclusiveRoot<'t, S, E> {
     pub(super) root: &'t RootWord,
     pub(super) side: &'t mut Side<S>,
+    /// The brand of the tree (see [`Root`]).
+    pub(super) _e: PhantomData<fn() -> E>,
 }
 
-impl<S> ExclusiveRoot<'_, S> {
+impl<S, E> ExclusiveRoot<'_, S, E> {
     /// The writer's view of the root in exclusive mode, the writer state and the retire queue,
     /// for as long as this borrow lasts. First frees what the writers before retired.
     #[inline]
-    pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Exclusive> {
+    pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Exclusive, E> {
         // SAFETY: `&mut self`: the borrows that made the writers before have ended, and with
         // them every handle of their writes; `&mut` tree: no reader exists.
         unsafe { self.side.mem.free() };
@@ -376,7 +389,7 @@ impl<S> ExclusiveRoot<'_, S> {
     }
 
     /// A reader view of the root, for reads borrowed from `&self`.
-    pub(crate) fn view(&self) -> RootRef<'_> {
+    pub(crate) fn view(&self) -> RootRef<'_, Read, E> {
         RootRef {
             root: self.root,
             internal: self.root.internal,
@@ -390,20 +403,20 @@ impl<S> ExclusiveRoot<'_, S> {
     }
 }
 
-impl<S> core::ops::Deref for ExclusiveRoot<'_, S> {
+impl<S, E> core::ops::Deref for ExclusiveRoot<'_, S, E> {
     type Target = S;
     fn deref(&self) -> &S {
         &self.side.state
     }
 }
 
-impl<S> core::ops::DerefMut for ExclusiveRoot<'_, S> {
+impl<S, E> core::ops::DerefMut for ExclusiveRoot<'_, S, E> {
     fn deref_mut(&mut self) -> &mut S {
         &mut self.side.state
     }
 }
 
-impl<S> Drop for ExclusiveRoot<'_, S> {
+impl<S, E> Drop for ExclusiveRoot<'_, S, E> {
     fn drop(&mut self) {
         // SAFETY: as in `writer`: the exclusive root's borrows, and their handles, are gone.
         unsafe { self.side.mem.free() };
@@ -468,26 +481,50 @@ pub(super) fn free_node<E: Entry>(
 ///
 /// `A` is the access of the node handles it hands out: [`Read`] for readers; the writer's own
 /// walks get a `RootRef<'w, Write>` ([`WriterRoot::walk_root`]), whose nodes are [`Live`].
-#[derive(Clone, Copy)]
-pub(crate) struct RootRef<'g, A: Access = Read> {
+///
+/// `E` is the brand (the module docs, "The brand"): the entry type of the tree, handed on to
+/// every node handle reached from this root, whose leaf loads can then be read as entries of
+/// `E`. Only a root of a tree of `E` makes a `RootRef` branded `E`.
+pub(crate) struct RootRef<'g, A: Access = Read, E = Unbranded> {
     pub(super) root: &'g RootWord,
     /// `root.internal`, kept by value (read once, not after every Acquire load).
     pub(super) internal: Kind,
-    pub(super) _a: PhantomData<A>,
+    pub(super) _a: PhantomData<(A, fn() -> E)>,
 }
 
-impl<'g, A: Access> RootRef<'g, A> {
+// (By hand: a derive would ask `E: Copy`; the brand is only a name.)
+impl<A: Access, E> Clone for RootRef<'_, A, E> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A: Access, E> Copy for RootRef<'_, A, E> {}
+
+impl<'g, A: Access, E> RootRef<'g, A, E> {
+    /// This root without its brand (for code that reads no entry: the gap search,
+    /// `validate`): always sound, see [`Unbranded`].
+    #[inline]
+    pub(crate) fn unbranded(self) -> RootRef<'g, A> {
+        RootRef {
+            root: self.root,
+            internal: self.internal,
+            _a: PhantomData,
+        }
+    }
+
     /// The root node, if any (Acquire: pairs with the Release store that published it).
     #[inline]
-    pub(crate) fn node(self) -> Option<NodeRef<'g, A>> {
+    pub(crate) fn node(self) -> Option<NodeRef<'g, A, E>> {
         // ORDERING: P1 (the reader's load of the root word).
         let w = self.root.word.load(ord::P1_LOAD_ROOT);
         if w == 0 {
             None
         } else {
-            // SAFETY: a non-zero root word is a node word of this tree; a `RootRef<'g>` exists
-            // only while a guard of the tree's collector (or the writer) protects its nodes for
-            // 'g (see `Root::reader`, `WriterRoot::view`).
+            // SAFETY: a non-zero root word is a node word of this tree, whose entry type is
+            // the brand `E` (only a `Root<_, E>` makes a `RootRef` branded `E`, else it is
+            // unbranded); a `RootRef<'g>` exists only while a guard of the tree's collector (or
+            // the writer) protects its nodes for 'g (see `Root::reader`, `WriterRoot::view`).
             Some(unsafe { NodeRef::from_word(w, self.internal) })
         }
     }

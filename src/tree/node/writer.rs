@@ -13,16 +13,29 @@ use super::*;
 /// retired, once; the mode-specific entry drops exist only in their mode. Not enforced (see
 /// the module docs, "What is enforced, and what is left"): where in-place stores may go, and
 /// the structural invariants [`unlinked`](Self::unlinked) relies on.
-#[derive(Clone, Copy)]
-pub(crate) struct WriterRoot<'t, M: Mode> {
+///
+/// `E` is the brand (the module docs, "The brand"): the entry type of the tree, which its
+/// [`view`](Self::view) and [`walk_root`](Self::walk_root) hand on to the node handles of the
+/// writer's reads. The handles of its structural code ([`node`](Self::node), [`Fresh`],
+/// [`Unlinked`]) are unbranded.
+pub(crate) struct WriterRoot<'t, M: Mode, E = Unbranded> {
     pub(super) root: &'t RootWord,
-    pub(super) _m: PhantomData<M>,
+    pub(super) _m: PhantomData<(M, fn() -> E)>,
 }
 
-impl<'t, M: Mode> WriterRoot<'t, M> {
+// (By hand: a derive would ask `E: Copy`; the brand is only a name.)
+impl<M: Mode, E> Clone for WriterRoot<'_, M, E> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<M: Mode, E> Copy for WriterRoot<'_, M, E> {}
+
+impl<'t, M: Mode, B> WriterRoot<'t, M, B> {
     /// This writer as an exclusive-mode one, if it is (a constant per `M`).
     #[inline]
-    pub(crate) fn exclusive(self) -> Option<WriterRoot<'t, Exclusive>> {
+    pub(crate) fn exclusive(self) -> Option<WriterRoot<'t, Exclusive, B>> {
         // Sound: `Mode` is sealed, and only `Exclusive` has `EXCLUSIVE`.
         M::EXCLUSIVE.then_some(WriterRoot {
             root: self.root,
@@ -37,7 +50,7 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
 
     /// This writer as an RCU-mode one, if it is (a constant per `M`).
     #[inline]
-    pub(crate) fn rcu(self) -> Option<WriterRoot<'t, Rcu>> {
+    pub(crate) fn rcu(self) -> Option<WriterRoot<'t, Rcu, B>> {
         (!M::EXCLUSIVE).then_some(WriterRoot {
             root: self.root,
             _m: PhantomData,
@@ -73,9 +86,9 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
         self.root.writes.store(s.wrapping_add(1), Ordering::Release);
     }
 
-    /// The reader view, for walkers of the writer.
+    /// The reader view, for walkers of the writer, of this root's brand.
     #[inline]
-    pub(crate) fn view(self) -> RootRef<'t> {
+    pub(crate) fn view(self) -> RootRef<'t, Read, B> {
         RootRef {
             root: self.root,
             internal: self.root.internal,
@@ -84,13 +97,23 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     }
 
     /// The root for the writer's own walks (Acquire loads, as a reader's), whose nodes are
-    /// [`Live`] handles.
+    /// [`Live`] handles, of this root's brand (a writing cursor reads entries through it; the
+    /// write paths take it [`unbranded`](RootRef::unbranded)).
     #[inline]
-    pub(crate) fn walk_root(self) -> RootRef<'t, Write> {
+    pub(crate) fn walk_root(self) -> RootRef<'t, Write, B> {
         RootRef {
             root: self.root,
             internal: self.root.internal,
             _a: PhantomData,
+        }
+    }
+
+    /// This writer without its brand (for code that reads no entry).
+    #[inline]
+    pub(crate) fn unbranded(self) -> WriterRoot<'t, M> {
+        WriterRoot {
+            root: self.root,
+            _m: PhantomData,
         }
     }
 
@@ -178,7 +201,8 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     /// A fresh, unpublished copy of the leaf `src` (implied max `max`) with every entry within
     /// its end cloned (`dup`'s node copy, see [`NodeRef::copy_leaf_with`]), or copied word for
     /// word when `E` says a clone is a copy ([`Entry::CLONE_IS_COPY`]). `src` is a leaf of
-    /// a tree of `E` whose writer the caller is; the copy is made in `mem` (this tree's).
+    /// a tree of `E` (its brand) whose writer the caller is; the copy is made in `mem` (this
+    /// tree's).
     ///
     /// # Panics
     ///
@@ -186,7 +210,7 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     #[inline]
     pub(crate) fn alloc_cloned_leaf<E: Entry + Clone>(
         self,
-        src: NodeRef<'_>,
+        src: NodeRef<'_, Read, E>,
         max: u64,
         mem: &mut NodeMem,
     ) -> Fresh<'t> {
@@ -203,8 +227,9 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
         for i in 0..=src.end(max) {
             let w = src.slot(i);
             if w != 0 && w != ZERO_WORD {
-                // SAFETY: `w` is a live entry word of a tree of `E` (a leaf slot within the end:
-                // only `WriteGuard<E>` stores leaf words), kept alive by that tree's writer lock
+                // SAFETY: `w` is a live entry word of a tree of `E` (a leaf slot within the end of
+                // a node branded `E`: only `WriteGuard<E>` stores leaf words), kept alive by
+                // that tree's writer lock
                 // for the duration of the copy; `clone_word` leaves the source's value alone.
                 let c = unsafe { crate::entry::clone_word::<E>(w) }.into_word();
                 clones.push(Word::leaf(c));
@@ -337,7 +362,7 @@ impl<'t, M: Mode> WriterRoot<'t, M> {
     }
 }
 
-impl<'t, M: Mode> WriterRoot<'t, M> {
+impl<'t, M: Mode, B> WriterRoot<'t, M, B> {
     /// Saves `nodes` (live nodes of this tree, root first) into `to`; nothing (an empty save)
     /// if there are more than `N` or one of them has been retired already.
     #[inline]

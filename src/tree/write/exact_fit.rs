@@ -15,10 +15,11 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// The exact fit without the leaf image (`wr_exact_fit`): `[first, last]` is exactly the
     /// walker's slot and `entry` is not NULL (a NULL store may widen over empty neighbours, so it
     /// takes the general path). One Release store of the slot; the walker stays valid and now
-    /// reports `entry`. `false`, with nothing done, when the store is not an exact fit.
-    pub(crate) fn exact_fit_at(
+    /// reports `entry`. `false`, with nothing done, when the store is not an exact fit. The
+    /// walker may be branded (`B`: a writing cursor's, which reads entries through it).
+    pub(crate) fn exact_fit_at<B>(
         &mut self,
-        lw: &mut Walker<'t, Write>,
+        lw: &mut Walker<'t, Write, B>,
         first: u64,
         last: u64,
         entry: Word<E>,
@@ -27,12 +28,13 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
             return false;
         }
         let leaf = *lw.leaf();
-        if !self.may_repoint(leaf.node, leaf.offset, lw.hi == leaf.max) {
+        let n = leaf.node.unbranded();
+        if !self.may_repoint(n, leaf.offset, lw.hi == leaf.max) {
             self.st.stats.sealed_repoint += 1;
             return false; // the leaf store copies the leaf instead
         }
         let old = Word::leaf(lw.word.raw());
-        self.wr_exact_fit(lw, leaf.node, leaf.offset, old, entry);
+        self.wr_exact_fit(lw, n, leaf.offset, old, entry);
         lw.word = leaf.node.leaf_word(leaf.offset);
         true
     }
@@ -54,9 +56,9 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
 
     /// `mas_wr_exact_fit` proper: slot `off` of the leaf `n` (the leaf of `lw`), holding `old`,
     /// gets `entry` by one Release store; the old entry is released.
-    fn wr_exact_fit(
+    fn wr_exact_fit<B>(
         &mut self,
-        lw: &Walker<'_, Write>,
+        lw: &Walker<'_, Write, B>,
         n: Live<'_>,
         off: usize,
         old: Word<E>,

@@ -111,12 +111,12 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     /// the maximum when it is at least the number of indices left and right of the child (every
     /// other child's gap is bounded by its span) — the in-order append case, where the huge gap
     /// at the right edge shrinks by one range at a time. Only the rest scans the node.
-    pub(crate) fn propagate_gap(&self, ancestors: &[Level<'_, Write>], mut g: u64) {
+    pub(crate) fn propagate_gap<B>(&self, ancestors: &[Level<'_, Write, B>], mut g: u64) {
         if !self.is_alloc() {
             return;
         }
         for (k, lvl) in ancestors.iter().enumerate().rev() {
-            let n = lvl.node;
+            let n = lvl.node.unbranded();
             let o = lvl.offset;
             let old = n.gap(o);
             if old == g {
@@ -149,12 +149,12 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     }
 
     /// Gap maintenance after an in-place leaf change.
-    pub(crate) fn after_leaf_change(&self, lw: &Walker<'_, Write>, gaps_changed: bool) {
+    pub(crate) fn after_leaf_change<B>(&self, lw: &Walker<'_, Write, B>, gaps_changed: bool) {
         if !gaps_changed || !self.is_alloc() || lw.depth < 2 {
             return;
         }
         let leaf = lw.leaf();
-        let g = leaf_max_gap(leaf.node.view(), leaf.min, leaf.max);
+        let g = leaf_max_gap(leaf.node.view().unbranded(), leaf.min, leaf.max);
         self.propagate_gap(&lw.path()[..lw.depth - 1], g);
     }
 

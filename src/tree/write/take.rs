@@ -13,6 +13,7 @@ use crate::entry::{Entry, Word};
 
 use super::Writer;
 use crate::tree::node::Exclusive;
+use crate::tree::walk::Walker;
 
 /// Ranges taken out of a window by [`Writer::drain_window`]: the ranges holding an entry, with
 /// their entries, and the ranges holding the zero entry, both trimmed to the window.
@@ -89,7 +90,9 @@ impl<E: Entry> Writer<'_, E, Exclusive> {
         // (first, last, clone): `None` for an entry to move out.
         let mut pieces: Vec<(u64, u64, Option<E>)> = Vec::new();
         let mut zeros = Vec::new();
-        let mut wk = self.walker();
+        // A reader's walk of the writer's view (branded: it reads entries; nothing is written
+        // until it is done).
+        let mut wk = Walker::new(self.view());
         if wk.walk(first).is_some() {
             loop {
                 let (a, b) = (wk.lo.max(first), wk.hi.min(last));
@@ -99,7 +102,7 @@ impl<E: Entry> Writer<'_, E, Exclusive> {
                     if inside && self.st.ledger.extra(word) == 0 {
                         pieces.push((a, b, None));
                     } else {
-                        pieces.push((a, b, wk.word.cloned::<E>()));
+                        pieces.push((a, b, wk.word.cloned()));
                     }
                 } else if wk.word.raw() != 0 {
                     zeros.push(a..=b);
@@ -137,11 +140,12 @@ impl<E: Entry> Writer<'_, E, Exclusive> {
     /// Erases every range holding an entry for which `f` is false.
     pub(crate) fn retain_with(&mut self, mut f: impl FnMut(RangeInclusive<u64>, &E) -> bool) {
         let mut drop_ranges = Vec::new();
-        let mut wk = self.walker();
+        // (As in `drain_window`: a branded read walk, before any write.)
+        let mut wk = Walker::new(self.view());
         if wk.walk(0).is_some() {
             loop {
                 let (lo, hi) = (wk.lo, wk.hi);
-                if wk.word.with_entry::<E, _>(|e| f(lo..=hi, e)) == Some(false) {
+                if wk.word.with_entry(|e| f(lo..=hi, e)) == Some(false) {
                     drop_ranges.push((lo, hi));
                 }
                 if wk.next_slot().is_none() {
