@@ -28,7 +28,7 @@
 //!
 //! Run: `cargo bench --bench modes [WORKLOAD]` (only the rows whose workload name contains
 //! `WORKLOAD`; `MAPLE_BENCH_QUICK=1` for a smoke run; `MAPLE_BENCH_SIZES=10,100` for those
-//! sizes only).
+//! sizes only; `MAPLE_BENCH_ROUNDS=41` for that many rounds of every row).
 
 mod support;
 
@@ -555,8 +555,14 @@ fn main() {
         _ if quick => vec![10, 1_000, 100_000],
         _ => vec![10, 100, 1_000, 10_000, 100_000, 1_000_000],
     };
+    // `MAPLE_BENCH_ROUNDS=k`: k rounds for every row (a loaded host wants more).
+    let forced: Option<usize> = std::env::var("MAPLE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok());
     let rounds = |n: u64| {
-        if quick {
+        if let Some(k) = forced {
+            k
+        } else if quick {
             5
         } else if n >= 1_000_000 {
             7
@@ -573,7 +579,7 @@ fn main() {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with("--"));
     let wanted = |w: &str| filter.as_deref().is_none_or(|f| w.contains(f));
     let mut rows = Vec::new();
-    let read_rounds = if quick { 5 } else { 25 };
+    let read_rounds = forced.unwrap_or(if quick { 5 } else { 25 });
     for hit in [true, false] {
         let name = if hit { "lookup_hit" } else { "lookup_miss" };
         for &n in sizes.iter().filter(|_| wanted(name)) {
@@ -667,7 +673,7 @@ fn main() {
                 calls: 1_000,
                 form,
             };
-            rows.push(alternate(form, 135, 1_000, 15, w));
+            rows.push(alternate(form, 135, 1_000, forced.unwrap_or(15), w));
         }
     }
     write_json(&rows);

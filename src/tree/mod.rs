@@ -206,8 +206,9 @@ pub struct MapleTree<E> {
     /// Ranges holding an entry or the zero entry, kept by the writer; read lock-free.
     /// A std atomic even under loom: a statistic no model reasons about.
     pub(crate) len: StdAtomicUsize,
-    /// Retired nodes and entries whose deferred free has not run yet.
-    pub(crate) pending: Arc<pending::Pending>,
+    /// Retired nodes and entries whose deferred free has not run yet (made by the first
+    /// RCU-mode write).
+    pub(crate) pending: pending::LazyPending,
     /// Frees a whole tree of `E` entries at once (`free_tree::<E>`), set where `E:
     /// Entry` is known so that the struct and its `Drop` need no bound.
     free_all: FreeAll<E>,
@@ -296,7 +297,7 @@ impl<E: Entry> MapleTree<E> {
             ),
             internal,
             len: StdAtomicUsize::new(0),
-            pending: Arc::new(pending::Pending::default()),
+            pending: pending::LazyPending::default(),
             free_all: free_tree::<E>,
             _entries: PhantomData,
         }
@@ -501,7 +502,7 @@ impl<E: Entry> MapleTree<E> {
             self.internal,
             Some(core::cell::OnceCell::new()),
             &self.len,
-            &self.pending,
+            self.pending.get(),
         )
     }
 
@@ -531,12 +532,20 @@ impl<E: Entry> MapleTree<E> {
             ..
         } = self;
         // The nodes RCU-mode writes queued are freed at once by the exclusive writer (no
-        // reader exists): no longer pending.
-        pending.sub_nodes(root.queued_nodes());
+        // reader exists): no longer pending. (Queued nodes were counted, so the counters are
+        // made; none queued, nothing to count.)
+        let queued = root.queued_nodes();
+        if queued != 0 {
+            if let Some(p) = pending.made() {
+                p.sub_nodes(queued);
+            }
+        }
         let mut x = root.exclusive();
         // `&mut` tree: no reader exists, none can hold a value an earlier store replaced.
         x.seals.clear();
-        WriteGuard::from_parts(StateRef::Exclusive(x), *internal, None, len, pending)
+        // Exclusive-mode writes never count pending frees: the guard holds the placeholder.
+        let counters = pending::exclusive_placeholder();
+        WriteGuard::from_parts(StateRef::Exclusive(x), *internal, None, len, counters)
     }
 }
 

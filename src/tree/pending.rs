@@ -4,6 +4,7 @@
 //! never counted.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// The size of one node (`node` asserts it at compile time), so that the counters report bytes
 /// without knowing the node layout.
@@ -68,6 +69,46 @@ impl Pending {
             entry_bytes: entries * entry_size,
         }
     }
+}
+
+/// A tree's [`Pending`] counters, made on first need: only RCU-mode writes count (their
+/// retirements and deferred drops), so a tree written only exclusively, or only read (a `dup`
+/// copy, a snapshot), never allocates them, and a small tree's creation and drop skip an
+/// allocation and its free.
+#[derive(Debug, Default)]
+pub(crate) struct LazyPending(OnceLock<Arc<Pending>>);
+
+impl LazyPending {
+    /// The counters, made now if this is their first need.
+    #[inline]
+    pub(crate) fn get(&self) -> &Arc<Pending> {
+        self.0.get_or_init(Arc::default)
+    }
+
+    /// The counters, if made.
+    #[inline]
+    pub(crate) fn made(&self) -> Option<&Arc<Pending>> {
+        self.0.get()
+    }
+}
+
+/// Every other use (a snapshot, a flush of retired nodes) makes the counters if they are not
+/// made yet.
+impl core::ops::Deref for LazyPending {
+    type Target = Arc<Pending>;
+
+    #[inline]
+    fn deref(&self) -> &Arc<Pending> {
+        self.get()
+    }
+}
+
+/// The counters an exclusive-mode write guard holds: exclusive-mode writes free at once and
+/// never count (every count of the write paths is an RCU-mode branch), so these stay zero and
+/// nobody reads them; one for the process, so that `exclusive()` makes none.
+pub(crate) fn exclusive_placeholder() -> &'static Arc<Pending> {
+    static NONE: OnceLock<Arc<Pending>> = OnceLock::new();
+    NONE.get_or_init(Arc::default)
 }
 
 /// Memory the tree has retired but not freed yet, because a reader's guard pinned before the
