@@ -544,7 +544,7 @@ impl<E: Entry> MapleTree<E> {
         // `&mut` tree: no reader exists, none can hold a value an earlier store replaced.
         x.seals.clear();
         // Exclusive-mode writes never count pending frees: the guard holds the placeholder.
-        let counters = pending::exclusive_placeholder();
+        let counters = pending.for_exclusive();
         WriteGuard::from_parts(StateRef::Exclusive(x), *internal, None, len, counters)
     }
 }

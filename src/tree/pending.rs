@@ -3,8 +3,10 @@
 //! deferred closure counts it down when it frees it. Exclusive-mode writes free at once and are
 //! never counted.
 
+use alloc::sync::Arc;
 use core::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+#[cfg(feature = "std")]
+use std::sync::OnceLock;
 
 /// The size of one node (`node` asserts it at compile time), so that the counters report bytes
 /// without knowing the node layout.
@@ -74,21 +76,52 @@ impl Pending {
 /// A tree's [`Pending`] counters, made on first need: only RCU-mode writes count (their
 /// retirements and deferred drops), so a tree written only exclusively, or only read (a `dup`
 /// copy, a snapshot), never allocates them, and a small tree's creation and drop skip an
-/// allocation and its free.
+/// allocation and its free. Without std (no `OnceLock`) they are made with the tree.
 #[derive(Debug, Default)]
-pub(crate) struct LazyPending(OnceLock<Arc<Pending>>);
+pub(crate) struct LazyPending(
+    #[cfg(feature = "std")] OnceLock<Arc<Pending>>,
+    #[cfg(not(feature = "std"))] Arc<Pending>,
+);
 
 impl LazyPending {
     /// The counters, made now if this is their first need.
     #[inline]
     pub(crate) fn get(&self) -> &Arc<Pending> {
-        self.0.get_or_init(Arc::default)
+        #[cfg(feature = "std")]
+        {
+            self.0.get_or_init(Arc::default)
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            &self.0
+        }
     }
 
     /// The counters, if made.
     #[inline]
     pub(crate) fn made(&self) -> Option<&Arc<Pending>> {
-        self.0.get()
+        #[cfg(feature = "std")]
+        {
+            self.0.get()
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            Some(&self.0)
+        }
+    }
+
+    /// The counters an exclusive-mode write guard of this tree holds: with std one
+    /// process-wide placeholder ([`exclusive_placeholder`]), without std the tree's own.
+    #[inline]
+    pub(crate) fn for_exclusive(&self) -> &Arc<Pending> {
+        #[cfg(feature = "std")]
+        {
+            exclusive_placeholder()
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            &self.0
+        }
     }
 }
 
@@ -106,7 +139,8 @@ impl core::ops::Deref for LazyPending {
 /// The counters an exclusive-mode write guard holds: exclusive-mode writes free at once and
 /// never count (every count of the write paths is an RCU-mode branch), so these stay zero and
 /// nobody reads them; one for the process, so that `exclusive()` makes none.
-pub(crate) fn exclusive_placeholder() -> &'static Arc<Pending> {
+#[cfg(feature = "std")]
+fn exclusive_placeholder() -> &'static Arc<Pending> {
     static NONE: OnceLock<Arc<Pending>> = OnceLock::new();
     NONE.get_or_init(Arc::default)
 }
