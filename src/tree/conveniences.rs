@@ -12,7 +12,7 @@ use core::ops::{RangeBounds, RangeInclusive};
 use crate::entry::Entry;
 use crate::error::Error;
 
-use super::api::inclusive;
+use super::bounds::inclusive;
 use super::iter::Iter;
 use super::node::Exclusive;
 use super::pending::PendingFrees;

@@ -65,7 +65,7 @@ impl<E: Entry> IdAllocator<E> {
     /// assert_eq!(IdAllocator::<Value>::new(5..5).err(), Some(Error::InvalidWindow));
     /// ```
     pub fn new(window: impl RangeBounds<u64>) -> Result<Self, Error> {
-        let (first, last) = super::api::window(window)?;
+        let (first, last) = super::bounds::window(window)?;
         Ok(IdAllocator {
             tree: MapleTree::new_alloc(),
             first,

@@ -48,6 +48,7 @@
 
 mod allocator;
 mod api;
+mod bounds;
 mod conveniences;
 mod cursor;
 mod dump;
@@ -79,7 +80,8 @@ use state::{StateRef, WriterState};
 
 pub use crate::error::ValidateError;
 pub use allocator::{Allocator, Placement};
-pub use api::{inclusive, Gaps};
+pub use api::Gaps;
+pub use bounds::inclusive;
 pub use conveniences::IntoIter;
 pub use cursor::{Cursor, CursorMut, Status};
 pub use erased::Erased;

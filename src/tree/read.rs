@@ -293,7 +293,7 @@ impl<E: Entry> MapleTree<E> {
     /// ```
     pub fn range<'g>(&'g self, r: impl RangeBounds<u64>, guard: &'g Guard) -> Iter<'g, E> {
         let reader = self.reader(guard);
-        match super::api::inclusive(r) {
+        match super::bounds::inclusive(r) {
             Ok((first, last)) => Iter::new(reader, first, last),
             // `first > last`: an iterator that has ended.
             Err(_) => Iter::new(reader, 1, 0),

@@ -7,7 +7,7 @@ use core::ops::{RangeBounds, RangeInclusive};
 use crate::entry::Entry;
 use crate::error::Error;
 
-use crate::tree::api::window as to_window;
+use crate::tree::bounds::window as to_window;
 use crate::tree::gap::{empty_area_aligned_at, empty_area_at};
 use crate::tree::write::alloc::Want;
 use crate::tree::write::{with_mode, WriteGuard};

@@ -125,7 +125,7 @@ impl<E: Entry> MapleTree<E> {
         align: u64,
         rev: bool,
     ) -> Result<u64, Error> {
-        let (min, max) = crate::tree::api::window(window)?;
+        let (min, max) = crate::tree::bounds::window(window)?;
         let guard = self.pin();
         super::empty_area_read(self.reader(&guard), min, max, size, align, rev)
     }

@@ -13,7 +13,7 @@ use crate::error::Error;
 
 use super::WriteMode;
 use super::Writer;
-use crate::tree::api::window as to_window;
+use crate::tree::bounds::window as to_window;
 use crate::tree::gap::{empty_area_aligned_at, empty_area_at};
 
 /// A gap-search query: the window `[min, max]`, the size, the alignment.
