@@ -21,7 +21,7 @@ file=src/tree/node/ord.rs
 all=0
 [ "${1:-}" = "--all" ] && all=1
 
-# constant | its ordering | the models (tests/models.rs, tests/sequences.rs) that must catch it
+# constant | its ordering | the models (tests/models.rs, sequences.rs, read_paths.rs) that must catch it
 mutants=(
   "P9_PUBLISH_PIVOT|Release|append_end append_three_way"
   "P1_PUBLISH_ROOT|Release|append_split_grow_root split_grow_root"
@@ -29,6 +29,8 @@ mutants=(
   "P9_LOAD_PIVOT|Acquire|append_end append_three_way"
   "P3_P5_LOAD_SLOT|Acquire|exact_fit node_store_two_levels"
   "P1_LOAD_ROOT|Acquire|append_split_grow_root split_grow_root"
+  "P12_STORE_GAP|Release|empty_area_across_an_append_split empty_area_across_an_append_split_climb"
+  "P12_LOAD_EDGE_GAP|Acquire|empty_area_across_an_append_split empty_area_across_an_append_split_climb"
 )
 
 backup=$(mktemp)
@@ -63,7 +65,7 @@ for m in "${mutants[@]}"; do
   log="$logs/${name}.log"
   start=$(date +%s)
   set +e
-  (cd loom-tests && cargo test --release --no-fail-fast --test models --test sequences -- \
+  (cd loom-tests && cargo test --release --no-fail-fast --test models --test sequences --test read_paths -- \
     --test-threads=1 "${filter[@]}") >"$log" 2>&1
   rc=$?
   set -e

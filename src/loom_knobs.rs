@@ -17,7 +17,8 @@ static IGNORE_REPOINT_SEALS: AtomicBool = AtomicBool::new(false);
 static RELAXED_ROOT_PUBLISH: AtomicBool = AtomicBool::new(false);
 static RETIRE_BATCH: AtomicUsize = AtomicUsize::new(1);
 static TRUST_REWALK: AtomicBool = AtomicBool::new(false);
-static TRUST_NO_ROOM: AtomicBool = AtomicBool::new(false);
+static TRUST_EDGE_GAP: AtomicBool = AtomicBool::new(false);
+static EARLY_GAP_LOWERING: AtomicBool = AtomicBool::new(false);
 
 /// Publish in-place appends with a `Relaxed` store of the lowered end pivot instead of `Release`
 /// (a deliberate bug: a reader can see the new end but not the slots written beyond it).
@@ -83,16 +84,26 @@ pub fn set_trust_rewalk(on: bool) {
     TRUST_REWALK.store(on, StdOrdering::SeqCst);
 }
 
-/// A reader's gap search trusts its first `NoRoom` (a deliberate bug: no confirmation by a
-/// search that no write overlapped; see `gap::empty_area_read`).
-pub fn set_trust_no_room(on: bool) {
-    TRUST_NO_ROOM.store(on, StdOrdering::SeqCst);
+/// A reader's gap search prunes a right-edge child by its recorded gap without re-reading its
+/// path (a deliberate bug: a reader holding a bound the append split's climb has since lowered
+/// prunes the whole tail by the shrunk child's gap; see `gap::search`).
+pub fn set_trust_edge_gap(on: bool) {
+    TRUST_EDGE_GAP.store(on, StdOrdering::SeqCst);
+}
+
+/// The append split's climb stores the lowered gaps of the children it shrinks before the store
+/// that shrinks them (a deliberate bug, the order before row P12 said otherwise: a reader still
+/// holding the old bound can load the new gap, and re-reading its path finds nothing changed
+/// yet; see `write::append_split`).
+pub fn set_early_gap_lowering(on: bool) {
+    EARLY_GAP_LOWERING.store(on, StdOrdering::SeqCst);
 }
 
 /// Turns every switch off.
 pub fn reset() {
     set_trust_rewalk(false);
-    set_trust_no_room(false);
+    set_trust_edge_gap(false);
+    set_early_gap_lowering(false);
     set_relaxed_publish(false);
     set_relaxed_slot_publish(false);
     set_relaxed_reader(false);
@@ -108,9 +119,16 @@ pub(crate) fn trust_rewalk() -> bool {
     TRUST_REWALK.load(StdOrdering::SeqCst)
 }
 
-/// Whether a reader's gap search trusts its first `NoRoom` (see [`set_trust_no_room`]).
-pub(crate) fn trust_no_room() -> bool {
-    TRUST_NO_ROOM.load(StdOrdering::SeqCst)
+/// Whether a reader's gap search prunes a right-edge child without re-reading its path (see
+/// [`set_trust_edge_gap`]).
+pub(crate) fn trust_edge_gap() -> bool {
+    TRUST_EDGE_GAP.load(StdOrdering::SeqCst)
+}
+
+/// Whether the append split's climb lowers gaps before the shrink (see
+/// [`set_early_gap_lowering`]).
+pub(crate) fn early_gap_lowering() -> bool {
+    EARLY_GAP_LOWERING.load(StdOrdering::SeqCst)
 }
 
 /// Whether seals are ignored.

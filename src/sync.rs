@@ -18,7 +18,7 @@ compile_error!(
 #[cfg(not(feature = "std"))]
 pub(crate) use core::sync::atomic::AtomicBool;
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{fence, AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// 64-bit atomics: core's where the target has them; on targets without (32-bit
 /// microcontrollers such as `thumbv7em-none-eabihf`, `riscv32imac-unknown-none-elf`),
@@ -37,22 +37,7 @@ pub(crate) use core::sync::atomic::AtomicU64 as PlainAtomicU64;
 pub(crate) use portable_atomic::AtomicU64 as PlainAtomicU64;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
-
-#[cfg(loom)]
-pub(crate) use loom::thread::yield_now;
-/// Lets another thread run (loom's under loom, where it lets the model schedule another
-/// thread): a reader that found the writer in the middle of a write gives it the CPU rather
-/// than spinning, which on an oversubscribed machine could outlast its retries.
-#[cfg(all(not(loom), feature = "std"))]
-pub(crate) use std::thread::yield_now;
-
-/// Without std there is no scheduler to yield to: a spin-loop hint.
-#[cfg(not(feature = "std"))]
-#[inline]
-pub(crate) fn yield_now() {
-    core::hint::spin_loop();
-}
+pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 #[cfg(feature = "std")]
 pub(crate) use mutex::{Mutex, MutexGuard};
@@ -151,9 +136,14 @@ pub(crate) mod knobs {
     pub(crate) const fn trust_rewalk() -> bool {
         false
     }
-    /// A reader's gap search trusts its first `NoRoom`.
+    /// A reader's gap search prunes a right-edge child by its gap without re-reading its path.
     #[inline(always)]
-    pub(crate) const fn trust_no_room() -> bool {
+    pub(crate) const fn trust_edge_gap() -> bool {
+        false
+    }
+    /// The append split's climb lowers the shrunk children's gaps before the shrink.
+    #[inline(always)]
+    pub(crate) const fn early_gap_lowering() -> bool {
         false
     }
     /// Seals are ignored.

@@ -2172,9 +2172,8 @@ mod promise {
         true
     }
 
-    /// Always: gap search beside a writer confirms a `NoRoom` against the write sequence
-    /// (`gap::empty_area_read`). `MAPLE_STRESS_STRICT_GAPS=0` gates it (to compare with an
-    /// older tree).
+    /// Always: gap search beside a writer never misses a hole that stayed free (`gap::search`).
+    /// `MAPLE_STRESS_STRICT_GAPS=0` gates it (to compare with an older tree).
     fn strict_gaps() -> bool {
         std::env::var("MAPLE_STRESS_STRICT_GAPS").map_or(true, |v| v != "0")
     }

@@ -8,9 +8,12 @@
 //! - `MapleTree::next` / `prev` across the same store: a range starting after / ending before
 //!   the index, never the range now holding it;
 //! - a reader's `empty_area` far inside the tail gap of an allocation tree across the in-order
-//!   append that splits its full rightmost leaf and appends the new leaf to the parent in place
-//!   (the old last child's recorded gap is lowered before the pivot that shrinks it): never
-//!   `NoRoom` (its twin, `loom_knobs::set_trust_no_room`, trusts the first search's answer).
+//!   append that splits its full rightmost leaf and appends the new leaf to the parent in place,
+//!   and across the climb over a full root (the root shrinks, keeping its children, and a new
+//!   root grows above it): never `NoRoom`. Two twins each: the reader prunes the right edge by
+//!   the gap without re-reading its path (`loom_knobs::set_trust_edge_gap`), and the writer
+//!   lowers the shrunk children's gaps before the store that shrinks them
+//!   (`loom_knobs::set_early_gap_lowering`).
 //!
 //! Shapes: `spaced(4)` is one root leaf `[10 i, 10 i + 4] = i + 1`; `adjacent(17)` is two
 //! leaves, `[0, 149]` (15 ranges) and `[150, 169]` plus the NULL `[170, MAX]`.
@@ -70,6 +73,12 @@ fn append_split_alloc() -> Sequence {
         2,
         &[("split", 1), ("append_split", 1)],
     )
+}
+
+/// `[1500, 1509]` after 150 adjacent ranges of an allocation tree whose root holds 10 full
+/// leaves: the leaf is truncated, the root keeps its children and shrinks, a new root grows.
+fn append_split_climb_alloc() -> Sequence {
+    maple_tree_loom_tests::append_split_climb_full_parent()
 }
 
 /// A window deep in the tail gap: free in every state.
@@ -134,10 +143,40 @@ fn empty_area_across_an_append_split() {
     s.check_timed(TAIL_WINDOW);
 }
 
-/// The twin: a reader's gap search answers its first search's `NoRoom`, unconfirmed.
+/// The reader's twin: the right edge pruned by a gap without re-reading the path.
 #[test]
 #[should_panic(expected = "NoRoom while every state")]
-fn empty_area_across_an_append_split_trusting_no_room() {
-    let _k = TrustRewalk::on_with(loom_knobs::set_trust_no_room);
+fn empty_area_across_an_append_split_trusting_the_edge_gap() {
+    let _k = TrustRewalk::on_with(loom_knobs::set_trust_edge_gap);
     append_split_alloc().check_timed(TAIL_WINDOW);
+}
+
+/// The writer's twin: the old last child's gap lowered before the pivot that shrinks it.
+#[test]
+#[should_panic(expected = "NoRoom while every state")]
+fn empty_area_across_an_append_split_lowering_gaps_early() {
+    let _k = TrustRewalk::on_with(loom_knobs::set_early_gap_lowering);
+    append_split_alloc().check_timed(TAIL_WINDOW);
+}
+
+#[test]
+fn empty_area_across_an_append_split_climb() {
+    let s = append_split_climb_alloc();
+    s.check_result();
+    s.check_timed(TAIL_WINDOW);
+}
+
+#[test]
+#[should_panic(expected = "NoRoom while every state")]
+fn empty_area_across_an_append_split_climb_trusting_the_edge_gap() {
+    let _k = TrustRewalk::on_with(loom_knobs::set_trust_edge_gap);
+    append_split_climb_alloc().check_timed(TAIL_WINDOW);
+}
+
+/// The shrunk root's last child's gap lowered before the new root is published.
+#[test]
+#[should_panic(expected = "NoRoom while every state")]
+fn empty_area_across_an_append_split_climb_lowering_gaps_early() {
+    let _k = TrustRewalk::on_with(loom_knobs::set_early_gap_lowering);
+    append_split_climb_alloc().check_timed(TAIL_WINDOW);
 }

@@ -135,6 +135,10 @@ enum Look<'g> {
     Child(NodeRef<'g>),
     /// Nothing: move on.
     Pass,
+    /// A child on the tree's right edge (its range reaches `u64::MAX`) whose recorded gap is
+    /// too small: pruned only once the path to it is found still to be the right edge (see
+    /// [`search`]).
+    EdgeGap,
 }
 
 /// Searches the tree from `root` for the first (or, reversed, last) fit, iteratively (the
@@ -143,21 +147,50 @@ enum Look<'g> {
 /// once) and moves away from it; slots outside the window are never looked at. A step forwards
 /// loads the next slot's pivot, a step back the previous slot's lower one; a slot's bounds are
 /// derived once, and returning from a child restores them from the path (the ancestors, root
-/// first, with the slot taken in each). Under a concurrent writer the answer is a hint (as the
-/// kernel's is), but the walk stays inside each node and ends.
+/// first, with the slot taken in each).
 ///
 /// A child is entered only if it could hold a fit: in allocation trees its largest gap is at
 /// least `size`, and its range (clipped to the window) holds `size` indices — necessary
 /// conditions, so a search may enter a subtree whose gaps are large enough but lie outside the
 /// window or are misaligned, and move on to the next one.
-fn search<const REV: bool>(root: NodeRef<'_>, internal: Kind, q: Query) -> Option<u64> {
+///
+/// # Beside a writer
+///
+/// A reader's bounds and gaps are loaded one at a time, and a writer may change them in
+/// between. Every fit found lies in a NULL slot of a leaf, loaded with its bounds as they were
+/// together at some moment: a range that was free then. A hole that stays free for the whole
+/// search is never pruned away: every recorded gap a reader can load is at least the largest
+/// hole of the range the writer recorded it for, at the moment it stored it, so a prune is
+/// wrong only when the reader pairs the gap with a wider range than that. Only one write
+/// shrinks a child's range in place — the append split's climb (lowered pivot of the ancestor
+/// with room, or a new root above a truncated one, over full nodes that keep their children) —
+/// and always on the tree's right edge; it stores the lowered gaps of the shrunk children only
+/// after the store that shrinks them (row P12). So a child whose range reaches `u64::MAX` in the
+/// reader's view is pruned by its gap only after the gap's Acquire load and a re-read of the
+/// path: the root word still the search's root, every slot taken still reaching `u64::MAX`
+/// ([`edge_holds`]); otherwise the reader holds a bound the writer has lowered, and enters the
+/// child (what it finds there was free when it read that bound).
+fn search<const REV: bool>(
+    tree: RootRef<'_>,
+    root: NodeRef<'_>,
+    internal: Kind,
+    q: Query,
+) -> Option<u64> {
     debug_assert_eq!(q.rev, REV);
     let mut path: WalkStack<Frame<'_>, MAX_DEPTH> = WalkStack::new();
     let mut d = 0;
     let mut at = Span::new(root, 0, u64::MAX);
     let (mut i, mut lo, mut hi) = edge::<REV>(at, q);
     loop {
-        match look(at.n, i, lo, hi, internal, q) {
+        let mut look = look(at.n, i, lo, hi, internal, q);
+        if let Look::EdgeGap = look {
+            look = if edge_holds(tree, &path, d, at, i) {
+                Look::Pass
+            } else {
+                enter(at.n, i, lo, hi, internal, q)
+            };
+        }
+        match look {
             Look::Fit(s) => return Some(s),
             // A path deeper than a tree can be is a state only a race produces: skip the child.
             Look::Child(c) if d < MAX_DEPTH => {
@@ -183,6 +216,34 @@ fn search<const REV: bool>(root: NodeRef<'_>, internal: Kind, q: Query) -> Optio
             (at, i) = path.get(d).resume();
         }
     }
+}
+
+/// Whether the search's way to slot `i` of `at` is still the tree's right edge, after the
+/// Acquire load of that slot's lowered gap (see [`search`]): the root word still names the
+/// search's root, and each slot taken on the way, and slot `i`, still reaches `u64::MAX` (the
+/// pivots re-loaded, Acquire, row P9). A shrink published before the gap was stored is seen
+/// here (row P12).
+#[cold]
+#[inline(never)]
+fn edge_holds(
+    tree: RootRef<'_>,
+    path: &WalkStack<Frame<'_>, MAX_DEPTH>,
+    d: usize,
+    at: Span<'_>,
+    i: usize,
+) -> bool {
+    if crate::sync::knobs::trust_edge_gap() {
+        return true;
+    }
+    let top = if d == 0 { at.n } else { path.get(0).n };
+    if tree.node().map(|r| r.addr()) != Some(top.addr()) {
+        return false;
+    }
+    let reaches_max = |n: NodeRef<'_>, i: usize| n.slot_max(i, u64::MAX) == u64::MAX;
+    (0..d).all(|k| {
+        let f = path.get(k);
+        reaches_max(f.n, f.i)
+    }) && reaches_max(at.n, i)
 }
 
 /// The slot of `at` holding the window's edge on the search's side: `(i, lo, hi)`.
@@ -216,10 +277,23 @@ fn look<'g>(n: NodeRef<'g>, i: usize, lo: u64, hi: u64, internal: Kind, q: Query
     }
     #[cfg(test)]
     hook::before_gap_load();
-    if internal == Kind::ARange && n.gap(i) < q.size {
-        return Look::Pass;
+    if internal == Kind::ARange {
+        // A right-edge child's range may have shrunk under this reader (see `search`).
+        if hi == u64::MAX {
+            if n.edge_gap(i) < q.size {
+                return Look::EdgeGap;
+            }
+        } else if n.gap(i) < q.size {
+            return Look::Pass;
+        }
     }
-    // The clipped range holds `size` indices (the slot meets the window, so `a <= b`).
+    enter(n, i, lo, hi, internal, q)
+}
+
+/// Child `i` of the internal node `n`, covering `[lo, hi]`, if its range clipped to the window
+/// holds `size` indices (the slot meets the window, so the clipped range is not empty).
+#[inline(always)]
+fn enter<'g>(n: NodeRef<'g>, i: usize, lo: u64, hi: u64, internal: Kind, q: Query) -> Look<'g> {
     let (a, b) = (lo.max(q.min), hi.min(q.max));
     if b - a < q.size - 1 {
         return Look::Pass;
@@ -256,8 +330,10 @@ fn step<const REV: bool>(
     }
 }
 
-/// `mas_empty_area` (`rev = false`) and `mas_empty_area_rev` (`rev = true`) for the writer,
-/// whose view of the tree is consistent: one search, its answer final.
+/// `mas_empty_area` (`rev = false`) and `mas_empty_area_rev` (`rev = true`), for the writer
+/// (whose view of the tree is consistent) and for readers beside a writer (see [`search`]: a
+/// fit was free at some moment of the search, and `NoRoom` means no hole of the window stayed
+/// free throughout it).
 pub(crate) fn empty_area_at<E>(
     root: RootRef<'_, Read, E>,
     min: u64,
@@ -281,75 +357,6 @@ pub(crate) fn empty_area_aligned_at<E>(
     search_root(root.unbranded(), q).ok_or(Error::NoRoom)
 }
 
-/// How many searches a reader makes to confirm a `NoRoom` beside a writer before it gives the
-/// answer anyway (see [`empty_area_read`]).
-const CONFIRM_ROUNDS: u32 = 32;
-
-/// The gap search of a reader (under a guard, beside a writer): [`empty_area_aligned_at`]
-/// whose `NoRoom` is confirmed by a consistent view.
-///
-/// A reader's view of a node is not one state of it: the recorded gaps are hints loaded
-/// Relaxed (row P12), and a write between the load of a slot's bounds and the load of its gap
-/// can pair the two wrongly — the in-place `+1` append of a child (an append split climbing)
-/// lowers the old last child's gap to its kept part before the pivot that shrinks it, so a
-/// reader holding the old pivot sees the whole tail gap recorded as the kept part's gap and
-/// prunes it. Every such mix needs a write under way, so a fit found is an answer (it lies in a
-/// NULL slot of a leaf, loaded with its bounds as they were together in some state: a range
-/// that was free at that moment), but `NoRoom` is trusted only from a search that no write
-/// overlapped: the writer's sequence (row P19, odd while an RCU-mode write guard that wrote is held) read
-/// even before it and unchanged after it — a seqlock read. The first search runs without the
-/// sequence (a fit needs no confirmation, and its cache line, stored twice per write, is then
-/// never loaded); a `NoRoom` is searched again between two loads of it until they confirm it.
-///
-/// Bounded at [`CONFIRM_ROUNDS`] searches, each after yielding the CPU: a race only makes a
-/// search miss while a write is under way, so once the writer finishes the operation that
-/// misled the first search, the next search finds the hole; the bound is hit only when every
-/// round overlapped a write — a writer writing without pause, or one holding a write guard
-/// ([`MapleTree::lock`](crate::MapleTree::lock)) across them all — and then the
-/// answer is the last search's. Unbounded, a reader whose answer is a genuine `NoRoom` would
-/// wait for such a writer, and a reader must never wait for the writer.
-pub(crate) fn empty_area_read<E>(
-    root: RootRef<'_, Read, E>,
-    min: u64,
-    max: u64,
-    size: u64,
-    align: u64,
-    rev: bool,
-) -> Result<u64, Error> {
-    // (The search reads no entry: the brand goes.)
-    let root = root.unbranded();
-    let q = query(min, max, size, align, rev)?;
-    if let Some(s) = search_root(root, q) {
-        return Ok(s);
-    }
-    if crate::sync::knobs::trust_no_room() {
-        return Err(Error::NoRoom);
-    }
-    confirm_no_room(root, q)
-}
-
-/// [`empty_area_read`]'s searches after a first `NoRoom`.
-#[cold]
-#[inline(never)]
-fn confirm_no_room(root: RootRef<'_>, q: Query) -> Result<u64, Error> {
-    for _ in 0..CONFIRM_ROUNDS {
-        let seq = root.write_seq();
-        if let Some(s) = search_root(root, q) {
-            return Ok(s);
-        }
-        if seq & 1 == 0 && root.write_seq_recheck() == seq {
-            break;
-        }
-        root.restarted();
-        // A write is under way (or ended meanwhile): give its thread the CPU. A writer the OS
-        // descheduled in the middle of a write would otherwise see a reader's spins run out
-        // before it wrote again (an oversubscribed 2-core run did: 1 wrong `NoRoom` in 491,692
-        // searches with a spin hint here).
-        crate::sync::yield_now();
-    }
-    Err(Error::NoRoom)
-}
-
 fn query(min: u64, max: u64, size: u64, align: u64, rev: bool) -> Result<Query, Error> {
     check_window(min, max, size)?;
     check_align(align)?;
@@ -367,8 +374,8 @@ fn query(min: u64, max: u64, size: u64, align: u64, rev: bool) -> Result<Query, 
 fn search_root(root: RootRef<'_>, q: Query) -> Option<u64> {
     match root.node() {
         None => fit(0, u64::MAX, q.min, q.max, q),
-        Some(r) if q.rev => search::<true>(r, root.internal(), q),
-        Some(r) => search::<false>(r, root.internal(), q),
+        Some(r) if q.rev => search::<true>(root, r, root.internal(), q),
+        Some(r) => search::<false>(root, r, root.internal(), q),
     }
 }
 
@@ -551,9 +558,9 @@ mod tests {
                     };
                     let want = old_search(r, 0, u64::MAX, root.internal(), q);
                     let got = if rev {
-                        search::<true>(r, root.internal(), q)
+                        search::<true>(root, r, root.internal(), q)
                     } else {
-                        search::<false>(r, root.internal(), q)
+                        search::<false>(root, r, root.internal(), q)
                     };
                     assert_eq!(got, want, "from {start} rev {rev}");
                     assert!(want.is_some());
@@ -614,9 +621,9 @@ mod tests {
                     }
                     let want = old_search(r, 0, u64::MAX, root.internal(), q);
                     let got = if rev {
-                        search::<true>(r, root.internal(), q)
+                        search::<true>(root, r, root.internal(), q)
                     } else {
-                        search::<false>(r, root.internal(), q)
+                        search::<false>(root, r, root.internal(), q)
                     };
                     assert_eq!(
                         got, want,
@@ -627,10 +634,12 @@ mod tests {
         }
     }
 
-    /// Issue 34, deterministically: a reader's search loads a slot's bounds, then the writer
+    /// Deterministically: a reader's search loads a slot's bounds, then the writer
     /// writes into the tail gap, then the reader loads the slot's recorded gap — which may
     /// describe a child that no longer covers the bounds the reader holds (the in-place `+1`
-    /// append of a child lowers the gap of the old last child before the pivot that shrinks it).
+    /// append of a child once lowered the gap of the old last child before the pivot that shrank
+    /// it; now it lowers it after, and the search re-reads its path before it prunes the right
+    /// edge).
     /// The writes: contiguous appends (every full leaf an append split climbing in place),
     /// appends with holes between them, and those alternating with `alloc_rrange`s from the top.
     /// The window lies in the tail gap where the writer never writes: every answer is its edge,

@@ -157,14 +157,13 @@
 //! | P9 | pivot `end` (lowered) | append: the **single publishing store**, last | Release | Acquire (scan) | every slot/pivot written beyond the end |
 //! | P10 | slot bounded by a lowered pivot | re-pointed (P3/P5) | — | — | **sealed** until a grace period after P9 (`seal`): copy-on-write instead |
 //! | P11 | words beyond the end of a node whose max shrank | append (P6/P8/P9) | — | — | **sealed** until a grace period after the shrink (`seal`): copy-on-write instead |
-//! | P12 | gap | any | Release | Relaxed | gaps are search hints; leaves are re-checked; Release so that a reader that loaded a gap of a write sees P19's odd sequence after its Acquire fence |
+//! | P12 | gap | any; a gap lowered for a child whose range shrank in place (the append split's climb: [`Live::append_child`], the full nodes it truncates) only **after** the store that shrinks it (P9, or P1 for a new root) | Release | Relaxed; Acquire for a slot on the right edge (reaching `u64::MAX`) | gaps are search hints, and leaves are re-checked; a search prunes a right-edge child by its gap only after that Acquire load and a re-read of its path (root word, P1; pivots, P9), which then sees any shrink stored before the gap (`gap::search`) |
 //! | P13 | parent word (re-parent) | any | Relaxed | Relaxed | read by the writer and `validate` only |
 //! | P14 | parent word (dead bit) | node retired | Release | Acquire | a reader that sees it restarts from the root |
 //! | P15 | tree root word | — | — | Relaxed (the **writer's own** loads, [`WriterRoot::node`]) | nothing: the writer is the only one that stores it, so it reads its own last store |
 //! | P16 | tree root word of a tree nobody can see yet (`dup`'s copy, built under `&mut`) | copy published | Release (as P1) | — | nothing needed: the tree reaches other threads only by being moved or shared afterwards, which synchronises by itself; the store is P1's code path |
 //! | P17 | parent word (re-parent, P13) next to the dead bit (P14) | re-parent | Relaxed | Acquire (`is_dead`) | a node is re-parented only while live, never after it is marked dead (P14); only the writer stores parent words, so the marking's load reads the last re-parenting and its store keeps those bits; a reader's Acquire load that returns a Relaxed re-parenting reads "not dead", which is true |
 //! | P18 | seal lift generation (`seal`) | deferred closure, a grace period after the sealing stores | Release | Acquire (the writer, before trusting a lifted seal) | the closure runs after every guard pinned when it is deferred (after the sealing stores, by the writer's guard, pinned then if it was not yet) is gone, so after every reader that could read before them (crossbeam's epoch fences order it after them) |
-//! | P19 | write sequence (`RootWord::writes`) | odd before the first store of an RCU-mode write guard, even again when the guard drops ([`WriterRoot::begin_write`], [`WriterRoot::end_write`]) | Relaxed (odd: every store of the write a reader can load after it is a Release store, P1/P3/P5/P9/P12/P14, or reached only through one); Release (even) | Acquire (before), an Acquire fence then Relaxed (after: [`RootRef::write_seq`], [`RootRef::write_seq_recheck`]) | a seqlock: a reader that read the same even value before and after its loads read no store of any write (a gap search confirms `NoRoom` only so) |
 //!
 //! Every Release, Acquire and read-modify-write site of `src/tree` names its row in an
 //! `// ORDERING: Pn` comment. The orderings of rows P1, P3/P5, P9 and P14 (writer and reader
@@ -228,7 +227,7 @@ use crossbeam_epoch::{Collector, Guard};
 use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, Ledger, Released, Word, ZERO_WORD};
-use crate::sync::{atomic_take, fence, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{atomic_take, AtomicU64, AtomicUsize, Ordering};
 // The writer lock: std's mutex (loom's under loom) through `sync`, or without std the node
 // layer's spin lock (see `root`).
 #[cfg(feature = "std")]

@@ -142,9 +142,6 @@ impl<E> Drop for WriteGuard<'_, E> {
         if let (StateRef::Locked(l), Some(cell)) = (&mut self.lock, &self.guard) {
             flush_full_batch(l, cell, self.pending);
         }
-        if let StateRef::Locked(l) = &mut self.lock {
-            l.writer().0.end_write();
-        }
     }
 }
 
@@ -251,9 +248,6 @@ impl<'t, E: Entry> WriteGuard<'t, E> {
             StateRef::Locked(l) => {
                 flush_full_batch(l, guard.expect("RCU mode holds a guard cell"), pending);
                 let (root, st, mem) = l.writer();
-                // Readers' gap searches confirm `NoRoom` only across no write (row P19): the
-                // guard's first write operation opens it, the guard's `Drop` closes it.
-                root.begin_write();
                 AnyWriter::Rcu(Writer {
                     root,
                     internal,

@@ -13,11 +13,9 @@ impl<E: Entry> MapleTree<E> {
     /// inside the window.
     ///
     /// Beside a writer, never `NoRoom` for a window that held a fitting hole for the whole
-    /// search: a `NoRoom` is confirmed by a search no write overlapped (up to 32 searches; a
-    /// write guard (`MapleTree::lock`) held across all of them, a writer writing without pause,
-    /// or one the OS deschedules in the middle of a write for that long can still make the last
-    /// one answer: a reader never waits for the writer). An answer is a range that was free at
-    /// some moment.
+    /// search, whatever the writer does and however long it takes: one search, which never
+    /// waits for the writer and never retries. An answer is a range that was free at some
+    /// moment of the search.
     ///
     /// # Errors
     ///
@@ -127,7 +125,7 @@ impl<E: Entry> MapleTree<E> {
     ) -> Result<u64, Error> {
         let (min, max) = crate::tree::bounds::window(window)?;
         let guard = self.pin();
-        super::empty_area_read(self.reader(&guard), min, max, size, align, rev)
+        super::empty_area_aligned_at(self.reader(&guard), min, max, size, align, rev)
     }
 }
 

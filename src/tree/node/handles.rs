@@ -685,6 +685,17 @@ impl<'g, A: Access, B> NodeRef<'g, A, B> {
         self.node().words[ARANGE_GAPS + i].load(Ordering::Relaxed)
     }
 
+    /// [`gap`](Self::gap) of a slot on the tree's right edge (reaching `u64::MAX`), Acquire: a
+    /// gap lowered after the store that shrank its slot's range (an append split's climb)
+    /// orders that store before it, so the search that prunes by it re-reads its path and sees
+    /// the shrunk bound (row P12; see `gap::search`).
+    #[inline]
+    pub(crate) fn edge_gap(&self, i: usize) -> u64 {
+        debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
+        // ORDERING: P12 (pairs with `set_gap`'s Release store).
+        self.node().words[ARANGE_GAPS + i].load(ord::P12_LOAD_EDGE_GAP)
+    }
+
     // ----- parent word ----------------------------------------------------------------------------
 
     /// The recorded parent address (0 for the root) and offset.

@@ -144,9 +144,12 @@ impl<'w> Live<'w> {
 
     /// The in-place `+1` append of a child to an internal node readers can reach, whose last
     /// child is `end` and whose max is `max`: the fresh child `c` (covering up to `max`, largest
-    /// gap `c_gap`) goes into slot `end + 1` with its pivot and gap, the gap of child `end` becomes
-    /// `end_gap`, all Relaxed (rows P6/P8/P12); then pivot `end` is lowered to `end_max`, the one
-    /// Release store that publishes it all (P9).
+    /// gap `c_gap`) goes into slot `end + 1` with its pivot and gap, Relaxed (rows P6/P8/P12);
+    /// then pivot `end` is lowered to `end_max`, the one Release store that publishes it all
+    /// (P9); only then does the gap of child `end` become `end_gap` (row P12: a gap lowered for
+    /// a slot whose range shrank is stored after the store that shrinks it, so that a reader
+    /// still holding the old bound, who would prune the whole old range by the new gap, finds
+    /// the lowered pivot when it re-reads its path; see `gap::search`).
     ///
     /// # Panics
     ///
@@ -171,9 +174,11 @@ impl<'w> Live<'w> {
         }
         if kind == Kind::ARange {
             self.set_gap(end + 1, c_gap);
-            self.set_gap(end, end_gap);
         }
         self.publish_pivot(end, end_max);
+        if kind == Kind::ARange {
+            self.set_gap(end, end_gap);
+        }
     }
 
     /// Writer store of an empty slot beyond the end of a fresh node (Relaxed): zero words,
@@ -202,13 +207,13 @@ impl<'w> Live<'w> {
     }
 
     /// Sets the gap of child `i` (Release: gaps are hints for the search, loaded Relaxed, but a
-    /// reader that read this store must see the write sequence the write made odd before it;
-    /// see the module table, rows P12 and P19).
+    /// reader that read this store and then fences Acquire must see every bound the writer
+    /// lowered before it; see the module table, row P12).
     #[inline]
     pub(crate) fn set_gap(&self, i: usize, v: u64) {
         debug_assert!(self.kind == Kind::ARange && i < ARANGE_SLOTS);
-        // ORDERING: P12 (Release for P19's seqlock: the odd sequence is ordered before it).
-        self.node().words[ARANGE_GAPS + i].store(v, Ordering::Release);
+        // ORDERING: P12 (Release: the bound a lowered gap belongs with is stored before it).
+        self.node().words[ARANGE_GAPS + i].store(v, ord::P12_STORE_GAP);
     }
 
     /// Records `parent` and this node's offset in it (`None`: this node is the root).

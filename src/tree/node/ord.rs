@@ -7,8 +7,8 @@
 //! (the `mutants` models); it never supplies the ordering otherwise. Outside loom every accessor
 //! below is the constant itself (`#[inline(always)]`, no branch).
 //!
-//! Only the Release and Acquire rows are here: the Relaxed rows (P2, P4, P6–P8, P12, P13, P15,
-//! P17) cannot be weakened, and keep their literal `Ordering::Relaxed` next to their
+//! Only the Release and Acquire rows are here: the Relaxed rows (P2, P4, P6–P8, P13, P15, P17,
+//! and P12's loads off the right edge) cannot be weakened, and keep their literal `Ordering::Relaxed` next to their
 //! `// ORDERING: Pn` comment. P18 (the seal lift) lives in `tree::seal`.
 
 use crate::sync::Ordering;
@@ -29,6 +29,12 @@ pub(super) const P9_PUBLISH_PIVOT: Ordering = Ordering::Release;
 /// P9, reader side: the load of a pivot, before the slots and pivots it exposes (pairs with
 /// [`P9_PUBLISH_PIVOT`]).
 pub(super) const P9_LOAD_PIVOT: Ordering = Ordering::Acquire;
+/// P12, writer side: the store of a recorded gap (a hint, but a gap lowered for a range that
+/// shrank is stored after the store that shrank it, and must carry it to the reader).
+pub(super) const P12_STORE_GAP: Ordering = Ordering::Release;
+/// P12, reader side: the load of the gap of a right-edge slot before the search prunes by it
+/// (pairs with [`P12_STORE_GAP`]); the other gap loads are Relaxed.
+pub(super) const P12_LOAD_EDGE_GAP: Ordering = Ordering::Acquire;
 /// P14, writer side: the store of the dead bit into the parent word of a replaced node.
 pub(super) const P14_MARK_DEAD: Ordering = Ordering::Release;
 /// P14, reader side: the load of the dead bit (pairs with [`P14_MARK_DEAD`]).

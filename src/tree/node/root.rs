@@ -35,10 +35,6 @@ pub(super) struct RootWord {
     /// only while it has not changed. Stored on every retirement, so on a cache line apart from
     /// the root word's.
     pub(super) retired: CachePadded<AtomicU64>,
-    /// The write sequence (row P19): odd while an RCU-mode write operation is under way, bumped
-    /// before its first store and after its last. Loaded by readers only to confirm a gap
-    /// search's `NoRoom` (`gap`), so on a cache line apart from the root word's too.
-    pub(super) writes: CachePadded<AtomicU64>,
     pub(super) internal: Kind,
     pub(super) collector: Collector,
     pub(super) default_collector: bool,
@@ -66,7 +62,6 @@ impl<S, E> Root<S, E> {
                 word: AtomicUsize::new(0),
                 restarts: AtomicU64::new(0),
                 retired: CachePadded::new(AtomicU64::new(0)),
-                writes: CachePadded::new(AtomicU64::new(0)),
                 internal,
                 collector,
                 default_collector,
@@ -545,23 +540,6 @@ impl<'g, A: Access, E> RootRef<'g, A, E> {
     #[inline]
     pub(crate) fn is_default_collector(self) -> bool {
         self.root.default_collector
-    }
-
-    /// The write sequence before a consistent read (row P19): odd while a write is under way.
-    #[inline]
-    pub(crate) fn write_seq(self) -> u64 {
-        // ORDERING: P19 (pairs with the Release store ending each write).
-        self.root.writes.load(Ordering::Acquire)
-    }
-
-    /// The write sequence after the loads of a consistent read (row P19): equal to an even
-    /// [`write_seq`](Self::write_seq) from before them only if they read no store of a write.
-    #[inline]
-    pub(crate) fn write_seq_recheck(self) -> u64 {
-        // ORDERING: P19 (the fence orders every load before it ahead of this one; it pairs with
-        // the Release fence after the odd store).
-        fence(Ordering::Acquire);
-        self.root.writes.load(Ordering::Relaxed)
     }
 
     /// Counts one reader restart.

@@ -57,35 +57,6 @@ impl<'t, M: Mode, B> WriterRoot<'t, M, B> {
         })
     }
 
-    /// Marks the start of a write guard's writes for readers (row P19): the write sequence
-    /// becomes odd before any store (if it is not already, for an earlier operation of the
-    /// same guard).
-    #[inline]
-    pub(crate) fn begin_write(self) {
-        let s = self.root.writes.load(Ordering::Relaxed);
-        if s & 1 != 0 {
-            return; // open already (an earlier operation of the same write guard)
-        }
-        // ORDERING: P19 (Relaxed: every store of the write a reader can load is a Release
-        // store — P1, P3/P5, P9, P12, P14 — or is reached only through one, so a reader that
-        // loaded any of them and then fences Acquire sees this odd value. No fence here: a
-        // Release fence would also order the entries made before the write ahead of every
-        // later Relaxed store, and hide a weakened P5 from the loom mutants.)
-        self.root.writes.store(s.wrapping_add(1), Ordering::Relaxed);
-    }
-
-    /// Marks the end of a write guard's writes (row P19), if any was opened: the write
-    /// sequence becomes even again.
-    #[inline]
-    pub(crate) fn end_write(self) {
-        let s = self.root.writes.load(Ordering::Relaxed);
-        if s & 1 == 0 {
-            return; // no write operation was opened
-        }
-        // ORDERING: P19 (every store of the write is ordered before the even value).
-        self.root.writes.store(s.wrapping_add(1), Ordering::Release);
-    }
-
     /// The reader view, for walkers of the writer, of this root's brand.
     #[inline]
     pub(crate) fn view(self) -> RootRef<'t, Read, B> {

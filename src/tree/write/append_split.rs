@@ -202,6 +202,8 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
         self.st.stats.append_split += 1;
 
         let path = lw.path();
+        // The shrunk full parents' last-child gaps, stored once the shrink is published.
+        let mut shrunk: SmallVec<[(Live<'t>, usize, u64); 4]> = SmallVec::new();
         let mut d = path.len() - 1;
         loop {
             if d == 0 {
@@ -210,6 +212,7 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
                     Item::child(kept_max, kept_node, kept_gap),
                     Item::fresh(u64::MAX, new_node, new_gap),
                 ]);
+                self.lower_shrunk_gaps(&shrunk);
                 return;
             }
             d -= 1;
@@ -219,7 +222,7 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
             let o = p.offset;
             debug_assert_eq!(pn.end(p.max), o, "the rightmost child is the last one");
             if o + 1 < kind.slots() {
-                self.append_to_parent(&path[..=d], kept_max, kept_gap, new_node, new_gap);
+                self.append_to_parent(&path[..=d], kept_max, kept_gap, new_node, new_gap, &shrunk);
                 return;
             }
             // Full: the parent keeps all its children and shrinks to `kept_max` (its last
@@ -231,7 +234,11 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
             let items = [Item::fresh(u64::MAX, new_node, new_gap)];
             self.write_items(&s, &items, u64::MAX);
             if kind == Kind::ARange {
-                kept_gap = self.set_last_child_gap(pn, o, kept_gap);
+                if crate::sync::knobs::early_gap_lowering() {
+                    pn.set_gap(o, kept_gap); // the broken twin's order
+                }
+                shrunk.push((pn, o, kept_gap));
+                kept_gap = self.shrunk_node_gap(pn, o, kept_gap);
             }
             // The parent's max shrinks too.
             self.seal_shrunk(pn);
@@ -241,9 +248,10 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     }
 
     /// Room in the last node of `path` (on the right edge): the in-place `+1` append of `new`
-    /// after its last child, whose max becomes `kept_max`. A node whose max shrank never gets it
-    /// back: no reader holds a larger max for it, whatever the seals say (a seal found here is a
-    /// stale one of a freed node at the same address).
+    /// after its last child, whose max becomes `kept_max`; then the gaps of the full nodes below
+    /// that shrank with it (`shrunk`). A node whose max shrank never gets it back: no reader
+    /// holds a larger max for it, whatever the seals say (a seal found here is a stale one of a
+    /// freed node at the same address).
     fn append_to_parent(
         &mut self,
         path: &[Level<'t, Write>],
@@ -251,10 +259,15 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
         kept_gap: u64,
         new: Fresh<'t>,
         new_gap: u64,
+        shrunk: &[(Live<'t>, usize, u64)],
     ) {
         let d = path.len() - 1;
         let (pn, o) = (path[d].node, path[d].offset);
+        if crate::sync::knobs::early_gap_lowering() && pn.kind() == Kind::ARange {
+            pn.set_gap(o, kept_gap); // the broken twin's order
+        }
         pn.append_child(o, u64::MAX, kept_max, kept_gap, new, new_gap);
+        self.lower_shrunk_gaps(shrunk);
         self.seal_lowered(pn, o);
         if pn.kind() == Kind::ARange {
             let g = self.gaps_up_to(pn, o + 1);

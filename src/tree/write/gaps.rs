@@ -220,11 +220,23 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
         (0..=end).map(|i| n.gap(i)).max().unwrap_or(0)
     }
 
-    /// Records `g` as the gap of `n`'s last child `o` (`n` an allocation-tree internal node
-    /// whose max shrinks to that child's) and returns `n`'s own largest gap.
+    /// The largest gap of the allocation-tree internal node `n` once the gap of its last child
+    /// `o` (whose max shrank with `n`'s, in an append split's climb) is `g`. Nothing is stored:
+    /// see [`lower_shrunk_gaps`](Self::lower_shrunk_gaps).
     #[inline]
-    pub(crate) fn set_last_child_gap(&self, n: Live<'_>, o: usize, g: u64) -> u64 {
-        n.set_gap(o, g);
-        self.gaps_up_to(n, o)
+    pub(crate) fn shrunk_node_gap(&self, n: Live<'_>, o: usize, g: u64) -> u64 {
+        o.checked_sub(1).map_or(g, |p| self.gaps_up_to(n, p).max(g))
+    }
+
+    /// Stores the gaps of the shrunk last children of an append split's climb, `(node, offset,
+    /// gap)`, once the store that shrank their range is published (the lowered pivot of the
+    /// ancestor with room, or the new root). Before it, a reader holding the old bound reads
+    /// each such child as reaching the old max, and the old gap belongs with that range; after
+    /// it, a reader that loads a lowered gap and prunes the right edge by it re-reads its path
+    /// and finds the shrunk bound (row P12; see `gap::search`).
+    pub(crate) fn lower_shrunk_gaps(&self, shrunk: &[(Live<'_>, usize, u64)]) {
+        for &(n, o, g) in shrunk {
+            n.set_gap(o, g);
+        }
     }
 }
