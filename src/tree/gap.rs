@@ -166,41 +166,35 @@ enum Look<'g> {
 /// with room, or a new root above a truncated one, over full nodes that keep their children) —
 /// and always on the tree's right edge; it stores the lowered gaps of the shrunk children only
 /// after the store that shrinks them (row P12). So a child whose range reaches `u64::MAX` in the
-/// reader's view is pruned by its gap only after the gap's Acquire load and a re-read of the
-/// path: the root word still the search's root, every slot taken still reaching `u64::MAX`
+/// reader's view is pruned by its gap only after an Acquire load of the gap and a re-read of the
+/// path: the search's root still the root, every slot taken still reaching `u64::MAX`
 /// ([`edge_holds`]); otherwise the reader holds a bound the writer has lowered, and enters the
 /// child (what it finds there was free when it read that bound).
-fn search<const REV: bool>(
-    tree: RootRef<'_>,
-    root: NodeRef<'_>,
-    internal: Kind,
-    q: Query,
-) -> Option<u64> {
+fn search<const REV: bool>(root: NodeRef<'_>, internal: Kind, q: Query) -> Option<u64> {
     debug_assert_eq!(q.rev, REV);
     let mut path: WalkStack<Frame<'_>, MAX_DEPTH> = WalkStack::new();
     let mut d = 0;
     let mut at = Span::new(root, 0, u64::MAX);
     let (mut i, mut lo, mut hi) = edge::<REV>(at, q);
-    loop {
-        let mut look = look(at.n, i, lo, hi, internal, q);
-        if let Look::EdgeGap = look {
-            look = if edge_holds(tree, &path, d, at, i) {
-                Look::Pass
-            } else {
-                enter(at.n, i, lo, hi, internal, q)
+    'slot: loop {
+        'enter: {
+            let c = match look(at.n, i, lo, hi, internal, q) {
+                Look::Fit(s) => return Some(s),
+                Look::Child(c) => c,
+                Look::EdgeGap => match edge_child(&path, d, at, (i, lo, hi), internal, q) {
+                    Some(c) => c,
+                    None => break 'enter,
+                },
+                Look::Pass => break 'enter,
             };
-        }
-        match look {
-            Look::Fit(s) => return Some(s),
             // A path deeper than a tree can be is a state only a race produces: skip the child.
-            Look::Child(c) if d < MAX_DEPTH => {
+            if d < MAX_DEPTH {
                 path.set(d, Frame::new(at, i));
                 d += 1;
                 at = Span::new(c, lo, hi);
                 (i, lo, hi) = edge::<REV>(at, q);
-                continue;
+                continue 'slot;
             }
-            _ => {}
         }
         // The next slot of this node, or back to the parent's (no fit in this node).
         loop {
@@ -218,25 +212,42 @@ fn search<const REV: bool>(
     }
 }
 
-/// Whether the search's way to slot `i` of `at` is still the tree's right edge, after the
-/// Acquire load of that slot's lowered gap (see [`search`]): the root word still names the
-/// search's root, and each slot taken on the way, and slot `i`, still reaches `u64::MAX` (the
-/// pivots re-loaded, Acquire, row P9). A shrink published before the gap was stored is seen
-/// here (row P12).
+/// The right-edge child at slot `i` of `at` (covering `[lo, hi]`) whose recorded gap was loaded
+/// too small: the gap loaded again, Acquire; `None` (pruned) if that is too small too and the
+/// path to the child is still the tree's right edge, else the child if [`enter`] enters it (see
+/// [`search`]).
 #[cold]
 #[inline(never)]
-fn edge_holds(
-    tree: RootRef<'_>,
-    path: &WalkStack<Frame<'_>, MAX_DEPTH>,
+fn edge_child<'g>(
+    path: &WalkStack<Frame<'g>, MAX_DEPTH>,
     d: usize,
-    at: Span<'_>,
-    i: usize,
-) -> bool {
+    at: Span<'g>,
+    (i, lo, hi): (usize, u64, u64),
+    internal: Kind,
+    q: Query,
+) -> Option<NodeRef<'g>> {
+    if at.n.edge_gap(i) < q.size && edge_holds(path, d, at, i) {
+        return None;
+    }
+    match enter(at.n, i, lo, hi, internal, q) {
+        Look::Child(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// Whether the search's way to slot `i` of `at` is still the tree's right edge, after the
+/// Acquire load of that slot's lowered gap (see [`search`]): the search's root is still the
+/// root (its parent word names no parent: a root grown above it re-parents it before it is
+/// published, row P13), and each slot taken on the way, and slot `i`, still reaches
+/// `u64::MAX` (the pivots re-loaded, Acquire, row P9). A shrink published before the gap was
+/// stored is seen here (row P12).
+fn edge_holds(path: &WalkStack<Frame<'_>, MAX_DEPTH>, d: usize, at: Span<'_>, i: usize) -> bool {
     if crate::sync::knobs::trust_edge_gap() {
         return true;
     }
+    // The search's root is still the root: a new root grown above it re-parented it first.
     let top = if d == 0 { at.n } else { path.get(0).n };
-    if tree.node().map(|r| r.addr()) != Some(top.addr()) {
+    if !top.is_root() {
         return false;
     }
     let reaches_max = |n: NodeRef<'_>, i: usize| n.slot_max(i, u64::MAX) == u64::MAX;
@@ -277,15 +288,13 @@ fn look<'g>(n: NodeRef<'g>, i: usize, lo: u64, hi: u64, internal: Kind, q: Query
     }
     #[cfg(test)]
     hook::before_gap_load();
-    if internal == Kind::ARange {
+    if internal == Kind::ARange && n.gap(i) < q.size {
         // A right-edge child's range may have shrunk under this reader (see `search`).
-        if hi == u64::MAX {
-            if n.edge_gap(i) < q.size {
-                return Look::EdgeGap;
-            }
-        } else if n.gap(i) < q.size {
-            return Look::Pass;
-        }
+        return if hi == u64::MAX {
+            Look::EdgeGap
+        } else {
+            Look::Pass
+        };
     }
     enter(n, i, lo, hi, internal, q)
 }
@@ -374,8 +383,8 @@ fn query(min: u64, max: u64, size: u64, align: u64, rev: bool) -> Result<Query, 
 fn search_root(root: RootRef<'_>, q: Query) -> Option<u64> {
     match root.node() {
         None => fit(0, u64::MAX, q.min, q.max, q),
-        Some(r) if q.rev => search::<true>(root, r, root.internal(), q),
-        Some(r) => search::<false>(root, r, root.internal(), q),
+        Some(r) if q.rev => search::<true>(r, root.internal(), q),
+        Some(r) => search::<false>(r, root.internal(), q),
     }
 }
 
@@ -558,9 +567,9 @@ mod tests {
                     };
                     let want = old_search(r, 0, u64::MAX, root.internal(), q);
                     let got = if rev {
-                        search::<true>(root, r, root.internal(), q)
+                        search::<true>(r, root.internal(), q)
                     } else {
-                        search::<false>(root, r, root.internal(), q)
+                        search::<false>(r, root.internal(), q)
                     };
                     assert_eq!(got, want, "from {start} rev {rev}");
                     assert!(want.is_some());
@@ -621,9 +630,9 @@ mod tests {
                     }
                     let want = old_search(r, 0, u64::MAX, root.internal(), q);
                     let got = if rev {
-                        search::<true>(root, r, root.internal(), q)
+                        search::<true>(r, root.internal(), q)
                     } else {
-                        search::<false>(root, r, root.internal(), q)
+                        search::<false>(r, root.internal(), q)
                     };
                     assert_eq!(
                         got, want,

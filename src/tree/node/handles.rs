@@ -706,6 +706,14 @@ impl<'g, A: Access, B> NodeRef<'g, A, B> {
         (w & ADDR_MASK, (w & OFFSET_MASK) >> OFFSET_SHIFT)
     }
 
+    /// Whether the node is the root: its parent word names no parent (row P13, Relaxed: the gap
+    /// search asks only after an Acquire load that orders a new root's re-parenting of it before,
+    /// row P12). A retired root is still "the root" here; its words no longer change.
+    #[inline]
+    pub(crate) fn is_root(&self) -> bool {
+        self.parent_info().0 == 0
+    }
+
     /// Whether the node was replaced (Acquire).
     #[inline]
     pub(crate) fn is_dead(&self) -> bool {
