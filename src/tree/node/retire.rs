@@ -610,11 +610,11 @@ impl NodeMem {
 /// allocation tracking and liveness cell), else uninitialised memory for one node.
 #[cfg(any(loom, maple_tree_box_nodes))]
 pub(super) fn alloc_boxed() -> NonNull<Node> {
-    #[cfg(loom)]
-    let p = NonNull::from(Box::leak(Box::new(Node::new())));
-    #[cfg(not(loom))]
-    let p = NonNull::from(Box::leak(Box::<Node>::new_uninit())).cast::<Node>();
-    p
+    if crate::sync::PLAIN_NODES {
+        NonNull::from(Box::leak(Box::<Node>::new_uninit())).cast::<Node>()
+    } else {
+        NonNull::from(Box::leak(Box::new(Node::new())))
+    }
 }
 
 /// Frees a node of [`alloc_boxed`] (under loom: dropped, i.e. poisoned, and deallocated).
@@ -629,26 +629,20 @@ pub(super) unsafe fn free_boxed(p: NonNull<Node>) {
     drop(unsafe { Box::from_raw(p.as_ptr()) });
 }
 
-/// A zeroed node (as `Node::new` makes under loom) from `slab`, owned by the caller.
-#[cfg(not(loom))]
+/// A zeroed node (the node `Node::new` makes) from `slab`, owned by the caller. Under loom
+/// (`!PLAIN_NODES`) the slab's box already holds a whole `Node::new`.
 #[inline]
 pub(super) fn new_node(slab: &mut Slab) -> NonNull<Node> {
     let p = slab.alloc();
-    // SAFETY: `p` is memory for one node that nothing else references (the slab's contract).
-    // Outside loom a `Node` is only atomics (`repr(C)`, no padding), for which all-zero bytes
-    // are valid values: the node `Node::new` makes.
-    unsafe { p.as_ptr().write_bytes(0, 1) };
+    if crate::sync::PLAIN_NODES {
+        // SAFETY: `p` is memory for one node that nothing else references (the slab's
+        // contract). A plain node (`PLAIN_NODES`) is only atomics (`repr(C)`, no padding), for
+        // which all-zero bytes are valid values: the node `Node::new` makes.
+        unsafe { p.as_ptr().write_bytes(0, 1) };
+    }
     p
 }
 
-/// Under loom: a plain box (see `slab`).
-#[cfg(loom)]
-#[inline]
-pub(super) fn new_node(slab: &mut Slab) -> NonNull<Node> {
-    slab.alloc()
-}
-
-#[cfg(not(loom))]
-const _: () = assert!(!core::mem::needs_drop::<Node>());
+const _: () = assert!(!crate::sync::PLAIN_NODES || !core::mem::needs_drop::<Node>());
 
 // ===== end of node memory =======================================================================
