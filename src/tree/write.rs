@@ -550,7 +550,7 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
                     let n = child.take().expect("one slot holds the replaced child");
                     items.push(Item::fresh(hi, n, new_gap));
                 } else {
-                    let gap = if self.is_alloc() { p.node.gap(i) } else { 0 };
+                    let gap = self.recorded_gap(p.node, i);
                     items.push(Item { hi, slot: s, gap });
                 }
             }
@@ -745,7 +745,7 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
                 n.init_pivot(j, it.hi);
             }
             if kind == Kind::ARange {
-                n.set_gap(j, it.gap);
+                gaps::put_gap(n, j, it.gap);
             }
         }
     }

@@ -234,9 +234,7 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
             let items = [Item::fresh(u64::MAX, new_node, new_gap)];
             self.write_items(&s, &items, u64::MAX);
             if kind == Kind::ARange {
-                if crate::sync::knobs::early_gap_lowering() {
-                    pn.set_gap(o, kept_gap); // the broken twin's order
-                }
+                self.lower_gap_early(pn, o, kept_gap); // the broken twin's order
                 shrunk.push((pn, o, kept_gap));
                 kept_gap = self.shrunk_node_gap(pn, o, kept_gap);
             }
@@ -263,9 +261,7 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     ) {
         let d = path.len() - 1;
         let (pn, o) = (path[d].node, path[d].offset);
-        if crate::sync::knobs::early_gap_lowering() && pn.kind() == Kind::ARange {
-            pn.set_gap(o, kept_gap); // the broken twin's order
-        }
+        self.lower_gap_early(pn, o, kept_gap); // the broken twin's order
         pn.append_child(o, u64::MAX, kept_max, kept_gap, new, new_gap);
         self.lower_shrunk_gaps(shrunk);
         self.seal_lowered(pn, o);

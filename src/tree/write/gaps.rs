@@ -5,9 +5,11 @@
 //! after an in-place leaf change or append. Range trees keep no gaps: the routines here are
 //! no-ops for them. Each gap store here is row P12 of the publication table (`set_gap`, in the
 //! node layer), made at the point of the write path that calls for it, after the stores that
-//! changed the gap; a fresh node's gaps are written with its items (`write_items`), and the
-//! in-place insert of a split's right part (`insert_child_after`) moves its node's gaps with
-//! its slots.
+//! changed the gap; a fresh node's gaps are written with its items (`write_items`, through
+//! `put_gap`), and the in-place insert of a split's right part (`insert_child_after`) moves its
+//! node's gaps with its slots (through `shift_gap` and `put_gap`). The write paths read
+//! and store gaps only through this module; the node layer's accessors (`gap`, `set_gap`) stay
+//! with the node.
 
 use crate::entry::{Entry, Word};
 
@@ -39,22 +41,40 @@ fn items_max_gap(kind: Kind, items: &[Item<'_>], min: u64) -> u64 {
     }
 }
 
+/// The largest NULL range among leaf slots ending at `his` holding the words `ws`, the first
+/// of which starts at `lo`.
+#[inline]
+pub(super) fn slots_max_gap(his: &[u64], ws: &[usize], mut lo: u64) -> u64 {
+    his.iter().zip(ws).fold(0, |best, (&hi, &w)| {
+        let g = if w == 0 { range_size(lo, hi) } else { 0 };
+        lo = hi.wrapping_add(1);
+        best.max(g)
+    })
+}
+
+/// Stores `g` as the gap of child `i` of the allocation-tree internal node `n` (a fresh node's
+/// item, or a gap moved with its slot in place).
+#[inline(always)]
+pub(super) fn put_gap(n: Live<'_>, i: usize, g: u64) {
+    n.set_gap(i, g);
+}
+
+/// Moves the gap of child `i` of the allocation-tree internal node `n` to child `i + 1` (a
+/// slot moved right by one in place, `insert_child_after`).
+#[inline(always)]
+pub(super) fn shift_gap(n: Live<'_>, i: usize) {
+    n.set_gap(i + 1, n.gap(i));
+}
+
 /// The largest NULL range of the leaf `l` describes once its write is done: the slots before
 /// and after the write as they were, and the write's pieces (the part of the first slot left of
 /// `first`, the entry, the part of the last slot right of `last`). `old` is the leaf's largest
 /// NULL range before the write (its parent's record): when no slot the write covers was that
 /// large, one of the slots kept still is, and only the pieces need looking at.
-pub(super) fn image_gap(l: &LeafWrite, old: u64) -> u64 {
+fn image_gap(l: &LeafWrite, old: u64) -> u64 {
     let null = |lo: u64, hi: u64, w: usize| if w == 0 { range_size(lo, hi) } else { 0 };
-    let slots = |from: usize, to: usize| {
-        let mut lo = l.lo(from);
-        let (his, ws) = (&l.his[from..to], &l.ws[from..to]);
-        his.iter().zip(ws).fold(0, |best, (&hi, &w)| {
-            let g = null(lo, hi, w);
-            lo = hi.wrapping_add(1);
-            best.max(g)
-        })
-    };
+    let slots =
+        |from: usize, to: usize| slots_max_gap(&l.his[from..to], &l.ws[from..to], l.lo(from));
     let mut best = if slots(l.off, l.off_end + 1) < old {
         old
     } else {
@@ -73,6 +93,41 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
             items_max_gap(kind, items, min)
         } else {
             0
+        }
+    }
+
+    /// The new largest gap of the leaf a node store writes from the image `l`, below
+    /// `ancestors` (0 for a root leaf, whose gap is recorded nowhere, and in a range tree).
+    #[inline]
+    pub(super) fn node_store_gap<B>(
+        &self,
+        ancestors: &[Level<'_, Write, B>],
+        l: &LeafWrite,
+    ) -> u64 {
+        match ancestors.last() {
+            Some(p) if self.is_alloc() => image_gap(l, p.node.gap(p.offset)),
+            _ => 0,
+        }
+    }
+
+    /// The gap recorded for child `i` of the internal node `n` (0 in a range tree).
+    #[inline]
+    pub(crate) fn recorded_gap(&self, n: Live<'_>, i: usize) -> u64 {
+        if self.is_alloc() {
+            n.gap(i)
+        } else {
+            0
+        }
+    }
+
+    /// The broken twin's order of an append split's climb (the `early_gap_lowering` ordering
+    /// mutant): the lowered gap `g` of the shrunk last child `o` of `n` (an allocation tree's
+    /// internal node) stored before the store that shrinks it. Off in every real build; see
+    /// [`lower_shrunk_gaps`](Self::lower_shrunk_gaps) for the order kept.
+    #[inline(always)]
+    pub(super) fn lower_gap_early(&self, n: Live<'_>, o: usize, g: u64) {
+        if crate::sync::knobs::early_gap_lowering() && n.kind() == Kind::ARange {
+            n.set_gap(o, g);
         }
     }
 

@@ -5,7 +5,6 @@
 use crate::entry::{Entry, Word};
 
 use super::big_node::LeafWrite;
-use super::gaps::image_gap;
 use super::WriteMode;
 use super::Writer;
 use crate::tree::node::Exclusive;
@@ -22,10 +21,7 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
         self.st.stats.node_store += 1;
         let ancestors = &lw.path()[..lw.depth - 1];
         // The new largest gap (a root leaf's is recorded nowhere).
-        let gap = match ancestors.last() {
-            Some(p) if self.is_alloc() => image_gap(l, p.node.gap(p.offset)),
-            _ => 0,
-        };
+        let gap = self.node_store_gap(ancestors, l);
         if let Some(x) = M::exclusive(self) {
             x.node_store_in_place(lw, l);
             x.propagate_gap(ancestors, gap);

@@ -11,7 +11,7 @@ use core::ops::Range;
 use crate::entry::{Entry, Word};
 
 use super::big_node::{Item, Items, LeafWrite};
-use super::gaps::range_size;
+use super::gaps;
 use super::rebuild::Rebuild;
 use super::WriteMode;
 use super::Writer;
@@ -100,8 +100,8 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
         items.put::<E>(new.node(), b..n, 0);
         let (left_gap, new_gap) = if self.is_alloc() {
             (
-                items.max_gap(0..b, leaf.min),
-                items.max_gap(b..n, left_hi + 1),
+                gaps::slots_max_gap(&items.his[..b], &items.ws[..b], leaf.min),
+                gaps::slots_max_gap(&items.his[b..n], &items.ws[b..n], left_hi + 1),
             )
         } else {
             (0, 0)
@@ -241,13 +241,13 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
                 break;
             }
             if alloc {
-                n.set_gap(i + 1, n.gap(i));
+                gaps::shift_gap(n, i);
             }
             n.init_child(i + 1, n.child(i, kind));
         }
         if alloc {
-            n.set_gap(o + 1, up.new_gap);
-            n.set_gap(o, up.left_gap);
+            gaps::put_gap(n, o + 1, up.new_gap);
+            gaps::put_gap(n, o, up.left_gap);
         }
         n.init_child(o + 1, up.new.into_child());
         n.init_pivot(o, up.left_hi);
@@ -329,18 +329,6 @@ impl LeafItems {
                 n.init_pivot(j, self.his[i]);
             }
         }
-    }
-
-    /// The largest NULL range among the items of `range`, the first of which starts at `lo`.
-    fn max_gap(&self, range: Range<usize>, mut lo: u64) -> u64 {
-        let mut best = 0;
-        for i in range {
-            if self.ws[i] == 0 {
-                best = best.max(range_size(lo, self.his[i]));
-            }
-            lo = self.his[i].wrapping_add(1);
-        }
-        best
     }
 }
 
