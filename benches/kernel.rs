@@ -289,7 +289,7 @@ fn check_fork(src: &Tree, new: &Tree, n: u64) {
 }
 
 /// Both forms of `bench_forking` at 135 entries, each iteration ending with `mt_validate` and
-/// the drop (`__mt_destroy`), plus seed 001: the old form with the in-place appends on and off.
+/// the drop (`__mt_destroy`), plus the old form with the in-place appends on and off.
 fn bench_forking(c: &mut Criterion) {
     let n = 135;
     let src = fork_source(n);

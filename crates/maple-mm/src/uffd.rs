@@ -890,7 +890,7 @@ impl ForkHook for DupUffd {
     }
 }
 
-/// One measured configuration of seed 000's workload (fork+exit through [`DupUffd`]), for demos
+/// One measured configuration of the fork+exit workload (through [`DupUffd`]), for demos
 /// and reports: timing next to the deterministic counters (feature `bench-internals`).
 #[cfg(feature = "bench-internals")]
 #[derive(Clone, Copy, Debug)]

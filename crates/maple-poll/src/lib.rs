@@ -1,5 +1,5 @@
-//! The kernel side of `poll(2)` in userspace, on the maple tree: seed 002 ("fs/select.c: batch
-//! user writes in do_sys_poll") and what Linux merged instead, side by side.
+//! The kernel side of `poll(2)` in userspace, on the maple tree: the proposed patch "fs/select.c:
+//! batch user writes in do_sys_poll" and what Linux merged instead, side by side.
 //!
 //! - A **file table** on an allocation tree ([`FdTable`]): descriptors are allocated lowest-free
 //!   by gap search, like `get_unused_fd_flags`; `close`, `dup`. Pollable objects sit behind

@@ -36,7 +36,7 @@ impl WindowCost {
     /// (measured once, [`window_bookkeeping_ns`](super::window_bookkeeping_ns)) is subtracted
     /// and the rest is spun.
     ///
-    /// x86 SMAP, calibrated on seed 002 ("fs/select.c: batch user writes in do_sys_poll"), which
+    /// x86 SMAP, calibrated on the proposed patch "fs/select.c: batch user writes in do_sys_poll", which
     /// measured ~1.25x on poll2 (n = 128 windows → 1)
     /// with a kernel `poll()` of T_new ≈ 1.74 µs, so `C_win = (S − 1)·T_new/(n − 1)` ≈ 3.4 ns per
     /// `stac`+`clac` pair (≈ 9 cycles at 2.5 GHz), split evenly.

@@ -141,7 +141,7 @@ fn best_of_batches(title: &str, testcase: Testcase, mode: WindowMode) {
 }
 
 fn summary() {
-    println!("\n== seed 002 summary ==");
+    println!("\n== batched copy-out summary ==");
     println!(
         "window model: {:.2} ns per window, of which the model's own bookkeeping {:.2} ns (measured) and the rest spun",
         maple_poll::WindowCost::SMAP.pair_ns(),
