@@ -605,6 +605,13 @@ mod chunked {
         /// No node of the slab is used again: the caller holds its tree exclusively (`&mut`,
         /// so no reader can reach a node, retired ones included) and forgets every node.
         pub(crate) unsafe fn release_all(&mut self) -> bool {
+            if self.chunks.is_empty() && self.shared.is_none() {
+                // Nothing was ever allocated, or all of it is released already (an empty
+                // tree's drop, or the slab's drop after the tree's free): no node, free or in
+                // a run, exists without a chunk.
+                self.chunk_nodes = FIRST_CHUNK;
+                return true;
+            }
             for c in self.chunks.drain(..) {
                 // SAFETY: no node of it is used again (caller contract); the deferred frees
                 // still pending give back to the detached list below, never handed out.
