@@ -607,6 +607,7 @@ mod chunked {
         ///
         /// No node of the slab is used again: the caller holds its tree exclusively (`&mut`,
         /// so no reader can reach a node, retired ones included) and forgets every node.
+        #[inline]
         pub(crate) unsafe fn release_all(&mut self) -> bool {
             if self.chunks.is_empty() && self.shared.is_none() {
                 // Nothing was ever allocated, or all of it is released already (an empty
@@ -615,6 +616,17 @@ mod chunked {
                 self.chunk_nodes = FIRST_CHUNK;
                 return true;
             }
+            // SAFETY: the caller's contract.
+            unsafe { self.release_chunks() }
+        }
+
+        /// [`release_all`](Self::release_all) of a slab with chunks.
+        ///
+        /// # Safety
+        ///
+        /// As `release_all`'s.
+        #[inline(never)]
+        unsafe fn release_chunks(&mut self) -> bool {
             for c in self.chunks.drain(..) {
                 // SAFETY: no node of it is used again (caller contract); the deferred frees
                 // still pending give back to the detached list below, never handed out.
