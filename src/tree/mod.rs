@@ -559,10 +559,10 @@ impl<E> Drop for MapleTree<E> {
     }
 }
 
-/// Frees a whole tree of `E` (see [`node::Root::free_all`]) with its ledger of shared words.
+/// Frees a whole tree of `E` (see [`node::Root::free_all`]) with its ledger of shared words
+/// (in place: the tree is being dropped, so no empty ledger is made to take its place).
 fn free_tree<E: Entry>(root: &mut node::Root<WriterState<E>, E>) {
-    let mut ledger = core::mem::take(&mut root.state_mut().ledger);
-    root.free_all(&mut ledger);
+    root.free_all(|s| &mut s.ledger);
 }
 
 #[cfg(test)]

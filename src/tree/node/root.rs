@@ -163,12 +163,15 @@ impl<S, E> Root<S, E> {
     }
 
     /// Frees the whole tree, dropping every entry exactly once (words held by several slots
-    /// are counted in `ledger`); the root becomes empty. `&mut`: nothing else can reach a node.
-    pub(crate) fn free_all(&mut self, ledger: &mut Ledger<E>)
+    /// are counted in the writer state's ledger, which `ledger` picks out, used in place); the
+    /// root becomes empty. `&mut`: nothing else can reach a node.
+    pub(crate) fn free_all(&mut self, ledger: fn(&mut S) -> &mut Ledger<E>)
     where
         E: Entry,
     {
-        let mem = &mut self.writer.get_mut().mem;
+        let side = self.writer.get_mut();
+        let mem = &mut side.mem;
+        let ledger = ledger(&mut side.state);
         // SAFETY: `&mut self`: no writer borrow and no reader exists.
         unsafe { mem.free() };
         // `&mut`: no reader can reach a node, retired ones included, so the slab's chunks go

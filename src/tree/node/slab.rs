@@ -2,8 +2,9 @@
 //! `maple_node` kmem cache, per tree).
 //!
 //! Nodes are carved in address order out of chunks of 256-byte nodes (64-byte aligned, so a
-//! node spans exactly four cache lines), from 2 nodes for a new tree up to [`MAX_CHUNK`] nodes
-//! (64 KiB) as the tree grows, and go back to the tree's free list instead of to `malloc`:
+//! node spans exactly four cache lines), from [`FIRST_CHUNK`] nodes for a new tree up to
+//! [`MAX_CHUNK`] nodes (64 KiB) as the tree grows, and go back to the tree's free list instead
+//! of to `malloc`:
 //!
 //! - the writer's frees (exclusive mode, unpublished nodes, the whole tree's free) push onto
 //!   the free list at once;
@@ -51,6 +52,11 @@ pub(crate) use boxed::{Returner, Slab};
 #[cfg(not(any(loom, maple_tree_box_nodes)))]
 const MAX_CHUNK: usize = 256;
 
+/// Nodes of a tree's first chunk (1 KiB): room for a small tree's root and leaves and the
+/// copies its writes make, in one allocation.
+#[cfg(not(any(loom, maple_tree_box_nodes)))]
+const FIRST_CHUNK: usize = 4;
+
 /// Free nodes a slab keeps before it tries to give chunks back (256 KiB).
 #[cfg(not(any(loom, maple_tree_box_nodes)))]
 const SHRINK_MIN: usize = 1024;
@@ -67,10 +73,7 @@ mod chunked {
     use crate::sync::{AtomicUsize, Ordering};
 
     use super::super::{Mutex, Node};
-    use super::{MAX_CHUNK, SHRINK_MIN};
-
-    /// Nodes of a tree's first chunk.
-    const FIRST_CHUNK: usize = 2;
+    use super::{FIRST_CHUNK, MAX_CHUNK, SHRINK_MIN};
 
     /// Bytes and nodes of a huge-page chunk.
     const HUGE_BYTES: usize = 2 << 20;
@@ -604,7 +607,26 @@ mod chunked {
         ///
         /// No node of the slab is used again: the caller holds its tree exclusively (`&mut`,
         /// so no reader can reach a node, retired ones included) and forgets every node.
+        #[inline]
         pub(crate) unsafe fn release_all(&mut self) -> bool {
+            if self.chunks.is_empty() && self.shared.is_none() {
+                // Nothing was ever allocated, or all of it is released already (an empty
+                // tree's drop, or the slab's drop after the tree's free): no node, free or in
+                // a run, exists without a chunk.
+                self.chunk_nodes = FIRST_CHUNK;
+                return true;
+            }
+            // SAFETY: the caller's contract.
+            unsafe { self.release_chunks() }
+        }
+
+        /// [`release_all`](Self::release_all) of a slab with chunks.
+        ///
+        /// # Safety
+        ///
+        /// As `release_all`'s.
+        #[inline(never)]
+        unsafe fn release_chunks(&mut self) -> bool {
             for c in self.chunks.drain(..) {
                 // SAFETY: no node of it is used again (caller contract); the deferred frees
                 // still pending give back to the detached list below, never handed out.
@@ -711,7 +733,7 @@ mod tests {
     use core::ptr::NonNull;
 
     use super::super::Node;
-    use super::{Slab, MAX_CHUNK, SHRINK_MIN};
+    use super::{Slab, FIRST_CHUNK, MAX_CHUNK, SHRINK_MIN};
 
     fn addr(p: NonNull<Node>) -> usize {
         p.as_ptr().addr()
@@ -729,9 +751,9 @@ mod tests {
             assert_eq!(addr(p) % 64, 0, "node {i} not cache-line aligned");
             assert!(seen.insert(addr(p)), "node {i} handed out twice");
         }
-        // 2 + 4 + ... + 256, then 256-node chunks.
+        // FIRST_CHUNK, doubling up to 256, then 256-node chunks.
         let mut sizes = vec![];
-        let mut c = 2;
+        let mut c = FIRST_CHUNK;
         let mut total = 0;
         while total < n {
             sizes.push(c);
@@ -773,7 +795,7 @@ mod tests {
             .windows(2)
             .filter(|w| addr(w[1]).wrapping_sub(addr(w[0])) != 256)
             .count();
-        // Only the steps into a new chunk of the fresh run: 2 + 4 + ... + 256 + 256 + 256 (and
+        // Only the steps into a new chunk of the fresh run: 4 + 8 + ... + 256 + 256 + 256 (and
         // one more for the chunks the others took first).
         assert!(apart <= 10, "{apart} fresh nodes not after the one before");
         let mut all: Vec<_> = fresh.iter().chain(&other).map(|&p| addr(p)).collect();
@@ -877,10 +899,13 @@ mod tests {
         let mut s = Slab::new(false);
         let a = s.alloc();
         let b = s.alloc();
+        for _ in 2..FIRST_CHUNK {
+            s.alloc();
+        }
         let r = s.returner();
         // SAFETY: `a` is this slab's, unused, given back once.
         unsafe { r.give_back_all([a].into_iter()) };
-        // The first chunk (2 nodes) is used up: the next node is the one given back.
+        // The first chunk is used up: the next node is the one given back.
         assert_eq!(s.alloc(), a);
         // SAFETY: nothing uses the nodes.
         assert!(unsafe { s.release_all() });
