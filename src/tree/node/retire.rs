@@ -582,6 +582,24 @@ impl NodeMem {
         }
     }
 
+    /// Queues the address of a node just retired. The queue's first allocation holds a whole
+    /// [`retire_batch`], the length at which an RCU-mode write hands it on, so that a young
+    /// tree's writes do not grow it 4 → 8 → 16 → 32 (three reallocations on its first ten
+    /// RCU-mode stores).
+    #[inline]
+    pub(super) fn queue(&mut self, addr: usize) {
+        if self.nodes.len() == self.nodes.capacity() {
+            self.grow_queue();
+        }
+        self.nodes.push(addr);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_queue(&mut self) {
+        self.nodes.reserve(retire_batch());
+    }
+
     /// [`free`](Self::free) of a non-empty queue.
     ///
     /// # Safety

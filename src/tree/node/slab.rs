@@ -362,8 +362,10 @@ mod chunked {
         chunk_nodes: usize,
         /// Free-list length at which [`shrink`](Self::shrink) runs next.
         shrink_at: usize,
-        /// Every chunk, sorted by address.
-        pub(super) chunks: SmallVec<[Chunk; 2]>,
+        /// Every chunk, sorted by address. Three inline: a small tree written under readers
+        /// takes three chunks on its first ten stores (two for its run, one for the fresh run)
+        /// and keeps them without an allocation for the list.
+        pub(super) chunks: SmallVec<[Chunk; 3]>,
         /// Made by the first [`returner`](Self::returner).
         pub(super) shared: Option<Arc<Shared>>,
         /// Nodes in all chunks.

@@ -293,7 +293,7 @@ impl<'t, M: Mode, B> WriterRoot<'t, M, B> {
         self.root
             .retired
             .store(r.wrapping_add(1), Ordering::Relaxed);
-        mem.nodes.push(n.ptr.as_ptr().expose_provenance());
+        mem.queue(n.ptr.as_ptr().expose_provenance());
         true
     }
 
