@@ -203,6 +203,12 @@ pub(crate) fn atomic_take(a: &mut AtomicUsize) -> usize {
 /// model objects. A constant: the branch it selects is compiled away.
 pub(crate) const PLAIN_NODES: bool = !cfg!(loom);
 
+/// Whether every node is a `Box` of its own instead of a node of the tree's chunked slab (the
+/// node layer's `slab` picks its backend by this constant): under loom, whose nodes carry
+/// allocation tracking, and in a `--cfg maple_tree_box_nodes` build (what the sanitizers need
+/// to see a use of one freed node). False in every shipping build.
+pub(crate) const BOX_NODES: bool = cfg!(any(loom, maple_tree_box_nodes));
+
 /// Applies `f` to an atomic word reached through `&mut` (std's `get_mut`; loom's `with_mut`)
 /// and returns what it returns.
 #[cfg(not(loom))]

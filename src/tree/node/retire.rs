@@ -3,6 +3,7 @@
 //! entry back ([`TakenEntry`], [`RcuReclaim`]), and the node allocation itself.
 
 use super::*;
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 /// The clones `dup` made for one leaf before its copy is made: dropped with it unless handed
@@ -542,6 +543,7 @@ pub(super) unsafe fn retire_batch_on(
             // read allocated memory.
             unsafe { core::ptr::drop_in_place(p.as_ptr()) };
         }
+        #[allow(clippy::drop_non_drop)] // the boxed slab's returner holds nothing
         drop(returner);
         freed();
         return;
@@ -622,11 +624,11 @@ impl NodeMem {
 //
 // A tree's nodes come from its slab (`slab`, held by the writer in `NodeMem`), one chunk of
 // nodes at a time, and go back to it. Under loom, and with `--cfg maple_tree_box_nodes` (for the
-// sanitizers), each node is a `Box` of its own instead.
+// sanitizers), each node is a `Box` of its own instead (`crate::sync::BOX_NODES`; the two
+// functions below are the boxed slab's, compiled in every build).
 
 /// A node in a `Box` of its own (see `slab`): under loom a whole `Node::new` (with its
 /// allocation tracking and liveness cell), else uninitialised memory for one node.
-#[cfg(any(loom, maple_tree_box_nodes))]
 pub(super) fn alloc_boxed() -> NonNull<Node> {
     if crate::sync::PLAIN_NODES {
         NonNull::from(Box::leak(Box::<Node>::new_uninit())).cast::<Node>()
@@ -640,7 +642,6 @@ pub(super) fn alloc_boxed() -> NonNull<Node> {
 /// # Safety
 ///
 /// `p` comes from [`alloc_boxed`], nothing can reach it any more, and it is freed once.
-#[cfg(any(loom, maple_tree_box_nodes))]
 pub(super) unsafe fn free_boxed(p: NonNull<Node>) {
     // SAFETY: the caller's contract; outside loom `Node` has no drop glue, so dropping the box
     // only deallocates it (with `Node`'s layout, which `alloc_boxed` allocated).

@@ -37,31 +37,69 @@
 //!
 //! A `--cfg maple_tree_box_nodes` build gives every node its own `Box` instead (what the
 //! sanitizers need to see a use of one freed node), and so does loom, whose nodes carry
-//! allocation tracking.
+//! allocation tracking: [`crate::sync::BOX_NODES`] says which of the two backends ([`Slab`] is
+//! the one it picks); both are compiled in every build.
 
-#[cfg(not(any(loom, maple_tree_box_nodes)))]
-pub(crate) use chunked::{Returner, Slab};
+use core::ptr::NonNull;
 
-#[cfg(all(test, not(any(loom, maple_tree_box_nodes))))]
-use chunked::ptr as chunked_ptr;
+use super::Node;
 
-#[cfg(any(loom, maple_tree_box_nodes))]
-pub(crate) use boxed::{Returner, Slab};
+/// The node slab of this build: the chunked one, or one `Box` per node where
+/// [`BOX_NODES`](crate::sync::BOX_NODES) says so (both are compiled in every build).
+pub(crate) type Slab = <Backend<{ crate::sync::BOX_NODES }> as Pick>::Slab;
+
+/// What a deferred free gives its nodes back through, for [`Slab`].
+pub(crate) type Returner = <Backend<{ crate::sync::BOX_NODES }> as Pick>::Returner;
+
+/// The backend `BOXED` names (see [`Slab`]).
+pub(crate) struct Backend<const BOXED: bool>;
+
+/// A backend's slab and returner.
+pub(crate) trait Pick {
+    type Slab;
+    type Returner;
+}
+
+impl Pick for Backend<false> {
+    type Slab = chunked::Slab;
+    type Returner = chunked::Returner;
+}
+
+impl Pick for Backend<true> {
+    type Slab = boxed::Slab;
+    type Returner = boxed::Returner;
+}
+
+// Both backends offer the node layer one interface, checked in every build whichever it uses
+// (which also keeps the other backend from being dead code there).
+const _: () = {
+    macro_rules! interface {
+        ($s:ty, $r:ty) => {
+            let _: fn(bool) -> $s = <$s>::new;
+            let _: fn(&$s) -> bool = <$s>::huge_pages;
+            let _: fn(&mut $s) -> NonNull<Node> = <$s>::alloc;
+            let _: fn(&mut $s) -> NonNull<Node> = <$s>::alloc_fresh;
+            let _: fn(&mut $s, usize) = <$s>::reserve;
+            let _: unsafe fn(&mut $s, NonNull<Node>) = <$s>::free;
+            let _: fn(&mut $s) -> $r = <$s>::returner;
+            let _: unsafe fn(&mut $s) -> bool = <$s>::release_all;
+            let _: unsafe fn(&$r, core::iter::Empty<NonNull<Node>>) = <$r>::give_back_all;
+        };
+    }
+    interface!(chunked::Slab, chunked::Returner);
+    interface!(boxed::Slab, boxed::Returner);
+};
 
 /// Most nodes in one chunk (64 KiB).
-#[cfg(not(any(loom, maple_tree_box_nodes)))]
 const MAX_CHUNK: usize = 256;
 
 /// Nodes of a tree's first chunk (1 KiB): room for a small tree's root and leaves and the
 /// copies its writes make, in one allocation.
-#[cfg(not(any(loom, maple_tree_box_nodes)))]
 const FIRST_CHUNK: usize = 4;
 
 /// Free nodes a slab keeps before it tries to give chunks back (256 KiB).
-#[cfg(not(any(loom, maple_tree_box_nodes)))]
 const SHRINK_MIN: usize = 1024;
 
-#[cfg(not(any(loom, maple_tree_box_nodes)))]
 mod chunked {
     use ::alloc::alloc::{self, Layout};
     use ::alloc::sync::Arc;
@@ -88,8 +126,10 @@ mod chunked {
     const ALIGN: usize = 64;
     const PAD: usize = ALIGN - 16;
 
-    const _: () = assert!(core::mem::size_of::<Node>() % ALIGN == 0);
-    const _: () = assert!(core::mem::align_of::<Node>() <= 16);
+    // Only where this slab is used (`!BOX_NODES`): loom's nodes, never in a chunk, are not
+    // plain memory of 256 bytes.
+    const _: () = assert!(crate::sync::BOX_NODES || core::mem::size_of::<Node>() % ALIGN == 0);
+    const _: () = assert!(crate::sync::BOX_NODES || core::mem::align_of::<Node>() <= 16);
 
     /// The address of one node of a chunk (memory only: what is in it is the tree's business).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -646,7 +686,6 @@ mod chunked {
     }
 }
 
-#[cfg(any(loom, maple_tree_box_nodes))]
 mod boxed {
     use core::ptr::NonNull;
 
@@ -700,8 +739,6 @@ mod boxed {
         pub(crate) fn alloc(&mut self) -> NonNull<Node> {
             super::super::alloc_boxed()
         }
-        // (Loom's node copies are plain boxes of their own.)
-        #[cfg_attr(loom, allow(dead_code))]
         pub(crate) fn alloc_fresh(&mut self) -> NonNull<Node> {
             super::super::alloc_boxed()
         }
@@ -730,12 +767,14 @@ mod boxed {
     }
 }
 
-#[cfg(all(test, not(any(loom, maple_tree_box_nodes))))]
+#[cfg(test)]
 mod tests {
     use core::ptr::NonNull;
 
     use super::super::Node;
-    use super::{Slab, FIRST_CHUNK, MAX_CHUNK, SHRINK_MIN};
+    // The chunked slab itself, whichever backend the build uses.
+    use super::chunked::{ptr as chunked_ptr, Slab};
+    use super::{FIRST_CHUNK, MAX_CHUNK, SHRINK_MIN};
 
     fn addr(p: NonNull<Node>) -> usize {
         p.as_ptr().addr()
@@ -860,10 +899,7 @@ mod tests {
         }
         s.shrink();
         assert!(s.chunks.len() < chunks_before);
-        let holder = s
-            .chunks
-            .iter()
-            .position(|c| c.holds(super::chunked_ptr(keep)));
+        let holder = s.chunks.iter().position(|c| c.holds(chunked_ptr(keep)));
         assert!(holder.is_some(), "the chunk of a node in use stays");
         let again: Vec<_> = (0..s.free.len()).map(|_| s.alloc()).collect();
         assert!(again.windows(2).all(|w| addr(w[0]) < addr(w[1])));
@@ -890,7 +926,7 @@ mod tests {
             "{} of {before} chunks left",
             s.chunks.len()
         );
-        assert!(s.chunks.iter().any(|c| c.holds(super::chunked_ptr(again))));
+        assert!(s.chunks.iter().any(|c| c.holds(chunked_ptr(again))));
     }
 
     /// Nodes given back by deferred frees come back to the writer when its chunk is used up;
