@@ -24,7 +24,8 @@ pub(super) struct Back<'g, E> {
     /// offset), starting at `lo` (its end is not kept: the slot above starts after it, and a leaf's last slot ends at
     /// `max`); the leaf covers `[min, max]`. Whenever the fast path may step, the back has
     /// yielded that slot, so it starts at `pos + 1`: the two-slot step keeps only `pos`, and
-    /// `next_back_general` sets `lo` from it on entry.
+    /// `next_back_raw` sets `lo` from it when it leaves that step (the crossing on the leaf's
+    /// first slots, or `next_back_general`).
     pub(super) leaf: FastLeaf<'g, E, BACK_ROOM>,
     pub(super) lo: u64,
     pub(super) min: u64,
@@ -164,9 +165,66 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 let hi = self.back.pos;
                 return Some(self.back_fast_yield(p + 1, hi, b));
             }
+        } else if let Some(n) = self.back.leaf.below(2) {
+            // On slot 0 or 1: the crossing to the leaf before, without a call.
+            if let Some(r) = self.back_cross_fast(n, front) {
+                return r;
+            }
         }
+        // (Not kept by the two-slot step: see `Back::lo`. Meaningless without a leaf.)
+        self.back.lo = self.back.pos.wrapping_add(1);
+        self.next_back_out()
+    }
+
+    /// [`next_back_general`](Self::next_back_general) with its range from `out`.
+    #[inline(always)]
+    fn next_back_out(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
         let b = self.next_back_general()?;
         Some((self.out.0, self.out.1, b))
+    }
+
+    /// The fast path's crossing from slot `k` (0 or 1, having yielded it: it starts at
+    /// `pos + 1`) of leaf `n` to the last slot of the leaf before, as
+    /// [`next_back_general`](Self::next_back_general) steps there (through slot 0, when `k` is
+    /// 1, if it holds nothing and lies past the front's `bound`): [`Back::cross`], then the
+    /// same checks on the slot reached, yielding its entry. `None` (nothing changed) when
+    /// slot 0 holds an entry or may reach the front; every other case the general path
+    /// finishes from where the crossing stands (`lo` kept).
+    #[inline(always)]
+    fn back_cross_fast(
+        &mut self,
+        n: NodeRef<'g, Read, E>,
+        front: u64,
+    ) -> Option<Option<(u64, u64, E::Borrowed<'g>)>> {
+        if self.back.leaf.off() == 1 {
+            // Slot 0, `[min, pos]`: not before the front (`pos` past its `bound`), no entry.
+            if self.back.pos <= front || n.range_word(0).raw() != 0 {
+                return None;
+            }
+            self.back.leaf.set_off(0);
+            self.back.lo = self.back.min;
+        } else {
+            self.back.lo = self.back.pos.wrapping_add(1);
+        }
+        let Some(w) = self.back.cross(self.internal) else {
+            // Slot 0 of leaf `n`, from `lo`: the walker's crossing, or a walk.
+            return Some(self.next_back_out());
+        };
+        // Now on the last slot of a leaf, `[lo, max]` (as in `next_back_general`).
+        if self.front.before(self.back.max) {
+            self.finish();
+            return Some(None);
+        }
+        // Read under the guard of 'g that created this iterator.
+        if let Some(b) = w.entry() {
+            let lo = self.back.lo;
+            if !self.back_yield(lo) {
+                return Some(None);
+            }
+            return Some(Some((lo, self.back.max, b)));
+        }
+        // It holds nothing: the general path steps on from it.
+        Some(self.next_back_out())
     }
 
     /// [`Back::prev_leaf`], out of line (a method of the iterator, so that it is compiled with
@@ -190,14 +248,10 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         (lo, hi, b)
     }
 
-    /// [`next_back`](DoubleEndedIterator::next_back) past the two-slot step: the entry, its
-    /// range in `out`.
+    /// [`next_back`](DoubleEndedIterator::next_back) past the two-slot step, from the back's
+    /// slot (from `lo`, which the caller sets): the entry, its range in `out`.
     #[inline(never)]
     fn next_back_general(&mut self) -> Option<E::Borrowed<'g>> {
-        if self.back.leaf.get().is_some() {
-            // (Not kept by the two-slot step: see `Back::lo`.)
-            self.back.lo = self.back.pos + 1;
-        }
         let (lo, hi, b) = loop {
             if let Some(n) = self.back.leaf.get() {
                 if let Some(r) = self.back_in_leaf(n) {

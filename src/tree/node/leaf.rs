@@ -128,6 +128,19 @@ impl<'g, E, const ROOM: usize> FastLeaf<'g, E, ROOM> {
         self.off = (self.off & NO_LEAF) | (off & !NO_LEAF);
     }
 
+    /// The leaf, if there is one and its offset is below `k` (the back's crossing, on its
+    /// leaf's first slots).
+    #[inline(always)]
+    pub(crate) fn below(self, k: usize) -> Option<NodeRef<'g, Read, E>> {
+        // Without a leaf `off` carries `NO_LEAF`, above any offset `k` may bound.
+        debug_assert!(k <= RANGE_SLOTS);
+        (self.off < k).then_some(NodeRef {
+            ptr: self.ptr,
+            kind: Kind::Leaf,
+            _guard: PhantomData,
+        })
+    }
+
     /// The leaf, if there is one and its offset `k` has `i = k - 3` below `ROOM` (which the
     /// loads that follow then need not check), as a handle that may move the offset.
     #[inline(always)]
