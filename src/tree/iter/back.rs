@@ -2,6 +2,7 @@
 //! before, which never passes the front.
 
 use super::*;
+use crate::tree::node::BackParent;
 
 /// The iterator's back end: its walker and, while it holds a leaf (the fast path), its place
 /// in that leaf. `next_back` crosses leaves itself, with the checks of the walker's crossing
@@ -30,10 +31,9 @@ pub(super) struct Back<'g, E> {
     pub(super) lo: u64,
     pub(super) min: u64,
     pub(super) max: u64,
-    /// The leaf's parent (`None`: the leaf is the root), the parent's min and the leaf's
-    /// offset in it.
-    pub(super) parent: Option<NodeRef<'g, Read, E>>,
-    pub(super) pmin: u64,
+    /// The leaf's parent with its min (`NONE`: the leaf is the root), and the leaf's offset in
+    /// it.
+    pub(super) parent: BackParent<'g, E>,
     pub(super) poff: usize,
 }
 
@@ -49,8 +49,7 @@ impl<'g, E> Back<'g, E> {
             lo: 0,
             min: 0,
             max: 0,
-            parent: None,
-            pmin: 0,
+            parent: BackParent::NONE,
             poff: 0,
         }
     }
@@ -67,11 +66,11 @@ impl<'g, E> Back<'g, E> {
     /// The parent scalars from the path.
     #[inline]
     pub(super) fn set_parent(&mut self) {
-        self.parent = None;
+        self.parent = BackParent::NONE;
         let depth = self.walker.depth;
         if depth >= 2 {
             let p = *self.walker.level(depth - 2);
-            (self.parent, self.pmin, self.poff) = (Some(p.node), p.min, p.offset);
+            (self.parent, self.poff) = (BackParent::new(p.node, p.min), p.offset);
         }
     }
 
@@ -82,19 +81,18 @@ impl<'g, E> Back<'g, E> {
     /// it; `None` (nothing changed) for everything else, left to
     /// [`prev_leaf`](Self::prev_leaf).
     #[inline(always)]
-    pub(super) fn cross(&mut self, internal: Kind) -> Option<Loaded<'g, E>> {
-        let (Some(n), Some(p)) = (self.leaf.get(), self.parent) else {
-            return None;
-        };
-        if self.min <= self.pmin {
-            return None;
-        }
+    pub(super) fn cross(
+        &mut self,
+        n: NodeRef<'g, Read, E>,
+        internal: Kind,
+    ) -> Option<Loaded<'g, E>> {
+        let p = self.parent.above(self.min)?;
         if n.is_dead() || p.is_dead() {
             // `prev_leaf` meets it too, and restarts.
             return None;
         }
         let (i, max) = (self.poff - 1, self.min - 1);
-        let min = p.slot_min(i, self.pmin);
+        let min = p.slot_min(i, self.parent.min());
         let c = p.try_child(i, internal)?;
         if !c.is_leaf() || min > max {
             return None;
@@ -201,12 +199,12 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
             if self.back.pos <= front || n.range_word(0).raw() != 0 {
                 return None;
             }
-            self.back.leaf.set_off(0);
+            self.back.leaf = FastLeaf::new(n, 0);
             self.back.lo = self.back.min;
         } else {
             self.back.lo = self.back.pos.wrapping_add(1);
         }
-        let Some(w) = self.back.cross(self.internal) else {
+        let Some(w) = self.back.cross(n, self.internal) else {
             // Slot 0 of leaf `n`, from `lo`: the walker's crossing, or a walk.
             return Some(self.next_back_out());
         };
@@ -258,7 +256,7 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                     break r?;
                 }
                 // On slot 0 of the leaf, which holds no entry: on to the leaf before it.
-                let w = if let Some(w) = self.back.cross(self.internal) {
+                let w = if let Some(w) = self.back.cross(n, self.internal) {
                     w
                 } else if let Some(w) = self.back_prev_leaf(n) {
                     w
