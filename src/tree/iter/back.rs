@@ -163,8 +163,9 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 let hi = self.back.pos;
                 return Some(self.back_fast_yield(p + 1, hi, b));
             }
-        } else if let Some(n) = self.back.leaf.below(2) {
-            // On slot 0 or 1: the crossing to the leaf before, without a call.
+        } else if let Some(n) = self.back.leaf.below(3) {
+            // On slot 0, 1 or 2: the leaf's first slots and the crossing to the leaf before,
+            // without a call.
             if let Some(r) = self.back_cross_fast(n, front) {
                 return r;
             }
@@ -181,20 +182,46 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         Some((self.out.0, self.out.1, b))
     }
 
-    /// The fast path's crossing from slot `k` (0 or 1, having yielded it: it starts at
-    /// `pos + 1`) of leaf `n` to the last slot of the leaf before, as
+    /// The fast path's step from slot `k` (0, 1 or 2, having yielded it: it starts at
+    /// `pos + 1`) of leaf `n`. From slot 2, slots 1 and 0 as the two-slot step takes them
+    /// (slot 0 from `min`, its yield through `back_yield`, which ends the iteration at index
+    /// 0). From slot 0 or 1, the crossing to the last slot of the leaf before, as
     /// [`next_back_general`](Self::next_back_general) steps there (through slot 0, when `k` is
     /// 1, if it holds nothing and lies past the front's `bound`): [`Back::cross`], then the
     /// same checks on the slot reached, yielding its entry. `None` (nothing changed) when
-    /// slot 0 holds an entry or may reach the front; every other case the general path
-    /// finishes from where the crossing stands (`lo` kept).
+    /// slot 2's step finds nothing it may yield, or slot 0 holds an entry or may reach the
+    /// front; every other case the general path finishes from where the crossing stands (`lo`
+    /// kept).
     #[inline(always)]
     fn back_cross_fast(
         &mut self,
         n: NodeRef<'g, Read, E>,
         front: u64,
     ) -> Option<Option<(u64, u64, E::Borrowed<'g>)>> {
-        if self.back.leaf.off() == 1 {
+        let k = self.back.leaf.off();
+        if k == 2 {
+            // Slots 1 and 0, as the two-slot step (slot 0 from `min`, its yield by
+            // `back_yield`, which ends the iteration at index 0).
+            let p = n.range_pivot(0);
+            let w1 = n.range_word(1);
+            if w1.raw() == 0 {
+                if let (true, Some(b)) = (p > front, n.range_word(0).entry()) {
+                    self.back.leaf.set_off(0);
+                    let lo = self.back.min;
+                    self.back.lo = lo;
+                    if !self.back_yield(lo) {
+                        return Some(None);
+                    }
+                    return Some(Some((lo, p, b)));
+                }
+            } else if let (true, Some(b)) = (p >= front, w1.entry()) {
+                self.back.leaf.set_off(1);
+                let hi = self.back.pos;
+                return Some(Some(self.back_fast_yield(p + 1, hi, b)));
+            }
+            return None;
+        }
+        if k == 1 {
             // Slot 0, `[min, pos]`: not before the front (`pos` past its `bound`), no entry.
             if self.back.pos <= front || n.range_word(0).raw() != 0 {
                 return None;
