@@ -2,6 +2,7 @@
 //! before, which never passes the front.
 
 use super::*;
+use crate::tree::node::BackParent;
 
 /// The iterator's back end: its walker and, while it holds a leaf (the fast path), its place
 /// in that leaf. `next_back` crosses leaves itself, with the checks of the walker's crossing
@@ -24,15 +25,15 @@ pub(super) struct Back<'g, E> {
     /// offset), starting at `lo` (its end is not kept: the slot above starts after it, and a leaf's last slot ends at
     /// `max`); the leaf covers `[min, max]`. Whenever the fast path may step, the back has
     /// yielded that slot, so it starts at `pos + 1`: the two-slot step keeps only `pos`, and
-    /// `next_back_general` sets `lo` from it on entry.
+    /// `next_back_raw` sets `lo` from it when it leaves that step (the crossing on the leaf's
+    /// first slots, or `next_back_general`).
     pub(super) leaf: FastLeaf<'g, E, BACK_ROOM>,
     pub(super) lo: u64,
     pub(super) min: u64,
     pub(super) max: u64,
-    /// The leaf's parent (`None`: the leaf is the root), the parent's min and the leaf's
-    /// offset in it.
-    pub(super) parent: Option<NodeRef<'g, Read, E>>,
-    pub(super) pmin: u64,
+    /// The leaf's parent with its min (`NONE`: the leaf is the root), and the leaf's offset in
+    /// it.
+    pub(super) parent: BackParent<'g, E>,
     pub(super) poff: usize,
 }
 
@@ -48,8 +49,7 @@ impl<'g, E> Back<'g, E> {
             lo: 0,
             min: 0,
             max: 0,
-            parent: None,
-            pmin: 0,
+            parent: BackParent::NONE,
             poff: 0,
         }
     }
@@ -66,11 +66,11 @@ impl<'g, E> Back<'g, E> {
     /// The parent scalars from the path.
     #[inline]
     pub(super) fn set_parent(&mut self) {
-        self.parent = None;
+        self.parent = BackParent::NONE;
         let depth = self.walker.depth;
         if depth >= 2 {
             let p = *self.walker.level(depth - 2);
-            (self.parent, self.pmin, self.poff) = (Some(p.node), p.min, p.offset);
+            (self.parent, self.poff) = (BackParent::new(p.node, p.min), p.offset);
         }
     }
 
@@ -81,19 +81,18 @@ impl<'g, E> Back<'g, E> {
     /// it; `None` (nothing changed) for everything else, left to
     /// [`prev_leaf`](Self::prev_leaf).
     #[inline(always)]
-    pub(super) fn cross(&mut self, internal: Kind) -> Option<Loaded<'g, E>> {
-        let (Some(n), Some(p)) = (self.leaf.get(), self.parent) else {
-            return None;
-        };
-        if self.min <= self.pmin {
-            return None;
-        }
+    pub(super) fn cross(
+        &mut self,
+        n: NodeRef<'g, Read, E>,
+        internal: Kind,
+    ) -> Option<Loaded<'g, E>> {
+        let p = self.parent.above(self.min)?;
         if n.is_dead() || p.is_dead() {
             // `prev_leaf` meets it too, and restarts.
             return None;
         }
         let (i, max) = (self.poff - 1, self.min - 1);
-        let min = p.slot_min(i, self.pmin);
+        let min = p.slot_min(i, self.parent.min());
         let c = p.try_child(i, internal)?;
         if !c.is_leaf() || min > max {
             return None;
@@ -164,9 +163,93 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
                 let hi = self.back.pos;
                 return Some(self.back_fast_yield(p + 1, hi, b));
             }
+        } else if let Some(n) = self.back.leaf.below(3) {
+            // On slot 0, 1 or 2: the leaf's first slots and the crossing to the leaf before,
+            // without a call.
+            if let Some(r) = self.back_cross_fast(n, front) {
+                return r;
+            }
         }
+        // (Not kept by the two-slot step: see `Back::lo`. Meaningless without a leaf.)
+        self.back.lo = self.back.pos.wrapping_add(1);
+        self.next_back_out()
+    }
+
+    /// [`next_back_general`](Self::next_back_general) with its range from `out`.
+    #[inline(always)]
+    fn next_back_out(&mut self) -> Option<(u64, u64, E::Borrowed<'g>)> {
         let b = self.next_back_general()?;
         Some((self.out.0, self.out.1, b))
+    }
+
+    /// The fast path's step from slot `k` (0, 1 or 2, having yielded it: it starts at
+    /// `pos + 1`) of leaf `n`. From slot 2, slots 1 and 0 as the two-slot step takes them
+    /// (slot 0 from `min`, its yield through `back_yield`, which ends the iteration at index
+    /// 0). From slot 0 or 1, the crossing to the last slot of the leaf before, as
+    /// [`next_back_general`](Self::next_back_general) steps there (through slot 0, when `k` is
+    /// 1, if it holds nothing and lies past the front's `bound`): [`Back::cross`], then the
+    /// same checks on the slot reached, yielding its entry. `None` (nothing changed) when
+    /// slot 2's step finds nothing it may yield, or slot 0 holds an entry or may reach the
+    /// front; every other case the general path finishes from where the crossing stands (`lo`
+    /// kept).
+    #[inline(always)]
+    fn back_cross_fast(
+        &mut self,
+        n: NodeRef<'g, Read, E>,
+        front: u64,
+    ) -> Option<Option<(u64, u64, E::Borrowed<'g>)>> {
+        let k = self.back.leaf.off();
+        if k == 2 {
+            // Slots 1 and 0, as the two-slot step (slot 0 from `min`, its yield by
+            // `back_yield`, which ends the iteration at index 0).
+            let p = n.range_pivot(0);
+            let w1 = n.range_word(1);
+            if w1.raw() == 0 {
+                if let (true, Some(b)) = (p > front, n.range_word(0).entry()) {
+                    self.back.leaf.set_off(0);
+                    let lo = self.back.min;
+                    self.back.lo = lo;
+                    if !self.back_yield(lo) {
+                        return Some(None);
+                    }
+                    return Some(Some((lo, p, b)));
+                }
+            } else if let (true, Some(b)) = (p >= front, w1.entry()) {
+                self.back.leaf.set_off(1);
+                let hi = self.back.pos;
+                return Some(Some(self.back_fast_yield(p + 1, hi, b)));
+            }
+            return None;
+        }
+        if k == 1 {
+            // Slot 0, `[min, pos]`: not before the front (`pos` past its `bound`), no entry.
+            if self.back.pos <= front || n.range_word(0).raw() != 0 {
+                return None;
+            }
+            self.back.leaf = FastLeaf::new(n, 0);
+            self.back.lo = self.back.min;
+        } else {
+            self.back.lo = self.back.pos.wrapping_add(1);
+        }
+        let Some(w) = self.back.cross(n, self.internal) else {
+            // Slot 0 of leaf `n`, from `lo`: the walker's crossing, or a walk.
+            return Some(self.next_back_out());
+        };
+        // Now on the last slot of a leaf, `[lo, max]` (as in `next_back_general`).
+        if self.front.before(self.back.max) {
+            self.finish();
+            return Some(None);
+        }
+        // Read under the guard of 'g that created this iterator.
+        if let Some(b) = w.entry() {
+            let lo = self.back.lo;
+            if !self.back_yield(lo) {
+                return Some(None);
+            }
+            return Some(Some((lo, self.back.max, b)));
+        }
+        // It holds nothing: the general path steps on from it.
+        Some(self.next_back_out())
     }
 
     /// [`Back::prev_leaf`], out of line (a method of the iterator, so that it is compiled with
@@ -190,21 +273,17 @@ impl<'g, E: Entry + 'g> Iter<'g, E> {
         (lo, hi, b)
     }
 
-    /// [`next_back`](DoubleEndedIterator::next_back) past the two-slot step: the entry, its
-    /// range in `out`.
+    /// [`next_back`](DoubleEndedIterator::next_back) past the two-slot step, from the back's
+    /// slot (from `lo`, which the caller sets): the entry, its range in `out`.
     #[inline(never)]
     fn next_back_general(&mut self) -> Option<E::Borrowed<'g>> {
-        if self.back.leaf.get().is_some() {
-            // (Not kept by the two-slot step: see `Back::lo`.)
-            self.back.lo = self.back.pos + 1;
-        }
         let (lo, hi, b) = loop {
             if let Some(n) = self.back.leaf.get() {
                 if let Some(r) = self.back_in_leaf(n) {
                     break r?;
                 }
                 // On slot 0 of the leaf, which holds no entry: on to the leaf before it.
-                let w = if let Some(w) = self.back.cross(self.internal) {
+                let w = if let Some(w) = self.back.cross(n, self.internal) {
                     w
                 } else if let Some(w) = self.back_prev_leaf(n) {
                     w

@@ -1,4 +1,5 @@
-//! The iterator's leaf handles ([`FastLeaf`], [`FastAt`], [`FrontLeaf`], [`FrontAt`], [`FrontParent`]),
+//! The iterator's leaf handles ([`FastLeaf`], [`FastAt`], [`FrontLeaf`], [`FrontAt`], [`FrontParent`],
+//! [`BackParent`]),
 //! which load a leaf's words once and serve many ranges from them, and the walkers'
 //! fixed-capacity [`WalkStack`].
 
@@ -126,6 +127,19 @@ impl<'g, E, const ROOM: usize> FastLeaf<'g, E, ROOM> {
     pub(crate) fn set_off(&mut self, off: usize) {
         debug_assert!(off <= RANGE_SLOTS);
         self.off = (self.off & NO_LEAF) | (off & !NO_LEAF);
+    }
+
+    /// The leaf, if there is one and its offset is below `k` (the back's crossing, on its
+    /// leaf's first slots).
+    #[inline(always)]
+    pub(crate) fn below(self, k: usize) -> Option<NodeRef<'g, Read, E>> {
+        // Without a leaf `off` carries `NO_LEAF`, above any offset `k` may bound.
+        debug_assert!(k <= RANGE_SLOTS);
+        (self.off < k).then_some(NodeRef {
+            ptr: self.ptr,
+            kind: Kind::Leaf,
+            _guard: PhantomData,
+        })
     }
 
     /// The leaf, if there is one and its offset `k` has `i = k - 3` below `ROOM` (which the
@@ -347,7 +361,59 @@ impl<'g, E> FrontParent<'g, E> {
     }
 }
 
-// (By hand, these three: a derive would ask `E: Copy`; the brand `E` is only a name, as the
+/// The parent of the backward iterator's leaf, or none, with the parent's min: the mirror of
+/// [`FrontParent`], given out only for a leaf that starts above that min (one that has a
+/// sibling before it), so one comparison stands for both "a parent" and "a child before the
+/// leaf".
+pub(crate) struct BackParent<'g, E> {
+    /// The parent (dangling while `min` is `u64::MAX` for want of one).
+    pub(super) ptr: NonNull<Node>,
+    pub(super) kind: Kind,
+    /// The parent's min; `u64::MAX` without a parent (no leaf starts above it).
+    pub(super) min: u64,
+    pub(super) _guard: PhantomData<(&'g Node, Brand<E>)>,
+}
+
+impl<'g, E> BackParent<'g, E> {
+    /// No parent (the leaf is the root).
+    pub(crate) const NONE: Self = BackParent {
+        ptr: NonNull::dangling(),
+        kind: Kind::Range,
+        min: u64::MAX,
+        _guard: PhantomData,
+    };
+
+    /// Parent `n`, covering from `min`.
+    #[inline]
+    pub(crate) fn new(n: NodeRef<'g, Read, E>, min: u64) -> Self {
+        BackParent {
+            ptr: n.ptr,
+            kind: n.kind,
+            min,
+            _guard: PhantomData,
+        }
+    }
+
+    /// The parent's min (`u64::MAX` without a parent).
+    #[inline]
+    pub(crate) fn min(self) -> u64 {
+        self.min
+    }
+
+    /// The parent, if there is one and a child starting at `leaf_min` is not its first.
+    #[inline(always)]
+    pub(crate) fn above(self, leaf_min: u64) -> Option<NodeRef<'g, Read, E>> {
+        // `min` is `u64::MAX` for `NONE` (or a parent of nothing but index `u64::MAX`): no
+        // child starts above it.
+        (leaf_min > self.min).then_some(NodeRef {
+            ptr: self.ptr,
+            kind: self.kind,
+            _guard: PhantomData,
+        })
+    }
+}
+
+// (By hand, these four: a derive would ask `E: Copy`; the brand `E` is only a name, as the
 // node handles' own, see `NodeRef`.)
 impl<E, const ROOM: usize> Clone for FastLeaf<'_, E, ROOM> {
     #[inline]
@@ -370,3 +436,10 @@ impl<E> Clone for FrontParent<'_, E> {
     }
 }
 impl<E> Copy for FrontParent<'_, E> {}
+impl<E> Clone for BackParent<'_, E> {
+    #[inline]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for BackParent<'_, E> {}
