@@ -18,7 +18,10 @@
 //! range map's clone and a pass over its values), create_drop (N = 0: empty trees made and
 //! dropped; N = 1: with one range stored), slot_store, node_store, rewrite; MAP is maple
 //! (allocation tree, exclusive writer), maple-rcu (writes through the
-//! lock) or btreemap. N is the number of ranges (default 1,000,000; for fork_old and fork_new,
+//! lock), maple-plain (a plain range tree, exclusive writer: no gap tracking) or btreemap.
+//! `PROFILE_DENSE=1` builds ranges `[10i, 10i + 9]` instead of `[10i, 10i + 5]`: no gap
+//! between two ranges, so the tree holds one slot per range instead of two (build, lookup_hit,
+//! iterate, iterate_rev and fork_map). N is the number of ranges (default 1,000,000; for fork_old and fork_new,
 //! the source's entries, default 135; `dup` is `fork_new`'s `dup` alone, the copy dropped
 //! outside the count). build, random_store and erase_half at small N count about 100,000
 //! ranges' worth of trees (build and random_store make theirs inside the count, their drops
@@ -61,6 +64,7 @@ impl Map {
         match name {
             "maple" => Map::Maple(Box::new(MapleTree::new_alloc()), false),
             "maple-rcu" => Map::Maple(Box::new(MapleTree::new_alloc()), true),
+            "maple-plain" => Map::Maple(Box::new(MapleTree::new()), false),
             "btreemap" => Map::Btree(BTreeRangeMap::new()),
             _ => panic!("unknown map {name}"),
         }
@@ -88,9 +92,37 @@ impl Map {
     fn built(name: &str, n: u64) -> Map {
         let mut m = Map::new(name);
         for i in 0..n {
-            m.push(10 * i, 10 * i + 5, i);
+            let (a, b) = shape(i);
+            m.push(a, b, i);
         }
         m
+    }
+}
+
+/// Range `i` of the built trees: `[10i, 10i + 5]`, or with `PROFILE_DENSE=1` `[10i, 10i + 9]`
+/// (no gap between two ranges: one slot per range instead of two; for build, lookup_hit,
+/// iterate, iterate_rev and fork_map).
+fn shape(i: u64) -> (u64, u64) {
+    (10 * i, 10 * i + span())
+}
+
+/// The last index of range `i` less `10i` (read once: the environment is not read per range).
+fn span() -> u64 {
+    static SPAN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *SPAN.get_or_init(|| if dense() { 9 } else { 5 })
+}
+
+fn dense() -> bool {
+    std::env::var_os("PROFILE_DENSE").is_some_and(|v| v == "1")
+}
+
+/// The tree a maple MAP is made of: an allocation tree, or for `maple-plain` a plain range
+/// tree (no gap tracking).
+fn maker(map: &str) -> fn() -> MapleTree<Value> {
+    if map == "maple-plain" {
+        MapleTree::new
+    } else {
+        MapleTree::new_alloc
     }
 }
 
@@ -156,12 +188,13 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, more: &mut [Map], ops: &
             // here, by a loop of the map's own type (no `Map` in between); their drops are not
             // counted.
             let reps = reps(n);
-            let fill = |i: u64| (10 * i, 10 * i + 5);
+            let span = span();
+            let fill = |i: u64| (10 * i, 10 * i + span);
             match map {
                 "btreemap" => many(reps, n, BTreeRangeMap::new, fill, |t, a, b, v| {
                     t.push(a, b, v)
                 }),
-                "maple" => many(reps, n, MapleTree::new_alloc, fill, |t, a, b, v| {
+                "maple" | "maple-plain" => many(reps, n, maker(map), fill, |t, a, b, v| {
                     t.exclusive().store_range(a..=b, Value::new(v)).unwrap()
                 }),
                 _ => many(reps, n, MapleTree::new_alloc, fill, |t, a, b, v| {
@@ -219,7 +252,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, more: &mut [Map], ops: &
                 "btreemap" => many(reps, n, BTreeRangeMap::new, at, |t, a, b, v| {
                     t.store(a, b, v)
                 }),
-                "maple" => many(reps, n, MapleTree::new_alloc, at, |t, a, b, v| {
+                "maple" | "maple-plain" => many(reps, n, maker(map), at, |t, a, b, v| {
                     t.exclusive().store_range(a..=b, Value::new(v)).unwrap()
                 }),
                 _ => many(reps, n, MapleTree::new_alloc, at, |t, a, b, v| {
@@ -243,7 +276,7 @@ fn measured(work: &str, map: &str, n: u64, m: &mut Map, more: &mut [Map], ops: &
             let count = 100_000;
             match map {
                 "btreemap" => made_dropped(count, n, BTreeRangeMap::new, |t, v| t.store(10, 15, v)),
-                "maple" => made_dropped(count, n, MapleTree::new_alloc, |t, v| {
+                "maple" | "maple-plain" => made_dropped(count, n, maker(map), |t, v| {
                     t.exclusive().store_range(10..=15, Value::new(v)).unwrap()
                 }),
                 _ => made_dropped(count, n, MapleTree::new_alloc, |t, v| {
@@ -446,7 +479,8 @@ const USAGE: &str = "usage: profile WORKLOAD MAP [N]
             fork_old fork_new dup dup_drop fork_map create_drop slot_store node_store
             rewrite
   MAP:      maple (allocation tree, exclusive writer), maple-rcu (writes through the lock),
-            btreemap
+            maple-plain (plain range tree, exclusive writer), btreemap
+  PROFILE_DENSE=1: ranges [10i, 10i+9], no gaps (build lookup_hit iterate iterate_rev fork_map)
   N:        ranges (default 1000000; the fork source's entries for fork_old, fork_new, dup,
             dup_drop and fork_map, default 135; create_drop: 0 or 1, default 0)
 Runs the workload inside `measured` (valgrind --tool=callgrind --toggle-collect='*measured*')
@@ -462,6 +496,10 @@ fn main() {
     let map = args.get(2).map(String::as_str).unwrap_or("maple");
     let given: Option<u64> = args.get(3).map(|s| s.parse().unwrap());
     let mut n = given.unwrap_or(1_000_000);
+    assert!(
+        !dense() || ["build", "lookup_hit", "iterate", "iterate_rev", "fork_map"].contains(&work),
+        "PROFILE_DENSE=1 is for build, lookup_hit, iterate, iterate_rev and fork_map"
+    );
     let mut m = match work {
         "build" | "random_store" => Map::new(map),
         "create_drop" => {
