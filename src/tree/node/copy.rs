@@ -47,8 +47,8 @@ impl<'t, B> WriterRoot<'t, Exclusive, B> {
         // Slot by slot up to the end (the first pivot at or above `max`, as `end_mut` finds
         // it, here in the same pass): a slot's last index is its pivot, the last slot's `max`.
         let mut lo = min;
-        let mut i = 0;
-        loop {
+        // (A loop over the slots' offsets, so that the word indices need no checks.)
+        for i in 0..RANGE_SLOTS {
             let last = i == RANGE_PIVOTS || b.update(i, |p| p) >= max;
             let hi = if last { max } else { b.update(i, |p| p) };
             let w = b.update(RANGE_PIVOTS + i, |w| w) as usize;
@@ -68,12 +68,11 @@ impl<'t, B> WriterRoot<'t, Exclusive, B> {
             }
             partial.done = i + 1;
             if last {
+                debug_assert_eq!(i, b.end_mut(RANGE_PIVOTS, max));
                 break;
             }
             lo = hi + 1;
-            i += 1;
         }
-        debug_assert_eq!(i, b.end_mut(RANGE_PIVOTS, max));
         core::mem::forget(partial);
         Fresh(Live::own(Kind::Leaf, p))
     }
