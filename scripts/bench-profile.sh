@@ -8,6 +8,10 @@
 #        scripts/bench-profile.sh --small [N...]   (the small-tree set: every row at each N,
 #        default 10 100 1000 10000, with tree creation and drop and the mapped copy; output
 #        small.md, one line per workload and N: maple, maple-rcu and btreemap side by side)
+#        scripts/bench-profile.sh --floors [N...]   (what the small-tree rows' costs come from:
+#        the allocation tree beside a plain range tree, which tracks no gaps, and the usual
+#        ranges [10i, 10i+5] beside dense ones [10i, 10i+9], one slot per range instead of two;
+#        output floors.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/bench-results/profile
@@ -25,6 +29,32 @@ count() {
   ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$f.log")
   echo $((ir / ops))
 }
+
+if [[ "${1:-}" == "--floors" ]]; then
+  shift
+  sizes=("$@")
+  [[ ${#sizes[@]} -gt 0 ]] || sizes=(10 100 1000 10000)
+  {
+    printf '| workload | n | maple (allocation tree) | maple-plain (range tree) | maple-plain, dense | btreemap | btreemap, dense |\n'
+    printf '|---|---:|---:|---:|---:|---:|---:|\n'
+  } > "$out/floors.md"
+  for n in "${sizes[@]}"; do
+    for w in build random_store erase_half iterate iterate_rev fork_map; do
+      a=$(count "$w" maple "$n")
+      p=$(count "$w" maple-plain "$n")
+      b=$(count "$w" btreemap "$n")
+      pd="" bd=""
+      case $w in
+        build | iterate | iterate_rev | fork_map)
+          pd=$(PROFILE_DENSE=1 count "$w" maple-plain "$n")
+          bd=$(PROFILE_DENSE=1 count "$w" btreemap "$n")
+          ;;
+      esac
+      printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$w" "$n" "$a" "$p" "$pd" "$b" "$bd" | tee -a "$out/floors.md"
+    done
+  done
+  exit 0
+fi
 
 if [[ "${1:-}" == "--small" ]]; then
   shift
