@@ -290,13 +290,7 @@ impl<E: Entry> MapleTree<E> {
             Kind::Range
         };
         MapleTree {
-            root: node::Root::new(
-                internal,
-                collector,
-                default_collector,
-                opts.huge_pages,
-                WriterState::new(),
-            ),
+            root: node::Root::new(internal, collector, default_collector, opts.huge_pages),
             internal,
             len: StdAtomicUsize::new(0),
             pending: pending::LazyPending::default(),
@@ -536,13 +530,13 @@ impl<E: Entry> MapleTree<E> {
         // The nodes RCU-mode writes queued are freed at once by the exclusive writer (no
         // reader exists): no longer pending. (Queued nodes were counted, so the counters are
         // made; none queued, nothing to count.)
-        let queued = root.queued_nodes();
+        let mut x = root.exclusive();
+        let queued = x.queued_nodes();
         if queued != 0 {
             if let Some(p) = pending.made() {
                 p.sub_nodes(queued);
             }
         }
-        let mut x = root.exclusive();
         // `&mut` tree: no reader exists, none can hold a value an earlier store replaced.
         x.seals.clear();
         // Exclusive-mode writes never count pending frees: the guard holds the placeholder.

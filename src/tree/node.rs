@@ -318,13 +318,10 @@ mod tests {
             // Loom's atomics are model handles: not the layout this checks.
             return;
         }
-        let root = Root::<_, super::Unbranded>::new(
-            Kind::ARange,
-            Collector::new(),
-            false,
-            false,
-            [0u64; 16],
-        );
+        let mut root =
+            Root::<[u64; 16], super::Unbranded>::new(Kind::ARange, Collector::new(), false, false);
+        // The writer state (made by the first writer) lies in a box of its own.
+        root.state_mut()[0] = 1;
         let word = blocks(core::ptr::from_ref(&root.shared.word).addr(), 8);
         let writer = blocks(
             core::ptr::from_ref(&root.writer).addr(),

@@ -116,6 +116,14 @@ impl<E: Entry> WriterState<E> {
     }
 }
 
+impl<E: Entry> Default for WriterState<E> {
+    /// The state of an empty tree (made by the tree's first writer).
+    #[inline]
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The writer state as a write guard holds it: behind the tree's writer lock (RCU mode), or
 /// through `&mut` of the tree with the writer's view of the root it gave (exclusive mode).
 pub(crate) enum StateRef<'t, E> {

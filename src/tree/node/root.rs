@@ -2,6 +2,7 @@
 //! [`ExclusiveRoot`]), the drop of a whole tree, and the readers' view of the root ([`RootRef`]).
 
 use super::*;
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 /// The tree's root word (row P1), the collector whose guards protect its nodes, the count of
@@ -16,15 +17,98 @@ pub(crate) struct Root<S, E> {
     /// writer's stores beside it (the lock word, the writer state) would take the line from the
     /// reader's cache on every write.
     pub(super) shared: CachePadded<RootWord>,
-    pub(super) writer: Mutex<Side<S>>,
+    /// The writer's side, made by the first writer (see [`LazySide`]).
+    pub(super) writer: Mutex<LazySide<S>>,
     /// The brand: the tree's entry type (the module docs, "The brand").
     pub(super) _e: PhantomData<fn() -> E>,
 }
 
-/// What the writer lock guards: the writer state and the exclusive mode's retire queue.
+/// The writer state and the exclusive mode's retire queue, with the node slab.
 pub(super) struct Side<S> {
     pub(super) state: S,
     pub(super) mem: NodeMem,
+}
+
+/// What the writer lock guards: the writer's [`Side`], in a box of its own made by the first
+/// writer ([`side`](Self::side)), so that a tree is small (cheap to make, move and drop, and a
+/// tree never written allocates nothing) while the writer state, which only the writer
+/// touches, is as big as it likes.
+pub(super) struct LazySide<S> {
+    /// The side once made: a box given up by `Box::leak`, owned by this (freed by the
+    /// drop), never taken back while the tree lives. A raw pointer rather than a `Box`, so that
+    /// the writer lock's holder may keep it ([`WriterLock`]) while the guard is moved around.
+    made: Option<NonNull<Side<S>>>,
+    /// Take huge-page chunks once big: the slab's option, given to it when the side is made.
+    huge: bool,
+}
+
+// SAFETY: a `LazySide` owns its `Side` as a `Box` would (nothing else holds the pointer but a
+// `WriterLock` borrowing it under the lock): sending it sends the `Side`, sharing it shares the
+// `Side`.
+unsafe impl<S> Send for LazySide<S> where Side<S>: Send {}
+// SAFETY: as for `Send`: through `&LazySide` nothing of the `Side` is reached at all.
+unsafe impl<S> Sync for LazySide<S> where Side<S>: Sync {}
+
+impl<S> LazySide<S> {
+    /// The side, if a writer made it.
+    #[inline]
+    fn made_mut(&mut self) -> Option<&mut Side<S>> {
+        // SAFETY: `made` is a live box owned by `self` (see `made`); `&mut self` excludes every
+        // other access to it (a `WriterLock`'s copy of the pointer lives only while it holds
+        // the lock, whose guard borrows `self`).
+        self.made.map(|p| unsafe { &mut *p.as_ptr() })
+    }
+}
+
+impl<S: Default> LazySide<S> {
+    /// The side, made now if this is the first writer: the pointer, owned by `self`, stays
+    /// valid until `self` is dropped.
+    #[inline]
+    fn side(&mut self) -> NonNull<Side<S>> {
+        match self.made {
+            Some(p) => p,
+            None => self.make(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn make(&mut self) -> NonNull<Side<S>> {
+        // Allocated first and written in place (`Box::new` would build the side on the stack
+        // and copy it in).
+        let mut side = Box::<Side<S>>::new_uninit();
+        side.write(Side {
+            state: S::default(),
+            mem: NodeMem {
+                owner: 0,
+                nodes: Vec::new(),
+                slab: Slab::new(self.huge),
+            },
+        });
+        // SAFETY: written just above.
+        let side = unsafe { side.assume_init() };
+        let p = NonNull::from(Box::leak(side));
+        self.made = Some(p);
+        p
+    }
+
+    /// The side through `&mut` (made now if need be).
+    #[inline]
+    fn side_mut(&mut self) -> &mut Side<S> {
+        let p = self.side();
+        // SAFETY: as in `made_mut`.
+        unsafe { &mut *p.as_ptr() }
+    }
+}
+
+impl<S> Drop for LazySide<S> {
+    fn drop(&mut self) {
+        if let Some(p) = self.made.take() {
+            // SAFETY: the box given up by `make`, dropped once (`take`); `&mut self`: nothing
+            // else reaches it.
+            drop(unsafe { Box::from_raw(p.as_ptr()) });
+        }
+    }
 }
 
 /// What readers and the writer share: the root word and what protects its nodes.
@@ -47,15 +131,15 @@ pub(super) struct RootWord {
 impl<S, E> Root<S, E> {
     /// An empty root of a tree whose internal nodes are `internal`, protected by `collector`
     /// (`default_collector`: crossbeam's default one, pinned through its thread-local handle),
-    /// with the writer state `state` behind the writer lock; its nodes come from a slab of
-    /// huge-page chunks once it is big if `huge_pages` (see `slab`).
+    /// with the writer state (`S::default()`, made by the first writer) behind the writer
+    /// lock; its nodes come from a slab of huge-page chunks once it is big if `huge_pages` (see
+    /// `slab`).
     #[inline]
     pub(crate) fn new(
         internal: Kind,
         collector: Collector,
         default_collector: bool,
         huge_pages: bool,
-        state: S,
     ) -> Self {
         Root {
             shared: CachePadded::new(RootWord {
@@ -68,13 +152,9 @@ impl<S, E> Root<S, E> {
                 #[cfg(not(feature = "std"))]
                 postponed: alloc::sync::Arc::default(),
             }),
-            writer: Mutex::new(Side {
-                state,
-                mem: NodeMem {
-                    owner: 0,
-                    nodes: Vec::new(),
-                    slab: Slab::new(huge_pages),
-                },
+            writer: Mutex::new(LazySide {
+                made: None,
+                huge: huge_pages,
             }),
             _e: PhantomData,
         }
@@ -121,45 +201,56 @@ impl<S, E> Root<S, E> {
 
     /// Takes the tree's writer lock (RCU mode: readers may run meanwhile). The guard derefs to
     /// the writer state; [`WriterLock::writer`] makes the writer's view of the root from it.
-    pub(crate) fn lock(&self) -> WriterLock<'_, S, E> {
-        let side = self.writer.lock();
+    #[inline]
+    pub(crate) fn lock(&self) -> WriterLock<'_, S, E>
+    where
+        S: Default,
+    {
+        let mut lock = self.writer.lock();
         WriterLock {
             root: &self.shared,
-            side,
+            side: lock.side(),
+            _lock: lock,
             _held: WriterHeld::new(&self.shared),
             _e: PhantomData,
         }
     }
 
     /// [`lock`](Self::lock), if no writer holds it now.
-    pub(crate) fn try_lock(&self) -> Option<WriterLock<'_, S, E>> {
+    pub(crate) fn try_lock(&self) -> Option<WriterLock<'_, S, E>>
+    where
+        S: Default,
+    {
+        let mut lock = self.writer.try_lock()?;
         Some(WriterLock {
             root: &self.shared,
-            side: self.writer.try_lock()?,
+            side: lock.side(),
+            _lock: lock,
             _held: WriterHeld::new(&self.shared),
             _e: PhantomData,
         })
     }
 
-    /// Retired nodes queued by RCU-mode writers and not handed to the collector yet (see
-    /// [`retire_batch`]); exclusive mode frees them at once, without a grace period.
-    pub(crate) fn queued_nodes(&mut self) -> usize {
-        self.writer.get_mut().mem.nodes.len()
-    }
-
     /// Exclusive mode: `&mut` means no reader exists, so replaced nodes are freed without a
     /// grace period ([`ExclusiveRoot::writer`] makes the writer's view of the root).
-    pub(crate) fn exclusive(&mut self) -> ExclusiveRoot<'_, S, E> {
+    #[inline]
+    pub(crate) fn exclusive(&mut self) -> ExclusiveRoot<'_, S, E>
+    where
+        S: Default,
+    {
         ExclusiveRoot {
             root: &self.shared,
-            side: self.writer.get_mut(),
+            side: self.writer.get_mut().side_mut(),
             _e: PhantomData,
         }
     }
 
     /// The writer state, through `&mut` (no lock needed).
-    pub(crate) fn state_mut(&mut self) -> &mut S {
-        &mut self.writer.get_mut().state
+    pub(crate) fn state_mut(&mut self) -> &mut S
+    where
+        S: Default,
+    {
+        &mut self.writer.get_mut().side_mut().state
     }
 
     /// Frees the whole tree, dropping every entry exactly once (words held by several slots
@@ -169,7 +260,11 @@ impl<S, E> Root<S, E> {
     where
         E: Entry,
     {
-        let side = self.writer.get_mut();
+        let Some(side) = self.writer.get_mut().made_mut() else {
+            // No writer made the side: no node was ever published, none allocated.
+            debug_assert_eq!(atomic_take(&mut self.shared.word), 0);
+            return;
+        };
         let mem = &mut side.mem;
         let ledger = ledger(&mut side.state);
         // SAFETY: `&mut self`: no writer borrow and no reader exists.
@@ -237,8 +332,11 @@ impl RootWord {
 /// the one writer of that tree. Derefs to the writer state.
 pub(crate) struct WriterLock<'t, S, E> {
     pub(super) root: &'t RootWord,
-    pub(super) side: MutexGuard<'t, Side<S>>,
-    /// Marks the thread as holding a writer lock; declared after `side`, so that it is dropped
+    /// The tree's side (made by [`Root::lock`]), reached by the holder of `lock` alone.
+    side: NonNull<Side<S>>,
+    /// The held lock (only its drop is used: the side is reached through `side`).
+    _lock: MutexGuard<'t, LazySide<S>>,
+    /// Marks the thread as holding a writer lock; declared after `lock`, so that it is dropped
     /// after the mutex is released, and the entry drops postponed meanwhile run unlocked.
     pub(super) _held: WriterHeld<'t>,
     /// The brand of the tree (see [`Root`]).
@@ -250,6 +348,22 @@ pub(crate) struct WriterLock<'t, S, E> {
 pub(crate) type WriterParts<'w, S, M, E> = (WriterRoot<'w, M, E>, &'w mut S, &'w mut NodeMem);
 
 impl<'t, S, E> WriterLock<'t, S, E> {
+    /// The writer's side.
+    #[inline]
+    fn side(&self) -> &Side<S> {
+        // SAFETY: `side` is the tree's side, made before this lock guard and owned by the
+        // `LazySide` the held `_lock` guards until the tree is dropped (the guard borrows the
+        // tree for `'t`); only the holder of the lock reaches it, and `&self` shares it.
+        unsafe { self.side.as_ref() }
+    }
+
+    /// The writer's side, through `&mut`.
+    #[inline]
+    fn side_mut(&mut self) -> &mut Side<S> {
+        // SAFETY: as in `side`; `&mut self` makes this the only borrow of it.
+        unsafe { self.side.as_mut() }
+    }
+
     /// The capability to defer entry drops on this tree's collector after the lock is gone
     /// (see [`TakenEntry`]).
     pub(crate) fn reclaim(&self) -> RcuReclaim<'t> {
@@ -265,7 +379,7 @@ impl<'t, S, E> WriterLock<'t, S, E> {
     /// Whether the writers before left retired nodes to hand to the collector.
     #[inline]
     pub(crate) fn has_retired(&self) -> bool {
-        !self.side.mem.nodes.is_empty()
+        !self.side().mem.nodes.is_empty()
     }
 
     /// Whether the writers before queued a whole batch of retired nodes ([`retire_batch`]):
@@ -273,7 +387,7 @@ impl<'t, S, E> WriterLock<'t, S, E> {
     /// deferred free, so that a write pays no pin, no deferral and no give-back lock per node.
     #[inline]
     pub(crate) fn retired_batch_full(&self) -> bool {
-        self.side.mem.nodes.len() >= retire_batch()
+        self.side().mem.nodes.len() >= retire_batch()
     }
 
     /// Hands the nodes the writers before retired to the collector, in one deferred free: they
@@ -290,7 +404,7 @@ impl<'t, S, E> WriterLock<'t, S, E> {
         guard: &Guard,
         freed: impl FnOnce(usize) -> F,
     ) {
-        if !self.side.mem.nodes.is_empty() {
+        if !self.side().mem.nodes.is_empty() {
             self.flush_queued(guard, freed);
         }
     }
@@ -303,7 +417,7 @@ impl<'t, S, E> WriterLock<'t, S, E> {
         freed: impl FnOnce(usize) -> F,
     ) {
         self.root.check_guard(guard);
-        let mem = &mut self.side.mem;
+        let mem = &mut self.side_mut().mem;
         let batch = core::mem::replace(&mut mem.nodes, Vec::with_capacity(retire_batch()));
         let n = batch.len();
         // SAFETY: every queued address was queued once by `WriterRoot::retire` from an
@@ -322,10 +436,11 @@ impl<'t, S, E> WriterLock<'t, S, E> {
     /// must still guarantee).
     #[inline]
     pub(crate) fn writer(&mut self) -> WriterParts<'_, S, Rcu, E> {
-        let side = &mut *self.side;
-        side.mem.owner = core::ptr::from_ref(self.root).addr();
+        let root = self.root;
+        let side = self.side_mut();
+        side.mem.owner = core::ptr::from_ref(root).addr();
         let root = WriterRoot {
-            root: self.root,
+            root,
             _m: PhantomData,
         };
         (root, &mut side.state, &mut side.mem)
@@ -333,7 +448,7 @@ impl<'t, S, E> WriterLock<'t, S, E> {
 
     /// Whether the tree's slab takes huge-page chunks once big.
     pub(crate) fn huge_pages(&self) -> bool {
-        self.side.mem.huge_pages()
+        self.side().mem.huge_pages()
     }
 
     /// A reader view of the root, for reads under the lock borrowed from `&self` (no writer
@@ -350,13 +465,13 @@ impl<'t, S, E> WriterLock<'t, S, E> {
 impl<S, E> core::ops::Deref for WriterLock<'_, S, E> {
     type Target = S;
     fn deref(&self) -> &S {
-        &self.side.state
+        &self.side().state
     }
 }
 
 impl<S, E> core::ops::DerefMut for WriterLock<'_, S, E> {
     fn deref_mut(&mut self) -> &mut S {
-        &mut self.side.state
+        &mut self.side_mut().state
     }
 }
 
@@ -371,6 +486,12 @@ pub(crate) struct ExclusiveRoot<'t, S, E> {
 }
 
 impl<S, E> ExclusiveRoot<'_, S, E> {
+    /// Retired nodes queued by RCU-mode writers and not handed to the collector yet (see
+    /// [`retire_batch`]); exclusive mode frees them at once, without a grace period.
+    pub(crate) fn queued_nodes(&self) -> usize {
+        self.side.mem.nodes.len()
+    }
+
     /// The writer's view of the root in exclusive mode, the writer state and the retire queue,
     /// for as long as this borrow lasts. First frees what the writers before retired.
     #[inline]
