@@ -456,7 +456,9 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     pub(crate) fn schedule_seals(&mut self) {
         if let Some(cell) = self.guard {
             let root = self.root;
-            self.st.seals.schedule(|| cell.get_or_init(|| root.pin()));
+            self.st
+                .seals
+                .schedule(self.pending, || cell.get_or_init(|| root.pin()));
         }
     }
 
