@@ -12,11 +12,15 @@ use std::sync::OnceLock;
 /// without knowing the node layout.
 pub(crate) const NODE_BYTES: usize = 256;
 
-/// The shared counters (an `Arc`, because deferred frees may run after the tree is dropped).
-/// The writer (serialised by the tree's lock) counts retirements with a plain load and store;
-/// the deferred frees, on any thread, count frees with an atomic add.
+/// The tree's RCU shared state (one `Arc`, because deferred frees and seal lifts may run after
+/// the tree is dropped): the pending-frees counters and the seals' lifted generation. The writer
+/// (serialised by the tree's lock) counts retirements with a plain load and store; the deferred
+/// frees, on any thread, count frees with an atomic add.
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
+    /// Every seal generation `<=` this is lifted (see `seal`: stored by the deferred lift,
+    /// Release; loaded by the writer, Acquire).
+    pub(crate) lifted: crate::sync::AtomicU64,
     retired_nodes: AtomicUsize,
     freed_nodes: AtomicUsize,
     retired_entries: AtomicUsize,

@@ -40,7 +40,8 @@ use core::hash::{BuildHasherDefault, Hasher};
 use crossbeam_epoch::Guard;
 
 use super::node::Live;
-use crate::sync::{AtomicU64, Ordering};
+use super::pending::Pending;
+use crate::sync::Ordering;
 
 /// What is sealed in one node.
 #[derive(Clone, Copy, Debug)]
@@ -108,11 +109,6 @@ pub(crate) struct Seals {
     dirty: bool,
     /// The generation the outstanding lift will release.
     pending: Option<u64>,
-    /// Every generation `<=` this is lifted (stored by the deferred lift, Release; loaded by the
-    /// writer, Acquire: the writer then knows the grace period ended).
-    /// Made by the first lift, so that a tree that never seals (exclusive mode, or a tree only
-    /// ever filled through `dup`) allocates nothing for it.
-    lifted: Option<Arc<AtomicU64>>,
     /// The writer's last reading of `lifted`. Checks use it rather than the atomic: it only
     /// lags, which keeps seals in force longer, never shorter.
     lifted_seen: u64,
@@ -132,7 +128,6 @@ impl Seals {
             gen: 1,
             dirty: false,
             pending: None,
-            lifted: None,
             lifted_seen: 0,
             shrunk_gen: 0,
             wanted: Cell::new(false),
@@ -254,31 +249,35 @@ impl Seals {
         self.last = Some((key, s));
     }
 
-    /// The lifted generation as the deferred lift published it (0 before the first lift).
+    /// The lifted generation as the deferred lift published it in `shared` (the tree's RCU
+    /// shared state, [`Pending::lifted`]; 0 before the first lift).
     #[inline]
-    fn lifted_now(&self) -> u64 {
+    fn lifted_now(shared: &Pending) -> u64 {
         // ORDERING: P18 (pairs with the deferred lift's Release store below).
-        self.lifted
-            .as_ref()
-            .map_or(0, |l| l.load(Ordering::Acquire))
+        shared.lifted.load(Ordering::Acquire)
     }
 
     /// Collects a finished lift and schedules the next one if seals wait for it. Called at the
     /// start of every RCU-mode write, so always after the stores of the seals it covers: the
-    /// grace period starts after them.
+    /// grace period starts after them. `shared`: the tree's RCU shared state (the same for
+    /// every RCU-mode write of the tree), which holds the lifted generation.
     #[inline]
-    pub(crate) fn schedule<'g>(&mut self, guard: impl FnOnce() -> &'g Guard) {
+    pub(crate) fn schedule<'g>(
+        &mut self,
+        shared: &Arc<Pending>,
+        guard: impl FnOnce() -> &'g Guard,
+    ) {
         match self.pending {
-            Some(p) if self.lifted_now() < p => {}
+            Some(p) if Self::lifted_now(shared) < p => {}
             None if !self.dirty => {}
-            _ => self.schedule_slow(guard()),
+            _ => self.schedule_slow(shared, guard()),
         }
     }
 
     #[inline(never)]
-    fn schedule_slow(&mut self, guard: &Guard) {
+    fn schedule_slow(&mut self, shared: &Arc<Pending>, guard: &Guard) {
         if let Some(p) = self.pending {
-            let lifted = self.lifted_now();
+            let lifted = Self::lifted_now(shared);
             self.lifted_seen = lifted;
             if lifted < p {
                 return;
@@ -293,14 +292,11 @@ impl Seals {
             return;
         }
         let g = self.gen;
-        let lifted = Arc::clone(
-            self.lifted
-                .get_or_insert_with(|| Arc::new(AtomicU64::new(0))),
-        );
+        let shared = Arc::clone(shared);
         // The closure runs once every guard pinned now (so every reader that could hold a value
         // the sealing stores replaced) has been dropped.
         // ORDERING: P18 (the lift, a grace period after the sealing stores).
-        guard.defer(move || lifted.store(g, Ordering::Release));
+        guard.defer(move || shared.lifted.store(g, Ordering::Release));
         if self.wanted.replace(false) {
             // Hand the deferral to the collector now rather than when the local bag fills, so
             // the seal lifts after about two epoch advances.

@@ -50,6 +50,10 @@ use super::node::{
 use super::state::{StateRef, WriterState};
 use super::walk::{Level, Walker};
 
+/// Nodes a tree allocates (retired ones included) before [`Writer::copy_node`] takes leaf
+/// copies from the slab's fresh run.
+const FRESH_AFTER: u64 = 32;
+
 /// The writer: holds the tree's lock (RCU mode, from [`MapleTree::lock`](crate::MapleTree::lock)) or its exclusive
 /// borrow ([`MapleTree::exclusive`](crate::MapleTree::exclusive)). Every write method of the tree lives here; reads through it
 /// see the writer's own changes at once.
@@ -429,10 +433,14 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     }
 
     /// A fresh copy of the live node `src` (see [`WriterRoot::alloc_copy`]), children `0..keep`
-    /// re-parented to it.
+    /// re-parented to it. A leaf copy comes from never-used memory (the slab's fresh run, for
+    /// the locality of the leaves an RCU fill ends with) only once the tree has allocated
+    /// [`FRESH_AFTER`] nodes: before, the fresh run would take a chunk of its own, a second
+    /// one for a small tree, whose few leaves lie together anyway.
     pub(crate) fn copy_node(&mut self, src: Live<'t>, keep: usize) -> Fresh<'t> {
+        let fresh = self.st.stats.nodes_allocated >= FRESH_AFTER;
         self.st.stats.nodes_allocated += 1;
-        self.root.alloc_copy(src, keep, self.mem)
+        self.root.alloc_copy(src, keep, self.mem, fresh)
     }
 
     /// Publishes `n` (fresh, fully written) as the new root (row P1).
@@ -456,7 +464,9 @@ impl<'t, E: Entry, M: WriteMode> Writer<'t, E, M> {
     pub(crate) fn schedule_seals(&mut self) {
         if let Some(cell) = self.guard {
             let root = self.root;
-            self.st.seals.schedule(|| cell.get_or_init(|| root.pin()));
+            self.st
+                .seals
+                .schedule(self.pending, || cell.get_or_init(|| root.pin()));
         }
     }
 

@@ -253,16 +253,22 @@ impl<'t, M: Mode, B> WriterRoot<'t, M, B> {
     /// `0..keep` are re-parented to the copy. The writer then rewrites the copy from slot `keep`
     /// on and publishes it in `src`'s place (the RCU fill of `append_split`). A leaf's entry words
     /// are taken over, not cloned: once the copy is published, `src` is retired, never dropped.
-    /// The copy is made in `mem` (this tree's), a leaf copy in never-used memory (see
+    /// The copy is made in `mem` (this tree's), a leaf copy in never-used memory if `fresh` (see
     /// [`NodeRef::copy_in`]).
     ///
     /// # Panics
     ///
     /// If `mem` is another tree's.
     #[inline]
-    pub(crate) fn alloc_copy(self, src: Live<'t>, keep: usize, mem: &mut NodeMem) -> Fresh<'t> {
+    pub(crate) fn alloc_copy(
+        self,
+        src: Live<'t>,
+        keep: usize,
+        mem: &mut NodeMem,
+        fresh: bool,
+    ) -> Fresh<'t> {
         self.check_mem(mem);
-        let n = Live::own(src.kind, src.copy_in(&mut mem.slab, src.is_leaf()));
+        let n = Live::own(src.kind, src.copy_in(&mut mem.slab, fresh && src.is_leaf()));
         if !n.is_leaf() {
             for i in 0..keep {
                 n.child(i, self.root.internal).set_parent(Some(n), i);
